@@ -1,0 +1,138 @@
+// swift-tools-version: 6.2
+import PackageDescription
+
+/// The check-in pipeline: one executable (`checkin`) over a few modules, each with one job.
+///
+/// Shared       domain model and wire formats (fixes, events, zones documents, webhook signatures)
+/// Geofence     the pure evaluation engine: geometry, spatial index, check-in/check-out rules
+/// Crdkafka     the librdkafka C headers, nothing else
+/// Kafka        a Kafka client over librdkafka with no domain knowledge
+/// Persistence  Postgres: migrations and the stores the services share
+/// ServiceSupport  what every service needs to be operated: configuration, metrics, health endpoints
+/// Ingest, Evaluator, Notifier  the three services
+let package = Package(
+    name: "checkin",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "checkin", targets: ["checkin"]),
+        /// For the separate `Benchmarks/` package, which measures the engine alone.
+        .library(name: "Geofence", targets: ["Geofence"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-collections.git", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "3.12.3"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
+        .package(url: "https://github.com/swift-server/async-http-client.git", from: "1.37.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.2"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.1"),
+        .package(url: "https://github.com/x-sheep/swift-property-based.git", from: "2.0.1"),
+    ],
+    targets: [
+        .target(
+            name: "Shared",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto")
+            ]
+        ),
+        .target(
+            name: "Geofence",
+            dependencies: ["Shared"]
+        ),
+        .systemLibrary(
+            name: "Crdkafka",
+            pkgConfig: "rdkafka"
+        ),
+        .target(
+            name: "Kafka",
+            dependencies: [
+                "Crdkafka",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "Persistence",
+            dependencies: [
+                "Shared",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            resources: [.copy("Migrations")]
+        ),
+        .target(
+            name: "ServiceSupport",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
+        .target(
+            name: "Ingest",
+            dependencies: [
+                "Shared", "Kafka", "Persistence", "ServiceSupport",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(
+            name: "Evaluator",
+            dependencies: [
+                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport",
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .target(
+            name: "Notifier",
+            dependencies: [
+                "Shared", "Kafka", "Persistence", "ServiceSupport",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Metrics", package: "swift-metrics"),
+            ]
+        ),
+        .executableTarget(
+            name: "checkin",
+            dependencies: [
+                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+        .testTarget(
+            name: "SharedTests",
+            dependencies: ["Shared"]
+        ),
+        .testTarget(
+            name: "GeofenceTests",
+            dependencies: [
+                "Geofence", "Shared",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "KafkaTests",
+            dependencies: ["Kafka"]
+        ),
+        .testTarget(
+            name: "IntegrationTests",
+            dependencies: [
+                "Shared", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "Geofence",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

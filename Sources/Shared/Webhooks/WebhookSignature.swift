@@ -1,0 +1,88 @@
+import Crypto
+import Foundation
+
+/// A webhook signing secret in the Standard Webhooks form `whsec_<base64 key>`.
+public struct WebhookSecret: Sendable, Equatable, CustomStringConvertible {
+    public static let prefix = "whsec_"
+    /// Raw key bytes; `SymmetricKey` is made on use because it is not `Sendable`.
+    let keyBytes: Data
+    public var key: SymmetricKey { SymmetricKey(data: keyBytes) }
+
+    public init(_ text: String) throws {
+        let encoded = text.hasPrefix(Self.prefix) ? String(text.dropFirst(Self.prefix.count)) : text
+        guard let bytes = Data(base64Encoded: encoded), bytes.count >= 16, bytes.count <= 64 else {
+            throw WebhookSignatureError.malformedSecret
+        }
+        keyBytes = bytes
+    }
+
+    /// A fresh random secret for a new endpoint.
+    public static func generate() -> String {
+        let key = SymmetricKey(size: .bits256)
+        return prefix + key.withUnsafeBytes { Data($0).base64EncodedString() }
+    }
+
+    /// Never prints the key.
+    public var description: String { "whsec_…" }
+}
+
+public enum WebhookSignatureError: Error, Equatable, CustomStringConvertible {
+    case malformedSecret
+    case missingHeader(String)
+    case timestampOutOfTolerance
+    case noMatchingSignature
+
+    public var description: String {
+        switch self {
+        case .malformedSecret: "a webhook secret is whsec_ followed by 16 to 64 base64-encoded bytes"
+        case .missingHeader(let name): "the \(name) header is missing"
+        case .timestampOutOfTolerance: "webhook-timestamp is too far from now"
+        case .noMatchingSignature: "no webhook-signature matches the body"
+        }
+    }
+}
+
+/// Signing and verifying per the Standard Webhooks specification: the signature is
+/// `v1,<base64 HMAC-SHA256 of "id.timestamp.body">`; during key rotation the
+/// header carries several, separated by spaces, and any one valid is enough.
+public enum WebhookSignature {
+    public static let idHeader = "webhook-id"
+    public static let timestampHeader = "webhook-timestamp"
+    public static let signatureHeader = "webhook-signature"
+
+    public static func sign(id: String, timestamp: Int, body: some DataProtocol, secret: WebhookSecret) -> String {
+        var message = Data("\(id).\(timestamp).".utf8)
+        message.append(contentsOf: body)
+        let mac = HMAC<SHA256>.authenticationCode(for: message, using: secret.key)
+        return "v1," + Data(mac).base64EncodedString()
+    }
+
+    /// The `webhook-signature` header for all currently valid secrets.
+    public static func header(id: String, timestamp: Int, body: some DataProtocol, secrets: [WebhookSecret]) -> String {
+        secrets.map { sign(id: id, timestamp: timestamp, body: body, secret: $0) }.joined(separator: " ")
+    }
+
+    /// What a partner does on receipt: checks the timestamp is recent (against replay)
+    /// and that one of the signatures was made with its secret.
+    public static func verify(
+        id: String?, timestamp: String?, signatureHeader: String?, body: some DataProtocol, secret: WebhookSecret,
+        now: Date = Date(), tolerance: TimeInterval = 300
+    ) throws {
+        guard let id else { throw WebhookSignatureError.missingHeader(idHeader) }
+        guard let timestamp, let seconds = Int(timestamp) else {
+            throw WebhookSignatureError.missingHeader(timestampHeader)
+        }
+        guard let signatureHeader else { throw WebhookSignatureError.missingHeader(Self.signatureHeader) }
+        guard abs(now.timeIntervalSince1970 - Double(seconds)) <= tolerance else {
+            throw WebhookSignatureError.timestampOutOfTolerance
+        }
+        var message = Data("\(id).\(seconds).".utf8)
+        message.append(contentsOf: body)
+        for candidate in signatureHeader.split(separator: " ") {
+            let parts = candidate.split(separator: ",", maxSplits: 1)
+            guard parts.count == 2, parts[0] == "v1", let mac = Data(base64Encoded: String(parts[1])) else { continue }
+            if HMAC<SHA256>.isValidAuthenticationCode(mac, authenticating: message, using: secret.key) { return }
+        }
+        throw WebhookSignatureError.noMatchingSignature
+    }
+}
