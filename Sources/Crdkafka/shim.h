@@ -1,1 +1,2 @@
 #include <librdkafka/rdkafka.h>
+#include <librdkafka/rdkafka_mock.h>
