@@ -62,10 +62,10 @@ let package = Package(
             dependencies: [
                 "Shared",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            resources: [.copy("Migrations")]
+            ]
         ),
         .target(
             name: "ServiceSupport",
@@ -80,7 +80,7 @@ let package = Package(
         .target(
             name: "Ingest",
             dependencies: [
-                "Shared", "Kafka", "Persistence", "ServiceSupport",
+                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]

@@ -1,1 +1,40 @@
-// Evaluator
+import Geofence
+import Kafka
+import Logging
+import Persistence
+import ServiceLifecycle
+
+/// The evaluator's services, in start order (they stop in reverse: the consumer
+/// first, so the batch in flight finishes before the producer and the database go).
+public struct Evaluator: Sendable {
+    public let catalog: ZoneCatalog
+    public let sweeper: StaleCheckOutSweeper
+    public let service: EvaluatorService
+    public let consumer: KafkaConsumer
+
+    public init(
+        configuration: EvaluatorConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
+        producer: KafkaProducer, logger: Logger
+    ) throws {
+        var consumerConfiguration = consumerConfiguration
+        consumerConfiguration.groupId = configuration.groupId
+        consumerConfiguration.topics = [configuration.topics.fixes]
+        consumerConfiguration.maxBatchSize = configuration.maximumBatchSize
+        let catalog = ZoneCatalog(
+            zones: ZoneStore(database: database, logger: logger), configuration: configuration.engine,
+            refreshInterval: configuration.zoneRefreshInterval, logger: logger)
+        let gate = BatchGate()
+        let listener = EvaluatorRebalanceListener(
+            group: configuration.groupId, offsets: OffsetStore(database: database, logger: logger), gate: gate,
+            logger: logger)
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: listener, logger: logger)
+        let processor = FixBatchProcessor(
+            configuration: configuration, database: database, producer: producer, catalog: catalog, logger: logger)
+        self.catalog = catalog
+        self.consumer = consumer
+        self.service = EvaluatorService(consumer: consumer, processor: processor, gate: gate, logger: logger)
+        self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
+    }
+
+    public var services: [any Service] { [catalog, sweeper, service, consumer] }
+}

@@ -1,1 +1,30 @@
-// Notifier
+import AsyncHTTPClient
+import Kafka
+import Logging
+import Persistence
+import ServiceLifecycle
+
+/// The notifier's services, in start order (stopping in reverse: the dispatcher
+/// finishes its attempts, then the consumer leaves the group).
+public struct Notifier: Sendable {
+    public let intake: EventIntake
+    public let consumer: KafkaConsumer
+    public let dispatcher: WebhookDispatcher
+
+    public init(
+        configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
+        httpClient: HTTPClient = .shared, logger: Logger
+    ) throws {
+        var consumerConfiguration = consumerConfiguration
+        consumerConfiguration.groupId = configuration.groupId
+        consumerConfiguration.topics = [configuration.topics.checkIns, configuration.topics.checkOuts]
+        let webhooks = WebhookStore(database: database, logger: logger)
+        let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: nil, logger: logger)
+        let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, httpClient: httpClient, logger: logger)
+        self.consumer = consumer
+        self.dispatcher = dispatcher
+        self.intake = EventIntake(consumer: consumer, webhooks: webhooks, dispatcher: dispatcher, logger: logger)
+    }
+
+    public var services: [any Service] { [intake, consumer, dispatcher] }
+}

@@ -1,0 +1,39 @@
+# The two commands: `make demo` and `make test`. Both install what is missing first.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+ENV := . .local/env.sh &&
+SWIFT_BUILD_FLAGS ?=
+ONCE ?=
+
+.PHONY: help setup build demo test test-unit compose-check bench clean services-stop
+
+help:
+	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
+	@echo "make test        every test, unit and integration, against a local Postgres and broker"
+	@echo "make build       build the checkin executable"
+	@echo "make bench       geofence engine benchmarks (release build)"
+
+setup:
+	@scripts/setup.sh
+
+build: setup
+	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
+
+demo: build
+	@$(ENV) scripts/with-services.sh scripts/demo.sh $(if $(ONCE),--once,)
+
+test: setup compose-check
+	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
+	@$(ENV) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build
+
+test-unit: setup
+	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests'
+
+compose-check: setup
+	@docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
+
+bench: setup
+	@$(ENV) cd Benchmarks && swift package --disable-sandbox benchmark
+
+clean:
+	rm -rf .build .local/run

@@ -1,0 +1,44 @@
+import Geofence
+import ServiceSupport
+import Shared
+
+/// Settings of the evaluator workers.
+public struct EvaluatorConfiguration: Sendable {
+    public var groupId: String
+    public var topics: Topics
+    public var engine: EngineConfiguration
+    /// How often the zone catalog is checked for changes.
+    public var zoneRefreshInterval: Duration
+    /// How often devices due a stale check-out are looked for.
+    public var staleSweepInterval: Duration
+    public var maximumBatchSize: Int
+
+    public init(
+        groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
+        zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
+        maximumBatchSize: Int = 500
+    ) {
+        self.groupId = groupId
+        self.topics = topics
+        self.engine = engine
+        self.zoneRefreshInterval = zoneRefreshInterval
+        self.staleSweepInterval = staleSweepInterval
+        self.maximumBatchSize = maximumBatchSize
+    }
+
+    public init(environment: EnvironmentReader, topics: Topics) throws {
+        let engine = EngineConfiguration(
+            maxAccuracy: try environment.double("CHECKIN_MAX_ACCURACY", default: 100, range: 0...100_000),
+            exitBuffer: try environment.double("CHECKIN_EXIT_BUFFER", default: 20, range: 0...10_000),
+            staleAfter: try environment.double("CHECKIN_STALE_AFTER", default: 7200, range: 1...31_536_000),
+            maxCrossingGap: try environment.double("CHECKIN_MAX_CROSSING_GAP", default: 600, range: 1...86_400),
+            beaconExitAfter: try environment.double("CHECKIN_BEACON_EXIT_AFTER", default: 60, range: 1...86_400),
+            restartTolerance: try environment.double("CHECKIN_RESTART_TOLERANCE", default: 50, range: 0...10_000))
+        self.init(
+            groupId: environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"), topics: topics,
+            engine: engine,
+            zoneRefreshInterval: try environment.duration("CHECKIN_ZONE_REFRESH_INTERVAL", default: .seconds(2)),
+            staleSweepInterval: try environment.duration("CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15)),
+            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000))
+    }
+}

@@ -1,0 +1,125 @@
+import Foundation
+import Geofence
+import Kafka
+import Logging
+import Metrics
+import Persistence
+import Shared
+
+/// Evaluates one batch of fix records and makes its outcome durable as a unit.
+///
+/// Inside one Postgres transaction it locks the batch's device states, runs the
+/// engine, publishes the resulting events (and dead letters) and waits for the
+/// broker's acknowledgements, then saves the new states together with the
+/// partitions' next offsets. A crash anywhere before the commit replays the batch
+/// from the old state, which yields the same events with the same ids, so
+/// consumers downstream see duplicates at worst, never a gap.
+struct FixBatchProcessor: Sendable {
+    let configuration: EvaluatorConfiguration
+    let database: Database
+    let producer: KafkaProducer
+    let catalog: ZoneCatalog
+    let logger: Logger
+
+    var states: DeviceStateStore { DeviceStateStore(logger: logger) }
+    var offsets: OffsetStore { OffsetStore(database: database, logger: logger) }
+
+    struct Outcome {
+        var nextOffsets: [KafkaTopicPartition: Int64] = [:]
+        var evaluated = 0
+        var late = 0
+        var duplicate = 0
+        var invalid = 0
+        var checkIns = 0
+        var checkOuts = 0
+    }
+
+    func process(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
+        var outcome = Outcome()
+        var fixes: [(message: KafkaConsumerMessage, fix: Fix)] = []
+        var deadLetters: [KafkaRecord] = []
+        for message in batch {
+            let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+            outcome.nextOffsets[key] = max(outcome.nextOffsets[key] ?? 0, message.offset + 1)
+            switch FixValidator.validate(json: message.value) {
+            case .success(let fix): fixes.append((message, fix))
+            case .failure(let invalid):
+                outcome.invalid += 1
+                deadLetters.append(deadLetter(for: message, reason: invalid.description))
+            }
+        }
+
+        let engine = try await catalog.engine()
+        let decoder = WireJSON.decoder()
+        let encoder = WireJSON.encoder()
+        let committed = try await database.withTransaction { connection in
+            var result = outcome
+            let keys = Set(fixes.map { DeviceKey(projectId: $0.fix.projectId, deviceId: $0.fix.deviceId) })
+            let stored = try await states.lockStates(keys, on: connection)
+            var current: [DeviceKey: DeviceState] = [:]
+            for key in keys {
+                current[key] = try stored[key].map { try decoder.decode(DeviceState.self, from: Data($0.utf8)) } ?? DeviceState()
+            }
+            var lastFixAt: [DeviceKey: Date] = [:]
+            var records = deadLetters
+            for (_, fix) in fixes {
+                let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
+                let evaluation = engine.evaluate(fix, state: &current[key, default: DeviceState()])
+                switch evaluation.outcome {
+                case .evaluated:
+                    result.evaluated += 1
+                    lastFixAt[key] = max(lastFixAt[key] ?? fix.timestamp, fix.timestamp)
+                case .late: result.late += 1
+                case .duplicate: result.duplicate += 1
+                }
+                for event in evaluation.events {
+                    if event.type == .checkin { result.checkIns += 1 } else { result.checkOuts += 1 }
+                    records.append(try record(for: event, encoder: encoder))
+                }
+            }
+            try await publish(records)
+            let toSave = try current.map { key, state in
+                StoredDeviceState(
+                    key: key, stateJSON: String(decoding: try encoder.encode(state), as: UTF8.self),
+                    lastFixAt: lastFixAt[key], staleAt: engine.staleDeadline(of: state))
+            }
+            try await states.save(toSave, on: connection)
+            try await offsets.save(
+                group: configuration.groupId,
+                offsets: result.nextOffsets.map { (topic: $0.key.topic, partition: $0.key.partition, nextOffset: $0.value) },
+                on: connection)
+            return result
+        }
+        return committed
+    }
+
+    /// Publishes and waits until the broker has every record; any failure aborts the batch.
+    func publish(_ records: [KafkaRecord]) async throws {
+        guard !records.isEmpty else { return }
+        for result in await producer.send(records) {
+            if case .failure(let error) = result { throw error }
+        }
+    }
+
+    func record(for event: CheckEvent, encoder: JSONEncoder) throws -> KafkaRecord {
+        KafkaRecord(
+            topic: event.type == .checkin ? configuration.topics.checkIns : configuration.topics.checkOuts,
+            key: Array(event.deviceId.utf8), value: Array(try encoder.encode(event)),
+            headers: [
+                KafkaHeader(key: "event-id", value: Array(event.eventId.utf8)),
+                KafkaHeader(key: "event-type", value: Array(event.type.rawValue.utf8)),
+            ])
+    }
+
+    /// The original record, unchanged, with why it was refused and where it came from.
+    func deadLetter(for message: KafkaConsumerMessage, reason: String) -> KafkaRecord {
+        KafkaRecord(
+            topic: configuration.topics.fixesDeadLetter, key: message.key, value: message.value,
+            headers: message.headers + [
+                KafkaHeader(key: "checkin-error", value: Array(reason.utf8)),
+                KafkaHeader(key: "checkin-origin-topic", value: Array(message.topic.utf8)),
+                KafkaHeader(key: "checkin-origin-partition", value: Array(String(message.partition).utf8)),
+                KafkaHeader(key: "checkin-origin-offset", value: Array(String(message.offset).utf8)),
+            ])
+    }
+}

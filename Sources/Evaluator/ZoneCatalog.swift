@@ -1,0 +1,88 @@
+import Geofence
+import Logging
+import NIOConcurrencyHelpers
+import Persistence
+import ServiceLifecycle
+import Shared
+
+/// The engine built from the zones in Postgres. It is rebuilt off the hot path
+/// when the catalog version changes and swapped in whole, so a batch is always
+/// evaluated against one consistent set of zones.
+public final class ZoneCatalog: Service, Sendable {
+    struct Loaded {
+        var version: Int64
+        var engine: GeofenceEngine
+    }
+
+    let zones: ZoneStore
+    let configuration: EngineConfiguration
+    let refreshInterval: Duration
+    let logger: Logger
+    private let loaded = NIOLockedValueBox<Loaded?>(nil)
+
+    public init(zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration, logger: Logger) {
+        self.zones = zones
+        self.configuration = configuration
+        self.refreshInterval = refreshInterval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            do {
+                try await refresh()
+            } catch {
+                logger.error("could not refresh zones", metadata: ["error": "\(String(reflecting: error))"])
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.refreshInterval) }
+        }
+    }
+
+    /// The current engine, loading it first if nothing has been loaded yet.
+    public func engine() async throws -> GeofenceEngine {
+        if let loaded = loaded.withLockedValue({ $0 }) { return loaded.engine }
+        try await refresh()
+        guard let loaded = loaded.withLockedValue({ $0 }) else { throw ZoneCatalogError.notLoaded }
+        return loaded.engine
+    }
+
+    /// Rebuilds the engine if the zones changed since the last build.
+    public func refresh() async throws {
+        let version = try await zones.catalogVersion()
+        if loaded.withLockedValue({ $0?.version }) == version { return }
+        let projects = try await zones.allZones().map { ProjectZones(projectId: $0.projectId, zones: $0.zones) }
+        let started = ContinuousClock.now
+        let engine = buildSkippingInvalidProjects(projects)
+        loaded.withLockedValue { current in
+            if (current?.version ?? .min) < version { current = Loaded(version: version, engine: engine) }
+        }
+        logger.info(
+            "zones loaded",
+            metadata: [
+                "version": "\(version)", "projects": "\(projects.count)",
+                "zones": "\(projects.reduce(0) { $0 + $1.zones.count })",
+                "buildTime": "\(ContinuousClock.now - started)",
+            ])
+    }
+
+    /// Zones are validated when they are stored; should invalid ones reach the
+    /// database anyway, only their project is left out, not everyone's.
+    private func buildSkippingInvalidProjects(_ projects: [ProjectZones]) -> GeofenceEngine {
+        if let engine = try? GeofenceEngine(projects: projects, configuration: configuration) { return engine }
+        var valid: [ProjectZones] = []
+        for project in projects {
+            do {
+                _ = try GeofenceEngine(projects: [project], configuration: configuration)
+                valid.append(project)
+            } catch {
+                logger.error("project's zones are invalid and are not evaluated", metadata: ["projectId": "\(project.projectId)", "error": "\(error)"])
+            }
+        }
+        return (try? GeofenceEngine(projects: valid, configuration: configuration))
+            ?? (try! GeofenceEngine(projects: [], configuration: configuration))
+    }
+}
+
+enum ZoneCatalogError: Error {
+    case notLoaded
+}

@@ -1,0 +1,124 @@
+import Foundation
+import Hummingbird
+import Kafka
+import Logging
+import Metrics
+import Persistence
+import Prometheus
+import ServiceSupport
+import Shared
+
+/// What the HTTP API needs from the rest of the process.
+public struct IngestDependencies: Sendable {
+    public var producer: KafkaProducer
+    public var projects: ProjectStore
+    public var zones: ZoneStore
+    public var webhooks: WebhookStore
+    public var readiness: Readiness
+    public var registry: PrometheusCollectorRegistry
+
+    public init(
+        producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, readiness: Readiness,
+        registry: PrometheusCollectorRegistry
+    ) {
+        self.producer = producer
+        self.projects = projects
+        self.zones = zones
+        self.webhooks = webhooks
+        self.readiness = readiness
+        self.registry = registry
+    }
+}
+
+/// Builds the Ingest HTTP application: fixes in, management API, operations routes.
+/// Tests build the same application.
+public func buildIngestApplication(
+    configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger,
+    onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
+) -> some ApplicationProtocol {
+    let router = Router()
+    router.middlewares.add(ProblemMiddleware(logger: logger))
+    OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
+    let keys = APIKeyResolver(projects: dependencies.projects)
+    FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
+    ManagementRoutes(dependencies: dependencies, keys: keys, logger: logger).add(to: router)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger)
+}
+
+/// `POST /v1/fixes`: validates a batch and answers 202 only once the broker has
+/// acknowledged every fix of it.
+struct FixRoutes {
+    let configuration: IngestConfiguration
+    let producer: KafkaProducer
+    let keys: APIKeyResolver
+    let logger: Logger
+
+    let acceptedFixes = Counter(label: "checkin_ingest_fixes_accepted_total")
+    let rejectedBatches = Counter(label: "checkin_ingest_batches_rejected_total")
+    let publishLatency = Metrics.Timer(label: "checkin_ingest_publish_seconds")
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.post("/v1/fixes") { request, context in
+            try await accept(request, context: context)
+        }
+    }
+
+    func accept(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let projectId: String? =
+            configuration.requireAPIKey || APIKeyResolver.key(in: request) != nil
+            ? try await keys.project(for: request, kind: .device) : nil
+        let body = try await request.body.collect(upTo: configuration.maximumBodyBytes)
+        let fixes: [Fix]
+        do {
+            fixes = try FixBatchDecoder(maximumBatchSize: configuration.maximumBatchSize).decode(
+                Data(buffer: body), projectId: projectId)
+        } catch {
+            rejectedBatches.increment()
+            throw error
+        }
+        let encoder = WireJSON.encoder()
+        let records = try fixes.map { fix in
+            KafkaRecord(topic: configuration.topics.fixes, key: Array(fix.deviceId.utf8), value: Array(try encoder.encode(fix)))
+        }
+        let started = ContinuousClock.now
+        let results = await producer.send(records)
+        publishLatency.recordInterval(since: started)
+        let failures = results.compactMap { result -> KafkaError? in
+            if case .failure(let error) = result { return error }
+            return nil
+        }
+        guard failures.isEmpty else {
+            logger.error("fixes not acknowledged by the broker", metadata: ["failed": "\(failures.count)", "error": "\(failures[0])"])
+            throw Problem(
+                status: .serviceUnavailable, type: "broker-unavailable", title: "Fixes could not be stored",
+                detail: "\(failures.count) of \(fixes.count) fixes were not acknowledged by the broker; resend the batch (fixIds make resends harmless)")
+        }
+        acceptedFixes.increment(by: fixes.count)
+        return Response(
+            status: .accepted, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(string: #"{"accepted":\#(fixes.count)}"#)))
+    }
+}
+
+/// Turns any error that is not already a problem into a 500 problem, so every
+/// error body is `application/problem+json`.
+struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
+    let logger: Logger
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        do {
+            return try await next(request, context)
+        } catch let problem as Problem {
+            throw problem
+        } catch let error as HTTPError {
+            throw Problem(status: error.status, type: "http-\(error.status.code)", title: error.status.reasonPhrase, detail: error.body)
+        } catch {
+            logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            throw Problem(status: .internalServerError, type: "internal", title: "Internal error", detail: nil)
+        }
+    }
+}

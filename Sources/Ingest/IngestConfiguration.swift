@@ -1,0 +1,35 @@
+import ServiceSupport
+import Shared
+
+/// Settings of the HTTP ingest service.
+public struct IngestConfiguration: Sendable {
+    public var host: String
+    public var port: Int
+    /// Largest batch accepted in one request; larger batches are refused whole (413).
+    public var maximumBatchSize: Int
+    public var maximumBodyBytes: Int
+    /// When false, fixes are accepted without an API key (local demos only).
+    public var requireAPIKey: Bool
+    public var topics: Topics
+
+    public init(
+        host: String = "127.0.0.1", port: Int = 8080, maximumBatchSize: Int = 1000, maximumBodyBytes: Int = 2 << 20,
+        requireAPIKey: Bool = true, topics: Topics = Topics()
+    ) {
+        self.host = host
+        self.port = port
+        self.maximumBatchSize = maximumBatchSize
+        self.maximumBodyBytes = maximumBodyBytes
+        self.requireAPIKey = requireAPIKey
+        self.topics = topics
+    }
+
+    public init(environment: EnvironmentReader, topics: Topics) throws {
+        self.init(
+            host: environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1"),
+            port: try environment.int("CHECKIN_HTTP_PORT", default: 8080, range: 0...65_535),
+            maximumBatchSize: try environment.int("CHECKIN_INGEST_MAX_BATCH", default: 1000, range: 1...100_000),
+            requireAPIKey: try environment.bool("CHECKIN_INGEST_REQUIRE_API_KEY", default: true),
+            topics: topics)
+    }
+}

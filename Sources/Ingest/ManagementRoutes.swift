@@ -1,0 +1,129 @@
+import Foundation
+import Geofence
+import Hummingbird
+import Logging
+import Persistence
+import ServiceSupport
+import Shared
+
+/// The management API of a project, authorised by its management key: zones
+/// (import/export as a zones document), webhook endpoints and deliveries.
+struct ManagementRoutes {
+    let dependencies: IngestDependencies
+    let keys: APIKeyResolver
+    let logger: Logger
+
+    func add(to router: Router<BasicRequestContext>) {
+        router.put("/v1/zones") { request, _ in try await replaceZones(request) }
+        router.get("/v1/zones") { request, _ in
+            let projectId = try await keys.project(for: request, kind: .management)
+            return try json(try await dependencies.zones.zones(projectId: projectId))
+        }
+        router.post("/v1/webhooks") { request, _ in try await addEndpoint(request) }
+        router.get("/v1/webhooks") { request, _ in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let endpoints = try await dependencies.webhooks.endpoints(projectId: projectId)
+            return try json(endpoints.map { EndpointView(id: $0.id, url: $0.url, enabled: $0.enabled, secret: nil) })
+        }
+        router.delete("/v1/webhooks/:id") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let id = try context.parameters.require("id")
+            try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId)
+            return Response(status: .noContent)
+        }
+        router.get("/v1/deliveries") { request, _ in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let statusText = request.uri.queryParameters.get("status")
+            let status = try statusText.map { text in
+                guard let status = DeliveryStatus(rawValue: text) else {
+                    throw Problem.invalid("unknown status", parameters: [.init(name: "status", reason: "must be pending, delivered or failed")])
+                }
+                return status
+            }
+            let limit = min(max(request.uri.queryParameters.get("limit", as: Int.self) ?? 100, 1), 1000)
+            return try json(try await dependencies.webhooks.deliveries(projectId: projectId, status: status, limit: limit))
+        }
+        router.post("/v1/deliveries/:id/replay") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            guard let id = Int64(try context.parameters.require("id")) else { throw Problem.notFound("no such delivery") }
+            guard try await dependencies.webhooks.replay(deliveryId: id, projectId: projectId) else {
+                throw Problem.notFound("no delivery \(id) in this project")
+            }
+            return Response(status: .accepted)
+        }
+    }
+
+    func replaceZones(_ request: Request) async throws -> Response {
+        let projectId = try await keys.project(for: request, kind: .management)
+        let body = try await request.body.collect(upTo: 64 << 20)
+        let document: ZonesDocument
+        do {
+            document = try WireJSON.decoder().decode(ZonesDocument.self, from: Data(buffer: body))
+        } catch {
+            throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))")
+        }
+        let problems = ZoneValidator.validate(document)
+        guard problems.isEmpty else {
+            throw Problem.invalid(
+                "\(problems.count) problem(s) in the zones; nothing was changed",
+                parameters: problems.map { .init(name: $0.fenceId.map { "zone \($0)" } ?? "zone", reason: $0.description) })
+        }
+        try await dependencies.zones.replaceZones(projectId: projectId, with: document)
+        logger.info("zones replaced", metadata: ["projectId": "\(projectId)", "zones": "\(document.zones.count)"])
+        return try json(["zones": document.zones.count], status: .ok)
+    }
+
+    struct EndpointRequest: Decodable {
+        var url: String
+        var secret: String?
+    }
+
+    struct EndpointView: Codable {
+        var id: String
+        var url: String
+        var enabled: Bool
+        /// Shown only in the answer that created the endpoint.
+        var secret: String?
+    }
+
+    func addEndpoint(_ request: Request) async throws -> Response {
+        let projectId = try await keys.project(for: request, kind: .management)
+        let body = try await request.body.collect(upTo: 64 << 10)
+        guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
+            throw Problem.invalid("the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
+        }
+        guard let url = URL(string: endpoint.url), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+            throw Problem.invalid("not an http(s) URL", parameters: [.init(name: "url", reason: "must be an absolute http or https URL")])
+        }
+        let secret = endpoint.secret ?? WebhookSecret.generate()
+        guard (try? WebhookSecret(secret)) != nil else {
+            throw Problem.invalid("bad secret", parameters: [.init(name: "secret", reason: "must be whsec_ followed by 16 to 64 base64 bytes")])
+        }
+        let created = try await dependencies.webhooks.addEndpoint(projectId: projectId, url: endpoint.url, secrets: [secret])
+        return try json(EndpointView(id: created.id, url: created.url, enabled: true, secret: secret), status: .created)
+    }
+
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: .init(byteBuffer: ByteBuffer(bytes: try WireJSON.encoder().encode(value))))
+    }
+}
+
+/// Short, field-naming descriptions of Codable errors for API answers and CLI messages.
+public enum DecodingErrorText {
+    public static func describe(_ error: any Error) -> String {
+        func path(_ codingPath: [any CodingKey]) -> String {
+            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+                .trimmingCharacters(in: CharacterSet(charactersIn: "."))
+        }
+        switch error as? DecodingError {
+        case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return "\(path(context.codingPath)) has the wrong type: \(context.debugDescription)"
+        case .dataCorrupted(let context):
+            return context.codingPath.isEmpty ? "not valid JSON" : "\(path(context.codingPath)): \(context.debugDescription)"
+        default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import Kafka
+import Logging
+import Metrics
+import NIOConcurrencyHelpers
+import Persistence
+import ServiceLifecycle
+import Shared
+
+/// Consumes check-in and check-out events and turns each into one durable delivery
+/// per webhook endpoint of its project. Offsets are committed only after the
+/// deliveries are in Postgres, so an event is never acknowledged before it is safe;
+/// a redelivered event meets the (endpoint, event) unique key and is dropped.
+public final class EventIntake: Service, Sendable {
+    let consumer: KafkaConsumer
+    let webhooks: WebhookStore
+    let dispatcher: WebhookDispatcher
+    let logger: Logger
+    let endpointCache = NIOLockedValueBox<[String: (endpoints: [WebhookEndpoint], expires: ContinuousClock.Instant)]>([:])
+
+    let eventsCounter = Counter(label: "checkin_notifier_events_total")
+    let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
+    let queuedCounter = Counter(label: "checkin_notifier_deliveries_queued_total")
+
+    init(consumer: KafkaConsumer, webhooks: WebhookStore, dispatcher: WebhookDispatcher, logger: Logger) {
+        self.consumer = consumer
+        self.webhooks = webhooks
+        self.dispatcher = dispatcher
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+            var delay = Duration.milliseconds(200)
+            while true {
+                do {
+                    try await accept(batch)
+                    break
+                } catch {
+                    logger.error("could not queue deliveries; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                    guard (try? await Task.sleep(for: delay)) != nil else { return }
+                    delay = min(delay * 2, .seconds(5))
+                }
+            }
+            var offsets: [KafkaTopicPartition: Int64] = [:]
+            for message in batch {
+                let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
+                offsets[key] = max(offsets[key] ?? 0, message.offset + 1)
+            }
+            do {
+                try await consumer.commit(offsets)
+            } catch {
+                // Not fatal: the events are queued; a redelivery is absorbed by the unique key.
+                logger.warning("could not commit event offsets", metadata: ["error": "\(error)"])
+            }
+            dispatcher.wake()
+        }
+    }
+
+    func accept(_ batch: [KafkaConsumerMessage]) async throws {
+        let decoder = WireJSON.decoder()
+        let encoder = WireJSON.encoder()
+        var deliveries: [NewDelivery] = []
+        for message in batch {
+            guard let event = try? decoder.decode(CheckEvent.self, from: Data(message.value)) else {
+                malformedCounter.increment()
+                logger.error(
+                    "skipping a record that is not an event",
+                    metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
+                continue
+            }
+            eventsCounter.increment()
+            let payload = String(decoding: try encoder.encode(WebhookPayload(event: event)), as: UTF8.self)
+            for endpoint in try await endpoints(of: event.projectId) where endpoint.enabled {
+                deliveries.append(
+                    NewDelivery(
+                        endpointId: endpoint.id, projectId: event.projectId, eventId: event.eventId,
+                        eventType: event.type.rawValue, deviceId: event.deviceId, payload: payload))
+            }
+        }
+        let queued = try await webhooks.enqueue(deliveries)
+        if queued > 0 { queuedCounter.increment(by: queued) }
+    }
+
+    /// Endpoints change rarely; a few seconds of caching saves a query per event.
+    func endpoints(of projectId: String) async throws -> [WebhookEndpoint] {
+        let now = ContinuousClock.now
+        if let cached = endpointCache.withLockedValue({ $0[projectId] }), cached.expires > now { return cached.endpoints }
+        let endpoints = try await webhooks.endpoints(projectId: projectId)
+        endpointCache.withLockedValue { $0[projectId] = (endpoints, now + .seconds(5)) }
+        return endpoints
+    }
+}

@@ -1,0 +1,93 @@
+import Logging
+import PostgresNIO
+import ServiceLifecycle
+
+/// The one Postgres connection pool of a process, run as a `Service`.
+public final class Database: Service, Sendable {
+    public let client: PostgresClient
+    let logger: Logger
+
+    public init(configuration: DatabaseConfiguration, logger: Logger) {
+        self.client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: logger)
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        // The pool runs until cancelled; a graceful shutdown is turned into that cancellation.
+        await cancelWhenGracefulShutdown { await self.client.run() }
+    }
+
+    /// Runs `body` in a transaction, retrying it when Postgres reports a
+    /// serialization failure or a deadlock, which are expected under concurrency.
+    public func withTransaction<Result: Sendable>(
+        attempts: Int = 5,
+        _ body: (PostgresConnection) async throws -> Result
+    ) async throws -> Result {
+        var attempt = 1
+        while true {
+            do {
+                return try await client.withTransaction(logger: logger) { connection in
+                    try await body(connection)
+                }
+            } catch let error as PSQLError where attempt < attempts && error.isRetryable {
+                logger.debug("retrying transaction", metadata: ["attempt": "\(attempt)", "sqlState": "\(error.sqlState ?? "")"])
+                attempt += 1
+                try await Task.sleep(for: .milliseconds(10 * attempt * attempt))
+            } catch let error as PostgresTransactionError {
+                if attempt < attempts, let underlying = error.closureError as? PSQLError, underlying.isRetryable {
+                    attempt += 1
+                    try await Task.sleep(for: .milliseconds(10 * attempt * attempt))
+                    continue
+                }
+                throw error.closureError ?? error
+            }
+        }
+    }
+
+    /// Waits until the database answers, so services fail with a clear message
+    /// instead of a pool timeout when it is not there.
+    public func waitUntilReachable(timeout: Duration) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            do {
+                try await client.query("SELECT 1", logger: logger)
+                return
+            } catch {
+                if ContinuousClock.now >= deadline {
+                    throw DatabaseUnreachableError(underlying: String(reflecting: error))
+                }
+                try await Task.sleep(for: .milliseconds(250))
+            }
+        }
+    }
+}
+
+public struct DatabaseUnreachableError: Error, CustomStringConvertible {
+    public var underlying: String
+    public var description: String { "Postgres is not reachable (check CHECKIN_DATABASE_URL): \(underlying)" }
+}
+
+extension PSQLError {
+    var sqlState: String? { serverInfo?[.sqlState] }
+
+    /// 40001 serialization_failure, 40P01 deadlock_detected.
+    var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
+}
+
+extension Database {
+    /// Runs `body` with a database whose pool lives only for the call: for
+    /// command-line tools and for start-up work before a process's services run.
+    public static func withTemporaryClient<Result: Sendable>(
+        configuration: DatabaseConfiguration, logger: Logger, _ body: @Sendable (Database) async throws -> Result
+    ) async throws -> Result {
+        let database = Database(configuration: configuration, logger: logger)
+        return try await withThrowingTaskGroup(of: Result?.self) { group in
+            group.addTask {
+                await database.client.run()
+                return nil
+            }
+            defer { group.cancelAll() }
+            return try await body(database)
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import PostgresNIO
+
+/// Where the database is, given as the URL operators already know
+/// (`postgres://user:password@host:port/database?sslmode=disable`).
+public struct DatabaseConfiguration: Sendable, Equatable {
+    public var host: String
+    public var port: Int
+    public var username: String
+    public var password: String?
+    public var database: String
+    public var requireTLS: Bool
+    public var maximumConnections: Int
+
+    public static let defaultURL = "postgres://checkin@127.0.0.1:5433/checkin"
+
+    public init(url: String, maximumConnections: Int = 10) throws {
+        guard let components = URLComponents(string: url),
+            ["postgres", "postgresql"].contains(components.scheme ?? ""),
+            let host = components.host, !host.isEmpty
+        else {
+            throw DatabaseConfigurationError(url: url)
+        }
+        self.host = host
+        self.port = components.port ?? 5432
+        self.username = components.user ?? "postgres"
+        self.password = components.password
+        let path = components.path.hasPrefix("/") ? String(components.path.dropFirst()) : components.path
+        self.database = path.isEmpty ? self.username : path
+        let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
+        self.requireTLS = ["require", "verify-ca", "verify-full"].contains(sslMode)
+        self.maximumConnections = maximumConnections
+    }
+
+    var clientConfiguration: PostgresClient.Configuration {
+        var configuration = PostgresClient.Configuration(
+            host: host, port: port, username: username, password: password, database: database,
+            tls: requireTLS ? .require(.clientDefault) : .disable)
+        configuration.options.maximumConnections = maximumConnections
+        return configuration
+    }
+}
+
+public struct DatabaseConfigurationError: Error, CustomStringConvertible {
+    public var url: String
+    public var description: String {
+        "CHECKIN_DATABASE_URL '\(url)' is not a postgres://user[:password]@host[:port]/database URL"
+    }
+}

@@ -1,0 +1,64 @@
+import Logging
+import PostgresNIO
+
+/// Applies the migrations a database lacks, each in its own transaction, under an
+/// advisory lock so that services starting together do not race.
+public struct Migrator: Sendable {
+    /// An arbitrary constant naming this project's migration lock.
+    static let advisoryLockKey: Int64 = 0x6368_6563_6b69_6e
+
+    let database: Database
+    let logger: Logger
+
+    public init(database: Database, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    /// Returns the versions it applied.
+    @discardableResult
+    public func migrate(_ migrations: [Migration] = Migration.all) async throws -> [Int] {
+        try await database.client.withConnection { connection in
+            try await connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
+            do {
+                let applied = try await apply(migrations, on: connection)
+                try await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                return applied
+            } catch {
+                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                throw error
+            }
+        }
+    }
+
+    private func apply(_ migrations: [Migration], on connection: PostgresConnection) async throws -> [Int] {
+        try await connection.query(
+            """
+            CREATE TABLE IF NOT EXISTS schema_migrations (
+                version integer PRIMARY KEY,
+                name text NOT NULL,
+                applied_at timestamptz NOT NULL DEFAULT now()
+            )
+            """, logger: logger)
+        var existing: Set<Int> = []
+        for try await version in try await connection.query("SELECT version FROM schema_migrations", logger: logger)
+            .decode(Int.self)
+        {
+            existing.insert(version)
+        }
+        var applied: [Int] = []
+        for migration in migrations.sorted(by: { $0.version < $1.version }) where !existing.contains(migration.version) {
+            try await connection.withTransaction(logger: logger) { connection in
+                for statement in migration.statements {
+                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                }
+                try await connection.query(
+                    "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
+                    logger: logger)
+            }
+            logger.info("applied migration", metadata: ["version": "\(migration.version)", "name": "\(migration.name)"])
+            applied.append(migration.version)
+        }
+        return applied
+    }
+}

@@ -1,0 +1,110 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// Identifies one device of one project: the unit of evaluation state.
+public struct DeviceKey: Sendable, Hashable, Comparable {
+    public var projectId: String
+    public var deviceId: String
+
+    public init(projectId: String, deviceId: String) {
+        self.projectId = projectId
+        self.deviceId = deviceId
+    }
+
+    public static func < (lhs: DeviceKey, rhs: DeviceKey) -> Bool {
+        (lhs.projectId, lhs.deviceId) < (rhs.projectId, rhs.deviceId)
+    }
+}
+
+/// A device's engine state as stored: the JSON the engine wrote, plus the
+/// columns the stale check-out sweep queries by.
+public struct StoredDeviceState: Sendable {
+    public var key: DeviceKey
+    public var stateJSON: String
+    public var lastFixAt: Date?
+    /// When a stale check-out is due; nil when the device is checked into nothing that can time out.
+    public var staleAt: Date?
+
+    public init(key: DeviceKey, stateJSON: String, lastFixAt: Date?, staleAt: Date?) {
+        self.key = key
+        self.stateJSON = stateJSON
+        self.lastFixAt = lastFixAt
+        self.staleAt = staleAt
+    }
+}
+
+/// Device states, read and written inside the caller's transaction so that the
+/// state, the consumer offsets and the decision they led to commit together.
+public struct DeviceStateStore: Sendable {
+    let logger: Logger
+
+    public init(logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Loads and row-locks the states of these devices (absent: never seen). Locks are
+    /// taken in key order so that concurrent batches cannot deadlock.
+    public func lockStates(_ keys: Set<DeviceKey>, on connection: PostgresConnection) async throws -> [DeviceKey: String] {
+        let sorted = keys.sorted()
+        let projects = sorted.map(\.projectId)
+        let devices = sorted.map(\.deviceId)
+        let rows = try await connection.query(
+            """
+            SELECT s.project_id, s.device_id, s.state::text
+            FROM device_states s
+            JOIN UNNEST(\(projects)::text[], \(devices)::text[]) AS k(project_id, device_id)
+              ON s.project_id = k.project_id AND s.device_id = k.device_id
+            ORDER BY s.project_id, s.device_id
+            FOR UPDATE OF s
+            """, logger: logger)
+        var states: [DeviceKey: String] = [:]
+        for try await (project, device, state) in rows.decode((String, String, String).self) {
+            states[DeviceKey(projectId: project, deviceId: device)] = state
+        }
+        return states
+    }
+
+    public func save(_ states: [StoredDeviceState], on connection: PostgresConnection) async throws {
+        guard !states.isEmpty else { return }
+        let sorted = states.sorted { $0.key < $1.key }
+        let epoch = Date(timeIntervalSince1970: 0)
+        try await connection.query(
+            """
+            INSERT INTO device_states (project_id, device_id, state, last_fix_at, stale_at, updated_at)
+            SELECT s.project_id, s.device_id, s.state::jsonb, NULLIF(s.last_fix_at, 'epoch'::timestamptz),
+                   NULLIF(s.stale_at, 'epoch'::timestamptz), now()
+            FROM UNNEST(\(sorted.map(\.key.projectId))::text[], \(sorted.map(\.key.deviceId))::text[],
+                        \(sorted.map(\.stateJSON))::text[], \(sorted.map { $0.lastFixAt ?? epoch })::timestamptz[],
+                        \(sorted.map { $0.staleAt ?? epoch })::timestamptz[])
+                 AS s(project_id, device_id, state, last_fix_at, stale_at)
+            ON CONFLICT (project_id, device_id) DO UPDATE
+               SET state = EXCLUDED.state, last_fix_at = EXCLUDED.last_fix_at,
+                   stale_at = EXCLUDED.stale_at, updated_at = now()
+            """, logger: logger)
+    }
+
+    /// Devices whose stale check-out is due, locked; rows another worker holds are skipped.
+    public func claimStale(dueBy now: Date, limit: Int, on connection: PostgresConnection) async throws
+        -> [StoredDeviceState]
+    {
+        let rows = try await connection.query(
+            """
+            SELECT project_id, device_id, state::text, last_fix_at, stale_at FROM device_states
+            WHERE stale_at <= \(now)
+            ORDER BY stale_at
+            LIMIT \(limit)
+            FOR UPDATE SKIP LOCKED
+            """, logger: logger)
+        var result: [StoredDeviceState] = []
+        for try await (project, device, state, lastFixAt, staleAt) in rows.decode(
+            (String, String, String, Date?, Date?).self)
+        {
+            result.append(
+                StoredDeviceState(
+                    key: DeviceKey(projectId: project, deviceId: device), stateJSON: state, lastFixAt: lastFixAt,
+                    staleAt: staleAt))
+        }
+        return result
+    }
+}

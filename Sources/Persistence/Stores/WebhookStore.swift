@@ -1,0 +1,201 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A partner URL that receives a project's events, with the secrets it verifies them by.
+public struct WebhookEndpoint: Sendable, Equatable, Codable {
+    public var id: String
+    public var projectId: String
+    public var url: String
+    public var secrets: [String]
+    public var enabled: Bool
+}
+
+/// One event to send to one endpoint.
+public struct NewDelivery: Sendable {
+    public var endpointId: String
+    public var projectId: String
+    public var eventId: String
+    public var eventType: String
+    public var deviceId: String
+    /// The exact body to send, fixed when the event is accepted so every attempt signs the same bytes.
+    public var payload: String
+
+    public init(endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, payload: String) {
+        self.endpointId = endpointId
+        self.projectId = projectId
+        self.eventId = eventId
+        self.eventType = eventType
+        self.deviceId = deviceId
+        self.payload = payload
+    }
+}
+
+/// A delivery claimed for an attempt, with what is needed to send it.
+public struct DeliveryAttempt: Sendable {
+    public var id: Int64
+    public var url: String
+    public var secrets: [String]
+    public var eventId: String
+    public var deviceId: String
+    public var payload: String
+    /// Attempts so far, including this one.
+    public var attempt: Int
+}
+
+public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
+    case pending, delivered, failed
+}
+
+/// A delivery as listed to operators.
+public struct DeliveryRecord: Sendable, Codable, Equatable {
+    public var id: Int64
+    public var endpointId: String
+    public var eventId: String
+    public var eventType: String
+    public var deviceId: String
+    public var status: DeliveryStatus
+    public var attempts: Int
+    public var lastStatusCode: Int?
+    public var lastError: String?
+    public var createdAt: Date
+    public var deliveredAt: Date?
+}
+
+/// Webhook endpoints and the durable queue of deliveries to them.
+public struct WebhookStore: Sendable {
+    let database: Database
+    let logger: Logger
+
+    public init(database: Database, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    public func addEndpoint(projectId: String, url: String, secrets: [String]) async throws -> WebhookEndpoint {
+        let id = "we_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
+        try await database.client.query(
+            "INSERT INTO webhook_endpoints (id, project_id, url, secrets) VALUES (\(String(id)), \(projectId), \(url), \(secrets))",
+            logger: logger)
+        return WebhookEndpoint(id: String(id), projectId: projectId, url: url, secrets: secrets, enabled: true)
+    }
+
+    public func removeEndpoint(id: String, projectId: String) async throws {
+        try await database.client.query(
+            "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId)", logger: logger)
+    }
+
+    public func endpoints(projectId: String) async throws -> [WebhookEndpoint] {
+        let rows = try await database.client.query(
+            "SELECT id, project_id, url, secrets, enabled FROM webhook_endpoints WHERE project_id = \(projectId) ORDER BY created_at",
+            logger: logger)
+        var result: [WebhookEndpoint] = []
+        for try await (id, project, url, secrets, enabled) in rows.decode((String, String, String, [String], Bool).self) {
+            result.append(WebhookEndpoint(id: id, projectId: project, url: url, secrets: secrets, enabled: enabled))
+        }
+        return result
+    }
+
+    /// Adds deliveries; an (endpoint, event) pair already queued is left as it is,
+    /// which makes a redelivered event harmless. Returns how many were new.
+    @discardableResult
+    public func enqueue(_ deliveries: [NewDelivery]) async throws -> Int {
+        guard !deliveries.isEmpty else { return 0 }
+        let rows = try await database.client.query(
+            """
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, payload)
+            SELECT * FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                                 \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                                 \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.payload))::text[])
+            ON CONFLICT (endpoint_id, event_id) DO NOTHING
+            RETURNING id
+            """, logger: logger)
+        var inserted = 0
+        for try await _ in rows { inserted += 1 }
+        return inserted
+    }
+
+    /// Claims due deliveries for one attempt each: their next attempt is pushed out by
+    /// `lease`, so a worker that dies mid-attempt leaves them to be retried, not lost.
+    public func claimDue(limit: Int, lease: Duration) async throws -> [DeliveryAttempt] {
+        let leaseSeconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries d
+               SET attempts = d.attempts + 1, next_attempt_at = now() + make_interval(secs => \(leaseSeconds))
+              FROM webhook_endpoints e
+             WHERE e.id = d.endpoint_id
+               AND d.id IN (SELECT id FROM deliveries
+                             WHERE status = 'pending' AND next_attempt_at <= now()
+                             ORDER BY next_attempt_at, id
+                             LIMIT \(limit)
+                             FOR UPDATE SKIP LOCKED)
+            RETURNING d.id, e.url, e.secrets, d.event_id, d.device_id, d.payload, d.attempts
+            """, logger: logger)
+        var result: [DeliveryAttempt] = []
+        for try await (id, url, secrets, eventId, deviceId, payload, attempts) in rows.decode(
+            (Int64, String, [String], String, String, String, Int).self)
+        {
+            result.append(
+                DeliveryAttempt(
+                    id: id, url: url, secrets: secrets, eventId: eventId, deviceId: deviceId, payload: payload,
+                    attempt: attempts))
+        }
+        return result.sorted { $0.id < $1.id }
+    }
+
+    public func markDelivered(id: Int64, statusCode: Int) async throws {
+        try await database.client.query(
+            """
+            UPDATE deliveries SET status = 'delivered', delivered_at = now(), last_status_code = \(statusCode),
+                   last_error = NULL
+            WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    /// Records a failed attempt: retried at `retryAt`, or given up on when nil.
+    public func markAttemptFailed(id: Int64, statusCode: Int?, error: String, retryAt: Date?) async throws {
+        let status = retryAt == nil ? DeliveryStatus.failed : .pending
+        try await database.client.query(
+            """
+            UPDATE deliveries SET status = \(status.rawValue), last_status_code = \(statusCode), last_error = \(error),
+                   next_attempt_at = COALESCE(\(retryAt), next_attempt_at)
+            WHERE id = \(id)
+            """, logger: logger)
+    }
+
+    public func deliveries(projectId: String, status: DeliveryStatus?, limit: Int) async throws -> [DeliveryRecord] {
+        let statusFilter = status?.rawValue ?? ""
+        let rows = try await database.client.query(
+            """
+            SELECT id, endpoint_id, event_id, event_type, device_id, status, attempts, last_status_code, last_error,
+                   created_at, delivered_at
+            FROM deliveries
+            WHERE project_id = \(projectId) AND (\(statusFilter) = '' OR status = \(statusFilter))
+            ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger)
+        var result: [DeliveryRecord] = []
+        for try await row in rows {
+            let (id, endpointId, eventId, eventType, deviceId, status, attempts, code, error, createdAt, deliveredAt) =
+                try row.decode((Int64, String, String, String, String, String, Int, Int?, String?, Date, Date?).self)
+            result.append(
+                DeliveryRecord(
+                    id: id, endpointId: endpointId, eventId: eventId, eventType: eventType, deviceId: deviceId,
+                    status: DeliveryStatus(rawValue: status) ?? .pending, attempts: attempts, lastStatusCode: code,
+                    lastError: error, createdAt: createdAt, deliveredAt: deliveredAt))
+        }
+        return result
+    }
+
+    /// Queues a delivery again (after a partner fixed its endpoint). Returns false if there is no such delivery.
+    public func replay(deliveryId: Int64, projectId: String) async throws -> Bool {
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL
+            WHERE id = \(deliveryId) AND project_id = \(projectId)
+            RETURNING id
+            """, logger: logger)
+        for try await _ in rows { return true }
+        return false
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Shared
+
+/// Zones and their fences, per project. A project's zones are replaced as a whole
+/// document so that an import is atomic: evaluators see the old set or the new one.
+public struct ZoneStore: Sendable {
+    let database: Database
+    let logger: Logger
+
+    public init(database: Database, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    /// Replaces every zone of the project with the document's, in one transaction.
+    public func replaceZones(projectId: String, with document: ZonesDocument) async throws {
+        let encoder = WireJSON.encoder()
+        func json<T: Encodable>(_ value: T?) throws -> String {
+            guard let value else { return "" }
+            return String(decoding: try encoder.encode(value), as: UTF8.self)
+        }
+        let zones = document.zones
+        let zoneIds = zones.map(\.id)
+        let names = zones.map(\.name)
+        let descriptions = zones.map(\.description)
+        let customData = try zones.map { try json($0.customData) }
+        let retrigger = zones.map(\.minimumRetriggerTime)
+        let checkOut = zones.map(\.checkOutEnabled)
+        let enabled = zones.map(\.enabled)
+        let conditions = try zones.map { try json($0.conditions) }
+        let schedules = try zones.map { try json($0.activeSchedule) }
+        let beacons = try zones.map { try json($0.beacons) }
+        let positions = Array(0..<zones.count)
+
+        var fenceZoneIds: [String] = []
+        var fenceIds: [String] = []
+        var fenceNames: [String] = []
+        var fenceDescriptions: [String] = []
+        var fenceGeometries: [String] = []
+        var fenceRadii: [Double] = []
+        var fencePositions: [Int] = []
+        for zone in zones {
+            for (position, fence) in zone.fences.enumerated() {
+                fenceZoneIds.append(zone.id)
+                fenceIds.append(fence.id)
+                fenceNames.append(fence.name)
+                fenceDescriptions.append(fence.description)
+                fenceGeometries.append(try json(fence.geometry))
+                fenceRadii.append(fence.radius ?? -1)
+                fencePositions.append(position)
+            }
+        }
+
+        try await database.withTransaction { connection in
+            try await connection.query("DELETE FROM zones WHERE project_id = \(projectId)", logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO zones (project_id, id, name, description, custom_data, minimum_retrigger_time,
+                                   check_out_enabled, enabled, conditions, active_schedule, beacons, position)
+                SELECT \(projectId), z.id, z.name, z.description, z.custom_data::jsonb, z.mrt, z.check_out, z.enabled,
+                       NULLIF(z.conditions, '')::jsonb, NULLIF(z.schedule, '')::jsonb, z.beacons::jsonb, z.position
+                FROM UNNEST(\(zoneIds)::text[], \(names)::text[], \(descriptions)::text[], \(customData)::text[],
+                            \(retrigger)::float8[], \(checkOut)::bool[], \(enabled)::bool[], \(conditions)::text[],
+                            \(schedules)::text[], \(beacons)::text[], \(positions)::int8[])
+                     AS z(id, name, description, custom_data, mrt, check_out, enabled, conditions, schedule, beacons, position)
+                """, logger: logger)
+            try await connection.query(
+                """
+                INSERT INTO fences (project_id, zone_id, id, name, description, geometry, radius, position)
+                SELECT \(projectId), f.zone_id, f.id, f.name, f.description, f.geometry::jsonb, NULLIF(f.radius, -1), f.position
+                FROM UNNEST(\(fenceZoneIds)::text[], \(fenceIds)::text[], \(fenceNames)::text[], \(fenceDescriptions)::text[],
+                            \(fenceGeometries)::text[], \(fenceRadii)::float8[], \(fencePositions)::int8[])
+                     AS f(zone_id, id, name, description, geometry, radius, position)
+                """, logger: logger)
+            try await connection.query("UPDATE zone_catalog_version SET version = version + 1", logger: logger)
+        }
+    }
+
+    /// The project's zones as a document (the export format).
+    public func zones(projectId: String) async throws -> ZonesDocument {
+        ZonesDocument(zones: try await loadAll(projectId: projectId).first?.zones ?? [])
+    }
+
+    /// Every project's zones, for building an engine.
+    public func allZones() async throws -> [(projectId: String, zones: [ZoneDefinition])] {
+        try await loadAll(projectId: nil)
+    }
+
+    /// Changes whenever any zone changes.
+    public func catalogVersion() async throws -> Int64 {
+        let rows = try await database.client.query("SELECT version FROM zone_catalog_version", logger: logger)
+        for try await version in rows.decode(Int64.self) { return version }
+        return 0
+    }
+
+    private func loadAll(projectId: String?) async throws -> [(projectId: String, zones: [ZoneDefinition])] {
+        let decoder = WireJSON.decoder()
+        func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
+            guard let text, !text.isEmpty else { return nil }
+            return try decoder.decode(T.self, from: Data(text.utf8))
+        }
+        let filter = projectId ?? ""
+        var fencesByZone: [String: [FenceDefinition]] = [:]
+        let fenceRows = try await database.client.query(
+            """
+            SELECT project_id, zone_id, id, name, description, geometry::text, radius FROM fences
+            WHERE \(filter) = '' OR project_id = \(filter)
+            ORDER BY project_id, zone_id, position
+            """, logger: logger)
+        for try await (project, zoneId, id, name, description, geometry, radius) in fenceRows.decode(
+            (String, String, String, String, String, String, Double?).self)
+        {
+            guard let geometry = try decode(GeoJSONGeometry.self, geometry) else { continue }
+            fencesByZone[project + "\u{0}" + zoneId, default: []].append(
+                FenceDefinition(id: id, name: name, description: description, geometry: geometry, radius: radius))
+        }
+
+        var result: [(projectId: String, zones: [ZoneDefinition])] = []
+        let zoneRows = try await database.client.query(
+            """
+            SELECT project_id, id, name, description, custom_data::text, minimum_retrigger_time, check_out_enabled,
+                   enabled, conditions::text, active_schedule::text, beacons::text
+            FROM zones WHERE \(filter) = '' OR project_id = \(filter)
+            ORDER BY project_id, position, id
+            """, logger: logger)
+        for try await row in zoneRows {
+            let (project, id, name, description, customData, mrt, checkOut, enabled, conditions, schedule, beacons) =
+                try row.decode(
+                    (String, String, String, String, String, Double, Bool, Bool, String?, String?, String).self)
+            let zone = ZoneDefinition(
+                id: id, name: name, description: description,
+                customData: try decode([String: String].self, customData) ?? [:],
+                minimumRetriggerTime: mrt, checkOutEnabled: checkOut, enabled: enabled,
+                conditions: try decode(ZoneConditions.self, conditions),
+                activeSchedule: try decode(ActiveSchedule.self, schedule),
+                fences: fencesByZone[project + "\u{0}" + id] ?? [],
+                beacons: try decode([BeaconDefinition].self, beacons) ?? [])
+            if result.last?.projectId == project {
+                result[result.count - 1].zones.append(zone)
+            } else {
+                result.append((project, [zone]))
+            }
+        }
+        return result
+    }
+}

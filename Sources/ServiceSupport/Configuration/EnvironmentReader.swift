@@ -1,0 +1,69 @@
+import Foundation
+
+/// Reads settings from environment variables, with defaults for local runs and an
+/// error that names the variable when a value cannot be used.
+public struct EnvironmentReader: Sendable {
+    public var values: [String: String]
+
+    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+        self.values = values
+    }
+
+    public func string(_ name: String, default defaultValue: String) -> String {
+        guard let value = values[name], !value.isEmpty else { return defaultValue }
+        return value
+    }
+
+    public func optionalString(_ name: String) -> String? {
+        guard let value = values[name], !value.isEmpty else { return nil }
+        return value
+    }
+
+    public func int(_ name: String, default defaultValue: Int, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
+        guard let text = optionalString(name) else { return defaultValue }
+        guard let value = Int(text), range.contains(value) else {
+            throw ConfigurationError(variable: name, value: text, expected: "an integer in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    public func double(_ name: String, default defaultValue: Double, range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) throws -> Double {
+        guard let text = optionalString(name) else { return defaultValue }
+        guard let value = Double(text), value.isFinite, range.contains(value) else {
+            throw ConfigurationError(variable: name, value: text, expected: "a number in \(range.lowerBound)...\(range.upperBound)")
+        }
+        return value
+    }
+
+    public func bool(_ name: String, default defaultValue: Bool) throws -> Bool {
+        guard let text = optionalString(name)?.lowercased() else { return defaultValue }
+        switch text {
+        case "1", "true", "yes", "on": return true
+        case "0", "false", "no", "off": return false
+        default: throw ConfigurationError(variable: name, value: text, expected: "true or false")
+        }
+    }
+
+    /// Seconds, written as a plain number (`30`, `0.5`).
+    public func duration(_ name: String, default defaultValue: Duration) throws -> Duration {
+        guard let text = optionalString(name) else { return defaultValue }
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
+            throw ConfigurationError(variable: name, value: text, expected: "a number of seconds")
+        }
+        return .milliseconds(Int64(seconds * 1000))
+    }
+}
+
+public struct ConfigurationError: Error, CustomStringConvertible {
+    public var variable: String
+    public var value: String
+    public var expected: String
+
+    public init(variable: String, value: String, expected: String) {
+        self.variable = variable
+        self.value = value
+        self.expected = expected
+    }
+
+    public var description: String { "\(variable)='\(value)' is not valid: expected \(expected)" }
+}

@@ -1,0 +1,46 @@
+import Foundation
+import Logging
+
+/// Process-wide logging: plain text for people, JSON lines for log pipelines
+/// (`CHECKIN_LOG_FORMAT=json`), level from `CHECKIN_LOG_LEVEL`.
+public enum LoggingSetup {
+    public static func bootstrap(environment: EnvironmentReader = EnvironmentReader()) {
+        let level = Logger.Level(rawValue: environment.string("CHECKIN_LOG_LEVEL", default: "info").lowercased()) ?? .info
+        let json = environment.string("CHECKIN_LOG_FORMAT", default: "text") == "json"
+        LoggingSystem.bootstrap { label in
+            var handler: any LogHandler =
+                json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)
+            handler.logLevel = level
+            return handler
+        }
+    }
+}
+
+/// One JSON object per line on standard error.
+public struct JSONLogHandler: LogHandler {
+    public var metadata: Logger.Metadata = [:]
+    public var logLevel: Logger.Level = .info
+    let label: String
+
+    public init(label: String) {
+        self.label = label
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var object: [String: String] = [
+            "time": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue, "logger": label,
+            "message": event.message.description,
+        ]
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+            object[key] = value.description
+        }
+        guard var line = try? JSONSerialization.data(withJSONObject: object, options: [.sortedKeys]) else { return }
+        line.append(0x0A)
+        FileHandle.standardError.write(line)
+    }
+}

@@ -1,0 +1,18 @@
+import ArgumentParser
+
+/// The one executable: every service, the local all-in-one mode, and the tools.
+@main
+struct Checkin: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "checkin",
+        abstract: "Server-side geofence check-ins: location fixes in, signed check-in/check-out webhooks out.",
+        discussion: """
+            Configuration is read from environment variables (CHECKIN_KAFKA_BROKERS, CHECKIN_DATABASE_URL,
+            CHECKIN_HTTP_PORT, …); see the README for the full list.
+            """,
+        subcommands: [
+            IngestCommand.self, EvaluatorCommand.self, NotifierCommand.self, DevCommand.self, DemoCommand.self,
+            MigrateCommand.self, ReplayCommand.self, ProjectsCommand.self, ZonesCommand.self, WebhooksCommand.self,
+            DeliveriesCommand.self,
+        ])
+}

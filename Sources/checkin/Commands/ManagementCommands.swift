@@ -1,0 +1,217 @@
+import ArgumentParser
+import Foundation
+import Geofence
+import Ingest
+import Logging
+import Persistence
+import ServiceSupport
+import Shared
+
+/// Runs `body` against the configured database, with a quiet logger: management
+/// commands print their results, not the pool's chatter.
+func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async throws -> Result) async throws -> Result {
+    var logger = Logger(label: "checkin.cli")
+    logger.logLevel = .warning
+    let settings = try ProcessSettings()
+    return try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
+        try await database.waitUntilReachable(timeout: .seconds(10))
+        try await Migrator(database: database, logger: logger).migrate()
+        return try await body(database, logger)
+    }
+}
+
+struct MigrateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "migrate", abstract: "Apply the database migrations that CHECKIN_DATABASE_URL lacks.")
+
+    func run() async throws {
+        let logger = ProcessBootstrap.logger("checkin.migrate")
+        let settings = try ProcessSettings()
+        let applied = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
+            try await database.waitUntilReachable(timeout: .seconds(30))
+            return try await Migrator(database: database, logger: logger).migrate()
+        }
+        print(applied.isEmpty ? "schema is up to date (\(Migration.all.count) migrations)" : "applied migrations \(applied)")
+    }
+}
+
+struct ProjectsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "projects", abstract: "Manage projects and their API keys.",
+        subcommands: [Create.self, CreateKey.self])
+
+    struct Create: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "create", abstract: "Create a project (or rename it) and print a device key and a management key.")
+        @Argument(help: "The project id.") var id: String
+        @Option(help: "A display name.") var name: String?
+
+        func run() async throws {
+            let (id, name) = (id, name)
+            let (deviceKey, managementKey) = try await withDatabase { database, logger in
+                let projects = ProjectStore(database: database, logger: logger)
+                try await projects.createProject(id: id, name: name ?? id)
+                return (
+                    try await projects.createKey(projectId: id, kind: .device),
+                    try await projects.createKey(projectId: id, kind: .management)
+                )
+            }
+            print("project:        \(id)\ndevice key:     \(deviceKey)\nmanagement key: \(managementKey)")
+            print("(keys are shown only now; store them)")
+        }
+    }
+
+    struct CreateKey: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "create-key", abstract: "Create another API key for a project.")
+        @Argument(help: "The project id.") var id: String
+        @Option(help: "device or management.") var kind: String = "device"
+
+        func run() async throws {
+            guard let kind = ProjectStore.KeyKind(rawValue: kind) else {
+                throw ValidationError("--kind must be device or management")
+            }
+            let id = id
+            let key = try await withDatabase { database, logger in
+                let projects = ProjectStore(database: database, logger: logger)
+                guard try await projects.projectExists(id) else { throw ValidationError("no project '\(id)'") }
+                return try await projects.createKey(projectId: id, kind: kind)
+            }
+            print(key)
+        }
+    }
+}
+
+struct ZonesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "zones", abstract: "Import or export a project's zones document.",
+        subcommands: [Import.self, Export.self])
+
+    struct Import: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "import", abstract: "Replace a project's zones with those of a zones document (validated first).")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The zones document (JSON).") var file: String
+
+        func run() async throws {
+            let document = try loadZonesDocument(path: file)
+            let project = project
+            try await withDatabase { database, logger in
+                let projects = ProjectStore(database: database, logger: logger)
+                guard try await projects.projectExists(project) else { throw ValidationError("no project '\(project)'") }
+                try await ZoneStore(database: database, logger: logger).replaceZones(projectId: project, with: document)
+            }
+            print("imported \(document.zones.count) zone(s) with \(document.zones.reduce(0) { $0 + $1.fences.count }) fence(s) into \(project)")
+        }
+    }
+
+    struct Export: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "export", abstract: "Print a project's zones document.")
+        @Option(help: "The project id.") var project: String
+
+        func run() async throws {
+            let project = project
+            let document = try await withDatabase { database, logger in
+                try await ZoneStore(database: database, logger: logger).zones(projectId: project)
+            }
+            let encoder = WireJSON.encoder()
+            encoder.outputFormatting.insert(.prettyPrinted)
+            print(String(decoding: try encoder.encode(document), as: UTF8.self))
+        }
+    }
+}
+
+/// Reads and validates a zones document, failing with messages that name the zone, fence and problem.
+func loadZonesDocument(path: String) throws -> ZonesDocument {
+    guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+    let document: ZonesDocument
+    do {
+        document = try WireJSON.decoder().decode(ZonesDocument.self, from: data)
+    } catch {
+        throw ValidationError("\(path): \(DecodingErrorText.describe(error))")
+    }
+    let problems = ZoneValidator.validate(document)
+    guard problems.isEmpty else {
+        throw ValidationError("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
+    }
+    return document
+}
+
+struct WebhooksCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webhooks", abstract: "Manage a project's webhook endpoints.", subcommands: [Add.self, List.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an endpoint and print its signing secret.")
+        @Option(help: "The project id.") var project: String
+        @Option(help: "The partner's URL.") var url: String
+        @Option(help: "A whsec_… secret (default: a new random one).") var secret: String?
+
+        func run() async throws {
+            let secret = secret ?? WebhookSecret.generate()
+            guard (try? WebhookSecret(secret)) != nil else { throw ValidationError("--secret must be whsec_ followed by base64") }
+            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? "") else {
+                throw ValidationError("--url must be an http(s) URL")
+            }
+            let (project, url) = (project, url)
+            let endpoint = try await withDatabase { database, logger in
+                try await WebhookStore(database: database, logger: logger).addEndpoint(projectId: project, url: url, secrets: [secret])
+            }
+            print("endpoint: \(endpoint.id)\nurl:      \(endpoint.url)\nsecret:   \(secret)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's endpoints.")
+        @Option(help: "The project id.") var project: String
+
+        func run() async throws {
+            let project = project
+            let endpoints = try await withDatabase { database, logger in
+                try await WebhookStore(database: database, logger: logger).endpoints(projectId: project)
+            }
+            for endpoint in endpoints { print("\(endpoint.id)  \(endpoint.enabled ? "enabled " : "disabled")  \(endpoint.url)") }
+        }
+    }
+}
+
+struct DeliveriesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "deliveries", abstract: "Inspect and replay webhook deliveries.", subcommands: [List.self, Replay.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's latest deliveries.")
+        @Option(help: "The project id.") var project: String
+        @Option(help: "pending, delivered or failed.") var status: String?
+        @Option(help: "How many.") var limit: Int = 50
+
+        func run() async throws {
+            let status = try status.map { text in
+                guard let status = DeliveryStatus(rawValue: text) else { throw ValidationError("--status must be pending, delivered or failed") }
+                return status
+            }
+            let (project, limit) = (project, limit)
+            let deliveries = try await withDatabase { database, logger in
+                try await WebhookStore(database: database, logger: logger).deliveries(projectId: project, status: status, limit: limit)
+            }
+            for delivery in deliveries {
+                print(
+                    "\(delivery.id)\t\(delivery.status.rawValue)\t\(delivery.eventType)\t\(delivery.deviceId)\tattempts=\(delivery.attempts)\t\(delivery.lastError ?? "")")
+            }
+        }
+    }
+
+    struct Replay: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "replay", abstract: "Send a delivery again.")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The delivery id.") var id: Int64
+
+        func run() async throws {
+            let (project, id) = (project, id)
+            let found = try await withDatabase { database, logger in
+                try await WebhookStore(database: database, logger: logger).replay(deliveryId: id, projectId: project)
+            }
+            guard found else { throw ValidationError("no delivery \(id) in project \(project)") }
+            print("delivery \(id) queued again")
+        }
+    }
+}

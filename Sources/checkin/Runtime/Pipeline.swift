@@ -1,0 +1,94 @@
+import AsyncHTTPClient
+import Evaluator
+import Hummingbird
+import Ingest
+import Kafka
+import Logging
+import Notifier
+import Persistence
+import Prometheus
+import ServiceLifecycle
+import ServiceSupport
+
+/// Builds the services of one process from its settings: any one of the three
+/// pipeline stages, or all of them together (`checkin dev`, `checkin demo`).
+struct Pipeline {
+    struct Stages: OptionSet {
+        let rawValue: Int
+        static let ingest = Stages(rawValue: 1)
+        static let evaluator = Stages(rawValue: 2)
+        static let notifier = Stages(rawValue: 4)
+        static let all: Stages = [.ingest, .evaluator, .notifier]
+    }
+
+    let settings: ProcessSettings
+    let stages: Stages
+    let logger: Logger
+    let readiness = Readiness()
+    let registry = MetricsBootstrap.prometheus()
+
+    /// Services in start order; a `ServiceGroup` stops them in reverse, so the HTTP
+    /// server stops taking fixes first and the database goes last.
+    func services(onIngestRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> [any Service] {
+        let database = Database(configuration: settings.database, logger: logger)
+        var services: [any Service] = [database]
+        var producer: KafkaProducer?
+        if stages.contains(.ingest) || stages.contains(.evaluator) {
+            let created = try KafkaProducer(configuration: settings.producerConfiguration(clientId: "checkin"), logger: logger)
+            services.append(created)
+            producer = created
+        }
+        if stages.contains(.evaluator), let producer {
+            let evaluator = try Evaluator(
+                configuration: EvaluatorConfiguration(environment: settings.environment, topics: settings.topics),
+                consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-evaluator"),
+                database: database, producer: producer, logger: logger)
+            services.append(contentsOf: evaluator.services)
+        }
+        if stages.contains(.notifier) {
+            let notifier = try Notifier(
+                configuration: NotifierConfiguration(environment: settings.environment, topics: settings.topics),
+                consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-notifier"),
+                database: database, logger: logger)
+            services.append(contentsOf: notifier.services)
+        }
+        readiness.set("pipeline", ready: true)
+        if stages.contains(.ingest), let producer {
+            let configuration = try IngestConfiguration(environment: settings.environment, topics: settings.topics)
+            let dependencies = IngestDependencies(
+                producer: producer, projects: ProjectStore(database: database, logger: logger),
+                zones: ZoneStore(database: database, logger: logger),
+                webhooks: WebhookStore(database: database, logger: logger), readiness: readiness, registry: registry)
+            services.append(
+                buildIngestApplication(
+                    configuration: configuration, dependencies: dependencies, logger: logger,
+                    onServerRunning: onIngestRunning))
+        } else {
+            let port = try settings.environment.int(
+                "CHECKIN_HTTP_PORT", default: stages == .evaluator ? 8081 : 8082, range: 0...65_535)
+            services.append(
+                OperationsRoutes.server(
+                    host: settings.opsHost, port: port, readiness: readiness, registry: registry, logger: logger))
+        }
+        return services
+    }
+
+    /// Prepares dependencies, then runs until SIGINT/SIGTERM and stops gracefully.
+    func run() async throws {
+        try await settings.prepare(logger: logger)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: try services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],
+                logger: logger))
+        try await group.run()
+    }
+}
+
+/// Process-wide set-up shared by every command that runs services.
+enum ProcessBootstrap {
+    static func logger(_ label: String) -> Logger {
+        LoggingSetup.bootstrap()
+        MetricsBootstrap.prometheus()
+        return Logger(label: label)
+    }
+}

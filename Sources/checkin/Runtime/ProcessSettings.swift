@@ -1,0 +1,94 @@
+import Foundation
+import Kafka
+import Logging
+import Persistence
+import ServiceSupport
+import Shared
+
+/// Everything a service process reads from its environment, read once at start so
+/// that a bad value stops it at once with a message naming the variable.
+struct ProcessSettings {
+    var environment: EnvironmentReader
+    var database: DatabaseConfiguration
+    var brokers: String
+    var topics: Topics
+    var partitions: Int32
+    var createTopics: Bool
+    var opsHost: String
+    var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
+
+    /// - Parameter localBroker: the process runs against the embedded local broker,
+    ///   whose consumer groups need short timeouts (see the README).
+    init(environment: EnvironmentReader = EnvironmentReader(), localBroker: Bool = false) throws {
+        self.environment = environment
+        let url = environment.string("CHECKIN_DATABASE_URL", default: DatabaseConfiguration.defaultURL)
+        database = try DatabaseConfiguration(
+            url: url, maximumConnections: try environment.int("CHECKIN_DATABASE_POOL_SIZE", default: 10, range: 1...500))
+        brokers = environment.string("CHECKIN_KAFKA_BROKERS", default: "127.0.0.1:9092")
+        topics = Topics(
+            fixes: environment.string("CHECKIN_TOPIC_FIXES", default: "checkin.fixes"),
+            fixesDeadLetter: environment.string("CHECKIN_TOPIC_FIXES_DLQ", default: "checkin.fixes.dlq"),
+            checkIns: environment.string("CHECKIN_TOPIC_CHECKINS", default: "checkin.checkins"),
+            checkOuts: environment.string("CHECKIN_TOPIC_CHECKOUTS", default: "checkin.checkouts"))
+        partitions = Int32(try environment.int("CHECKIN_KAFKA_PARTITIONS", default: 8, range: 1...10_000))
+        createTopics = try environment.bool("CHECKIN_KAFKA_CREATE_TOPICS", default: true)
+        opsHost = environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1")
+        func milliseconds(_ name: String, localDefault: Int) throws -> Duration? {
+            if let value = environment.optionalString(name) {
+                guard let ms = Int(value), ms > 0 else {
+                    throw ConfigurationError(variable: name, value: value, expected: "a positive number of milliseconds")
+                }
+                return .milliseconds(ms)
+            }
+            return localBroker ? .milliseconds(localDefault) : nil
+        }
+        consumerTimeouts = (
+            try milliseconds("CHECKIN_KAFKA_SESSION_TIMEOUT_MS", localDefault: 6000),
+            try milliseconds("CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS", localDefault: 1000),
+            try milliseconds("CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS", localDefault: 10000)
+        )
+    }
+
+    func producerConfiguration(clientId: String) -> KafkaProducerConfiguration {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: brokers, clientId: clientId)
+        configuration.properties = environment.kafkaProperties
+        return configuration
+    }
+
+    func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
+        var configuration = KafkaConsumerConfiguration(bootstrapServers: brokers, groupId: "", clientId: clientId, topics: [])
+        configuration.sessionTimeout = consumerTimeouts.session
+        configuration.heartbeatInterval = consumerTimeouts.heartbeat
+        configuration.maxPollInterval = consumerTimeouts.maxPoll
+        configuration.properties = environment.kafkaProperties
+        return configuration
+    }
+
+    /// Waits for Postgres and the broker, applies migrations and creates the topics,
+    /// so that a service either starts ready or stops with a clear reason.
+    func prepare(logger: Logger) async throws {
+        try await Database.withTemporaryClient(configuration: database, logger: logger) { database in
+            try await database.waitUntilReachable(timeout: .seconds(30))
+            try await Migrator(database: database, logger: logger).migrate()
+        }
+        try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(30), logger: logger)
+        if createTopics {
+            try await KafkaAdmin.createTopics(
+                topics.all.map { (name: $0, partitions: partitions) }, bootstrapServers: brokers, timeout: .seconds(30),
+                logger: logger)
+        }
+    }
+}
+
+extension EnvironmentReader {
+    /// Any `CHECKIN_KAFKA_PROPERTY_<name>` is passed to librdkafka as `<name>` with
+    /// `_` read as `.`: `CHECKIN_KAFKA_PROPERTY_security_protocol=ssl` sets `security.protocol`.
+    var kafkaProperties: [String: String] {
+        let prefix = "CHECKIN_KAFKA_PROPERTY_"
+        var result: [String: String] = [:]
+        for (name, value) in values where name.hasPrefix(prefix) {
+            result[name.dropFirst(prefix.count).replacingOccurrences(of: "_", with: ".")] = value
+        }
+        return result
+    }
+}
