@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Runs a command against a fresh broker and a fresh Postgres, then stops both.
+#
+#   scripts/with-services.sh CMD [ARGS...]
+#
+# Both listen on free ports and keep their files in a private directory under
+# .local/run, so a developer's running `broker.sh`/`postgres.sh` services are
+# left alone. CMD sees:
+#   CHECKIN_KAFKA_BROKERS   127.0.0.1:PORT
+#   CHECKIN_DATABASE_URL    postgres://checkin@127.0.0.1:PORT/checkin
+# The exit code is CMD's; the services are stopped however CMD ends.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+[ $# -gt 0 ] || { echo "usage: $0 CMD [ARGS...]" >&2; exit 2; }
+
+mkdir -p "$ROOT/.local/run"
+RUN_DIR="$(mktemp -d "$ROOT/.local/run/services.XXXXXX")"
+# The postgres user (when run as root) must be able to reach the cluster inside.
+chmod 755 "$RUN_DIR"
+export CHECKIN_RUN_DIR="$RUN_DIR"
+export CHECKIN_POSTGRES_DIR="$RUN_DIR/postgres"
+export CHECKIN_BROKER_PORT=0
+export CHECKIN_POSTGRES_PORT=0
+
+cleanup() {
+    "$ROOT/scripts/broker.sh" stop 2>/dev/null || true
+    "$ROOT/scripts/postgres.sh" stop 2>/dev/null || true
+    rm -rf "$RUN_DIR"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+CHECKIN_KAFKA_BROKERS="$("$ROOT/scripts/broker.sh" start | tail -n1)"
+CHECKIN_DATABASE_URL="$("$ROOT/scripts/postgres.sh" start | tail -n1)"
+export CHECKIN_KAFKA_BROKERS CHECKIN_DATABASE_URL
+echo "with-services: CHECKIN_KAFKA_BROKERS=$CHECKIN_KAFKA_BROKERS CHECKIN_DATABASE_URL=$CHECKIN_DATABASE_URL" >&2
+
+set +e
+"$@"
+status=$?
+set -e
+exit $status
