@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import Persistence
+import Shared
+import Testing
+
+/// The stores against the real local Postgres.
+@Suite struct StoreTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.stores")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    func withDatabase<T: Sendable>(_ body: @Sendable (Database) async throws -> T) async throws -> T {
+        let logger = logger
+        return try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        ) { database in
+            try await Migrator(database: database, logger: logger).migrate()
+            return try await body(database)
+        }
+    }
+
+    @Test func migratingTwiceAppliesNothingTheSecondTime() async throws {
+        let logger = logger
+        let again = try await withDatabase { database in try await Migrator(database: database, logger: logger).migrate() }
+        #expect(again.isEmpty)
+    }
+
+    @Test func zonesRoundTripAndBumpTheCatalogVersion() async throws {
+        let logger = logger
+        let projectId = "zones-" + UUID().uuidString
+        let document = ZonesDocument(zones: [
+            ZoneDefinition(
+                id: "a", name: "A", description: "first", customData: ["k": "v"], minimumRetriggerTime: 60,
+                checkOutEnabled: true, conditions: ZoneConditions(minSpeed: 1, bearing: BearingRange(from: 350, to: 10)),
+                activeSchedule: ActiveSchedule(
+                    timeZone: "Europe/Paris", windows: [ScheduleWindow(days: [.monday, .friday], start: "22:00", end: "02:00")]),
+                fences: [
+                    FenceDefinition(id: "c", name: "circle", geometry: .point(Position(lon: 2.35, lat: 48.85)), radius: 75),
+                    FenceDefinition(
+                        id: "p", geometry: .polygon([[
+                            Position(lon: 0, lat: 0), Position(lon: 1, lat: 0), Position(lon: 1, lat: 1), Position(lon: 0, lat: 0),
+                        ]])),
+                ],
+                beacons: [BeaconDefinition(id: "b", uuid: "F7826DA6-4FA2-4E98-8024-BC5B71E0893E", major: 1, rssiThreshold: -70)]),
+            ZoneDefinition(id: "b", name: "B", enabled: false),
+        ])
+        let (before, after, loaded) = try await withDatabase { database in
+            let projects = ProjectStore(database: database, logger: logger)
+            try await projects.createProject(id: projectId, name: "Zones")
+            let zones = ZoneStore(database: database, logger: logger)
+            let before = try await zones.catalogVersion()
+            try await zones.replaceZones(projectId: projectId, with: document)
+            let after = try await zones.catalogVersion()
+            return (before, after, try await zones.zones(projectId: projectId))
+        }
+        #expect(after > before)
+        #expect(loaded == document)
+    }
+
+    @Test func apiKeysResolveOnlyForTheirKind() async throws {
+        let logger = logger
+        let projectId = "keys-" + UUID().uuidString
+        let (device, management, wrong) = try await withDatabase { database in
+            let projects = ProjectStore(database: database, logger: logger)
+            try await projects.createProject(id: projectId, name: "Keys")
+            let key = try await projects.createKey(projectId: projectId, kind: .device)
+            return (
+                try await projects.project(forKey: key, kind: .device),
+                try await projects.project(forKey: key, kind: .management),
+                try await projects.project(forKey: key + "x", kind: .device)
+            )
+        }
+        #expect(device == projectId)
+        #expect(management == nil)
+        #expect(wrong == nil)
+    }
+
+    @Test func deliveryQueueDropsDuplicatesLeasesRetriesAndReplays() async throws {
+        let logger = logger
+        let projectId = "hooks-" + UUID().uuidString
+        try await withDatabase { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Hooks")
+            let webhooks = WebhookStore(database: database, logger: logger)
+            let endpoint = try await webhooks.addEndpoint(projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let delivery = NewDelivery(
+                endpointId: endpoint.id, projectId: projectId, eventId: "e-\(projectId)", eventType: "checkin", deviceId: "d",
+                payload: "{}")
+            #expect(try await webhooks.enqueue([delivery]) == 1)
+            #expect(try await webhooks.enqueue([delivery]) == 0)
+
+            let claimed = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId == delivery.eventId }
+            #expect(claimed.count == 1)
+            #expect(claimed.first?.attempt == 1)
+            // Leased: not handed out again while the attempt runs.
+            #expect(try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).contains { $0.eventId == delivery.eventId } == false)
+
+            try await webhooks.markAttemptFailed(id: claimed[0].id, statusCode: 500, error: "HTTP 500", retryAt: Date().addingTimeInterval(-1))
+            let retried = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId == delivery.eventId }
+            #expect(retried.first?.attempt == 2)
+
+            try await webhooks.markAttemptFailed(id: claimed[0].id, statusCode: nil, error: "gave up", retryAt: nil)
+            #expect(try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10).map(\.eventId) == [delivery.eventId])
+            #expect(try await webhooks.replay(deliveryId: claimed[0].id, projectId: projectId))
+            #expect(try await webhooks.replay(deliveryId: claimed[0].id, projectId: "another-project") == false)
+            let pending = try await webhooks.deliveries(projectId: projectId, status: .pending, limit: 10)
+            #expect(pending.first?.attempts == 0)
+
+            try await webhooks.markDelivered(id: claimed[0].id, statusCode: 204)
+            #expect(try await webhooks.deliveries(projectId: projectId, status: .delivered, limit: 10).count == 1)
+        }
+    }
+
+    @Test func offsetsNeverMoveBackwards() async throws {
+        let logger = logger
+        let group = "group-" + UUID().uuidString
+        let offsets = try await withDatabase { database in
+            let store = OffsetStore(database: database, logger: logger)
+            try await database.withTransaction { connection in
+                try await store.save(group: group, offsets: [("t", 0, 10), ("t", 1, 5)], on: connection)
+            }
+            try await database.withTransaction { connection in
+                try await store.save(group: group, offsets: [("t", 0, 7), ("t", 1, 6)], on: connection)
+            }
+            return try await store.nextOffsets(group: group, topic: "t", partitions: [0, 1, 2])
+        }
+        #expect(offsets == [0: 10, 1: 6])
+    }
+}

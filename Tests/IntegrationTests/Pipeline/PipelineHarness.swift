@@ -1,0 +1,133 @@
+import AsyncHTTPClient
+import Evaluator
+import Foundation
+import Hummingbird
+import Ingest
+import Kafka
+import Logging
+import NIOCore
+import Notifier
+import Persistence
+import ServiceLifecycle
+import ServiceSupport
+import Shared
+
+/// The whole pipeline in this process against the real broker and Postgres, on
+/// topics, groups and a project of its own so tests do not see each other's data.
+struct PipelineHarness {
+    let suffix = String(UUID().uuidString.prefix(8)).lowercased()
+    var topics: Topics {
+        Topics(
+            fixes: "test-\(suffix).fixes", fixesDeadLetter: "test-\(suffix).fixes.dlq", checkIns: "test-\(suffix).checkins",
+            checkOuts: "test-\(suffix).checkouts")
+    }
+    var projectId: String { "project-\(suffix)" }
+    var deviceKey: String { "ck_device_test_\(suffix)" }
+    var evaluatorGroup: String { "evaluator-\(suffix)" }
+    var notifierGroup: String { "notifier-\(suffix)" }
+    let secret = WebhookSecret.generate()
+    let logger: Logger = {
+        var logger = Logger(label: "test.pipeline")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    func databaseConfiguration() throws -> DatabaseConfiguration {
+        try DatabaseConfiguration(url: TestEnvironment.databaseURL)
+    }
+
+    func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
+        var configuration = KafkaConsumerConfiguration(
+            bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "", clientId: clientId, topics: [])
+        configuration.sessionTimeout = .seconds(6)
+        configuration.heartbeatInterval = .seconds(1)
+        configuration.maxPollInterval = .seconds(10)
+        return configuration
+    }
+
+    /// Migrates, creates the topics and the project with its key and zones.
+    func prepare() async throws {
+        let projectId = projectId
+        let deviceKey = deviceKey
+        try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
+            try await Migrator(database: database, logger: logger).migrate()
+            let projects = ProjectStore(database: database, logger: logger)
+            try await projects.createProject(id: projectId, name: "Test")
+            try await projects.addKey(deviceKey, projectId: projectId, kind: .device)
+            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: TestTrip.zones)
+        }
+        try await KafkaAdmin.createTopics(
+            topics.all.map { (name: $0, partitions: 4) }, bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(30),
+            logger: logger)
+    }
+
+    func addEndpoint(url: String) async throws {
+        let (projectId, secret) = (projectId, secret)
+        _ = try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
+            try await WebhookStore(database: database, logger: logger).addEndpoint(projectId: projectId, url: url, secrets: [secret])
+        }
+    }
+
+    /// Runs ingest, evaluator, notifier and a verifying receiver; `body` gets the ingest port.
+    func run(_ body: @Sendable (_ ingestPort: Int, _ received: ReceivedWebhooks) async throws -> Void) async throws {
+        try await prepare()
+        let database = Database(configuration: try databaseConfiguration(), logger: logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test"),
+            logger: logger)
+        let evaluator = try Evaluator(
+            configuration: EvaluatorConfiguration(groupId: evaluatorGroup, topics: topics, zoneRefreshInterval: .milliseconds(500)),
+            consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
+            producer: producer, logger: logger)
+        let notifier = try Notifier(
+            configuration: NotifierConfiguration(
+                groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
+                pollInterval: .milliseconds(100)),
+            consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database, logger: logger)
+        let received = ReceivedWebhooks()
+        let ports = AsyncStream.makeStream(of: (String, Int).self)
+        let dependencies = IngestDependencies(
+            producer: producer, projects: ProjectStore(database: database, logger: logger),
+            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger),
+            readiness: Readiness(), registry: MetricsBootstrap.prometheus())
+        let ingest = buildIngestApplication(
+            configuration: IngestConfiguration(port: 0, topics: topics), dependencies: dependencies, logger: logger,
+            onServerRunning: { ports.continuation.yield(("ingest", $0)) })
+        let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received) {
+            ports.continuation.yield(("receiver", $0))
+        }
+        let services: [any Service] = [database, producer] + evaluator.services + notifier.services + [ingest, receiver]
+        let group = ServiceGroup(
+            configuration: .init(services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], logger: logger))
+
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await group.run() }
+            var known: [String: Int] = [:]
+            for await (name, port) in ports.stream {
+                known[name] = port
+                if known.count == 2 { break }
+            }
+            do {
+                try await addEndpoint(url: "http://127.0.0.1:\(known["receiver"]!)/hooks")
+                try await body(known["ingest"]!, received)
+            } catch {
+                await group.triggerGracefulShutdown()
+                throw error
+            }
+            await group.triggerGracefulShutdown()
+            try await tasks.waitForAll()
+        }
+    }
+}
+
+/// Posts a JSON body to the ingest service and returns the status and body.
+func post(_ body: Data, to url: String, key: String?) async throws -> (status: Int, contentType: String?, body: String) {
+    var request = HTTPClientRequest(url: url)
+    request.method = .POST
+    request.headers.add(name: "content-type", value: "application/json")
+    if let key { request.headers.add(name: "authorization", value: "Bearer \(key)") }
+    request.body = .bytes(ByteBuffer(bytes: body))
+    let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+    let answer = try await response.body.collect(upTo: 1 << 20)
+    return (Int(response.status.code), response.headers.first(name: "content-type"), String(buffer: answer))
+}

@@ -1,0 +1,103 @@
+import Foundation
+import Kafka
+import Logging
+import Shared
+import Testing
+
+/// Fixes over HTTP become signed webhooks at a partner, through the real broker and Postgres.
+@Suite(.serialized) struct PipelineTests {
+    @Test func tripBecomesSignedCheckInAndCheckOutWebhooks() async throws {
+        let harness = PipelineHarness()
+        try await harness.run { ingestPort, received in
+            let trip = TestTrip(projectId: harness.projectId)
+            let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
+
+            // A record produced directly to Kafka that is not a fix: dead-lettered, nothing stops.
+            let producer = try KafkaProducer(
+                configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-raw"),
+                logger: harness.logger)
+            try await withThrowingTaskGroup(of: Void.self) { tasks in
+                tasks.addTask { try await producer.run() }
+                _ = try await producer.send(
+                    KafkaRecord(topic: harness.topics.fixes, key: Array(trip.deviceId.utf8), value: Array(#"{"deviceId": 7}"#.utf8)))
+                tasks.cancelAll()
+            }
+
+            let answer = try await post(try trip.batch(0..<9), to: url, key: harness.deviceKey)
+            #expect(answer.status == 202)
+            #expect(answer.body == #"{"accepted":9}"#)
+
+            try await received.wait(timeout: .seconds(90)) { trip.isComplete($0) }
+            let payloads = await received.payloads.filter { $0.data.deviceId == trip.deviceId }
+            let checkIn = try #require(payloads.first { $0.type == "zone.checkin" })
+            let checkOut = try #require(payloads.first { $0.type == "zone.checkout" })
+            #expect(checkIn.data.zone.customData == ["storeId": "042", "tier": "gold"])
+            #expect(checkIn.data.fence?.id == "fence-cafe")
+            #expect(checkIn.data.willCheckOut)
+            #expect(abs(checkIn.data.location.timestamp.timeIntervalSince(trip.start.addingTimeInterval(90))) < 0.01)
+            #expect(checkOut.data.reason == .exit)
+            #expect(checkOut.data.dwellSeconds == 90)
+            #expect(await received.rejected == 0)
+
+            let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)
+            let headers = Dictionary(uniqueKeysWithValues: deadLetters[0].headers.map { ($0.key, String(decoding: $0.value ?? [], as: UTF8.self)) })
+            #expect(headers["checkin-origin-topic"] == harness.topics.fixes)
+            #expect(headers["checkin-error"]?.contains("deviceId") == true)
+        }
+    }
+
+    @Test func invalidBatchesAreRefusedWithProblemDetailsNamingEachField() async throws {
+        let harness = PipelineHarness()
+        try await harness.run { ingestPort, _ in
+            let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
+            let bad = #"{"fixes":[{"deviceId":"d","timestamp":"2026-11-22T10:00:00Z","lat":95,"lon":0},{"deviceId":"e","lat":0,"lon":0,"timestamp":"soon"}]}"#
+            let answer = try await post(Data(bad.utf8), to: url, key: harness.deviceKey)
+            #expect(answer.status == 400)
+            #expect(answer.contentType == "application/problem+json")
+            #expect(answer.body.contains(#""name":"fixes[0].lat""#))
+            #expect(answer.body.contains(#""name":"fixes[1].timestamp""#))
+
+            let unauthorized = try await post(try TestTrip(projectId: harness.projectId).batch(0..<1), to: url, key: "wrong")
+            #expect(unauthorized.status == 401)
+            #expect(unauthorized.contentType == "application/problem+json")
+
+            let otherProject = try await post(try TestTrip(projectId: "someone-else").batch(0..<1), to: url, key: harness.deviceKey)
+            #expect(otherProject.status == 400)
+            #expect(otherProject.body.contains("fixes[0].projectId"))
+        }
+    }
+}
+
+/// Reads `count` records of a topic from its beginning, with a group of its own.
+func consume(topic: String, count: Int, logger: Logger) async throws -> [KafkaConsumerMessage] {
+    var configuration = KafkaConsumerConfiguration(
+        bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "reader-" + UUID().uuidString, clientId: "test-reader",
+        topics: [topic])
+    configuration.sessionTimeout = .seconds(6)
+    configuration.heartbeatInterval = .seconds(1)
+    configuration.maxPollInterval = .seconds(10)
+    let consumer = try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
+    return try await withThrowingTaskGroup(of: [KafkaConsumerMessage]?.self) { tasks in
+        tasks.addTask {
+            try await consumer.run()
+            return nil
+        }
+        tasks.addTask {
+            var messages: [KafkaConsumerMessage] = []
+            for try await batch in consumer.batches {
+                messages += batch
+                if messages.count >= count { return messages }
+            }
+            return messages
+        }
+        tasks.addTask {
+            try await Task.sleep(for: .seconds(60))
+            throw TestFailure("\(topic) did not receive \(count) records in 60 s")
+        }
+        defer { tasks.cancelAll() }
+        while let result = try await tasks.next() {
+            if let messages = result { return messages }
+        }
+        return []
+    }
+}

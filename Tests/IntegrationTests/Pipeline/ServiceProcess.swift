@@ -1,0 +1,89 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// One `checkin` service running as a real child process, so that a test can kill
+/// it with SIGKILL (no graceful anything) and start it again.
+final class ServiceProcess: @unchecked Sendable {
+    let name: String
+    let arguments: [String]
+    let environment: [String: String]
+    let logFile: URL
+    private var process: Process?
+
+    init(name: String, arguments: [String], environment: [String: String], logDirectory: URL) {
+        self.name = name
+        self.arguments = arguments
+        self.environment = environment
+        self.logFile = logDirectory.appendingPathComponent("\(name).log")
+    }
+
+    /// The `checkin` executable built next to the test bundle (or `CHECKIN_BINARY`).
+    static func executable() throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["CHECKIN_BINARY"] { return URL(fileURLWithPath: path) }
+        var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        for _ in 0..<4 {
+            let candidate = directory.appendingPathComponent("checkin")
+            if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+            directory.deleteLastPathComponent()
+        }
+        throw TestFailure("the checkin executable was not found next to \(CommandLine.arguments[0]); build it or set CHECKIN_BINARY")
+    }
+
+    func start() throws {
+        if !FileManager.default.fileExists(atPath: logFile.path) {
+            FileManager.default.createFile(atPath: logFile.path, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: logFile)
+        log.seekToEndOfFile()
+        let process = Process()
+        process.executableURL = try Self.executable()
+        process.arguments = arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        self.process = process
+    }
+
+    /// SIGKILL: the process gets no chance to flush, commit or say goodbye.
+    func kill() {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// SIGTERM, then SIGKILL if it has not stopped within `grace`.
+    func stop(grace: TimeInterval = 10) {
+        guard let process, process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(grace)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        if process.isRunning { kill() }
+    }
+
+    var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+}
+
+/// A TCP port nothing listens on right now.
+func freePort() throws -> Int {
+    let socket = Glibc.socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard socket >= 0 else { throw TestFailure("socket() failed") }
+    defer { close(socket) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    address.sin_port = 0
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(socket, $0, length) }
+    }
+    guard bound == 0 else { throw TestFailure("bind() failed") }
+    let named = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(socket, $0, &length) }
+    }
+    guard named == 0 else { throw TestFailure("getsockname() failed") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}

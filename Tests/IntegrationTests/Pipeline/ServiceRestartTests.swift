@@ -1,0 +1,95 @@
+import AsyncHTTPClient
+import Foundation
+import Hummingbird
+import Logging
+import ServiceLifecycle
+import Shared
+import Testing
+
+/// Killing any one service with SIGKILL in the middle of a trip and starting it
+/// again loses neither a fix nor a webhook.
+@Suite(.serialized) struct ServiceRestartTests {
+    enum Victim: String, CaseIterable, Sendable {
+        case ingest, evaluator, notifier
+    }
+
+    @Test(arguments: Victim.allCases)
+    func killedServiceLosesNothing(_ victim: Victim) async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        let received = ReceivedWebhooks()
+        let receiverPort = AsyncStream.makeStream(of: Int.self)
+        let receiver = WebhookReceiver.application(secret: try WebhookSecret(harness.secret), received: received) {
+            receiverPort.continuation.yield($0)
+        }
+        let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(harness.suffix)")
+        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await receiver.run() }
+            defer { tasks.cancelAll() }
+            var ports = receiverPort.stream.makeAsyncIterator()
+            guard let port = await ports.next() else { throw TestFailure("receiver did not start") }
+            try await harness.addEndpoint(url: "http://127.0.0.1:\(port)/hooks")
+
+            let ingestPort = try freePort()
+            var shared: [String: String] = [
+                "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": TestEnvironment.databaseURL,
+                "CHECKIN_TOPIC_FIXES": harness.topics.fixes, "CHECKIN_TOPIC_FIXES_DLQ": harness.topics.fixesDeadLetter,
+                "CHECKIN_TOPIC_CHECKINS": harness.topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": harness.topics.checkOuts,
+                "CHECKIN_EVALUATOR_GROUP": harness.evaluatorGroup, "CHECKIN_NOTIFIER_GROUP": harness.notifierGroup,
+                "CHECKIN_KAFKA_PARTITIONS": "4", "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000",
+                "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000", "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000",
+                "CHECKIN_ZONE_REFRESH_INTERVAL": "0.5", "CHECKIN_WEBHOOK_RETRY_DELAY": "0.2", "CHECKIN_LOG_LEVEL": "info",
+            ]
+            shared["CHECKIN_HTTP_PORT"] = nil
+            let services: [Victim: ServiceProcess] = Dictionary(
+                uniqueKeysWithValues: try Victim.allCases.map { service in
+                    var environment = shared
+                    environment["CHECKIN_HTTP_PORT"] = String(service == .ingest ? ingestPort : try freePort())
+                    return (
+                        service,
+                        ServiceProcess(
+                            name: service.rawValue, arguments: [service.rawValue], environment: environment,
+                            logDirectory: logDirectory)
+                    )
+                })
+            defer { services.values.forEach { $0.stop() } }
+            for service in services.values { try service.start() }
+            try await waitForHealth(port: ingestPort)
+
+            let trip = TestTrip(projectId: harness.projectId)
+            let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
+            #expect(try await post(try trip.batch(0..<5), to: url, key: harness.deviceKey).status == 202)
+
+            let killed = services[victim]!
+            killed.kill()
+            try killed.start()
+            if victim == .ingest { try await waitForHealth(port: ingestPort) }
+
+            #expect(try await post(try trip.batch(5..<9), to: url, key: harness.deviceKey).status == 202)
+            do {
+                try await received.wait(timeout: .seconds(120)) { trip.isComplete($0) }
+            } catch {
+                for service in services.values { print("----- \(service.name) log -----\n\(service.log.suffix(4000))") }
+                throw error
+            }
+            let mine = await received.payloads.filter { $0.data.deviceId == trip.deviceId }
+            // At-least-once: a redelivery repeats an event id, never invents a new event.
+            #expect(Set(mine.map(\.data.eventId)).count == 2)
+            #expect(await received.rejected == 0)
+        }
+    }
+
+    func waitForHealth(port: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/health")
+            if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        throw TestFailure("ingest on port \(port) did not become healthy in 60 s")
+    }
+}

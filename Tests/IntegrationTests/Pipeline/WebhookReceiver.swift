@@ -1,0 +1,68 @@
+import Foundation
+import Hummingbird
+import Logging
+import Shared
+
+/// A partner endpoint for tests: verifies every signature like a partner must,
+/// and keeps what it accepted (and how many it refused).
+actor ReceivedWebhooks {
+    private(set) var payloads: [WebhookPayload] = []
+    private(set) var rejected = 0
+    private(set) var webhookIds: [String] = []
+
+    func accept(_ payload: WebhookPayload, id: String) {
+        payloads.append(payload)
+        webhookIds.append(id)
+    }
+
+    func reject() { rejected += 1 }
+
+    /// Waits until the received payloads satisfy `condition`, or fails after `timeout`.
+    func wait(
+        timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        until condition: @Sendable ([WebhookPayload]) -> Bool
+    ) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(payloads) {
+            guard ContinuousClock.now < deadline else {
+                throw TestFailure("webhooks did not arrive in \(timeout); got \(payloads.map { "\($0.type) \($0.data.deviceId)" })")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+    }
+}
+
+struct TestFailure: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+import Testing
+
+enum WebhookReceiver {
+    static func application(
+        secret: WebhookSecret, received: ReceivedWebhooks, onRunning: @escaping @Sendable (Int) async -> Void
+    ) -> some ApplicationProtocol {
+        let router = Router()
+        router.post("/hooks") { request, _ -> Response in
+            let bytes = Array(buffer: try await request.body.collect(upTo: 1 << 20))
+            let id = request.headers[HTTPField.Name("webhook-id")!]
+            do {
+                try WebhookSignature.verify(
+                    id: id, timestamp: request.headers[HTTPField.Name("webhook-timestamp")!],
+                    signatureHeader: request.headers[HTTPField.Name("webhook-signature")!], body: bytes, secret: secret)
+            } catch {
+                await received.reject()
+                return Response(status: .unauthorized)
+            }
+            let payload = try WireJSON.decoder().decode(WebhookPayload.self, from: Data(bytes))
+            await received.accept(payload, id: id ?? "")
+            return Response(status: .noContent)
+        }
+        var logger = Logger(label: "test.receiver")
+        logger.logLevel = .warning
+        return Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0)),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) }, logger: logger)
+    }
+}
