@@ -1,0 +1,202 @@
+import Foundation
+import Shared
+
+/// One fence as the hot path sees it: flat numbers, no strings, no optionals.
+@usableFromInline
+struct CompiledFence: Sendable {
+    enum Kind: UInt8, Sendable { case circle, polygon, geoline }
+
+    var kind: Kind
+    var zone: Int32
+    var project: Int32
+    /// Index into `polygons` or `geolines`; unused for circles.
+    var shape: Int32
+    /// Where the fence can matter for a normal fix: its shape widened by the exit buffer.
+    var box: BoundingBox
+    /// The circle's centre, or for other shapes the centre of the enclosing circle.
+    var centre: UnitVector
+    var centreLat: Double
+    var centreLon: Double
+    /// The circle's radius, or the enclosing circle's.
+    var radius: Double
+    /// Squared chords of radius, radius + exit buffer, and the restart-mode equivalents.
+    var insideChord2: Double
+    var bandChord2: Double
+    var restartChord2: Double
+    var restartBandChord2: Double
+}
+
+/// One zone as the rules see it.
+struct CompiledZone: Sendable {
+    var summary: ZoneSummary
+    var project: Int32
+    var enabled: Bool
+    var checkOutEnabled: Bool
+    var minimumRetriggerTime: Double
+    var conditions: ZoneConditions?
+    var needsPreciseFix: Bool
+    var schedule: CompiledSchedule?
+    var fences: [Int32]
+    var beacons: [Int32]
+    /// How long the zone's memory of a device must be kept after the device left:
+    /// the MRT, and the longest sequential window of any zone that follows this one.
+    var retention: Double
+}
+
+/// One beacon of one zone.
+struct CompiledBeacon: Sendable {
+    var zone: Int32
+    var summary: BeaconSummary
+    var rssiThreshold: Int
+
+    func matches(_ sighting: BeaconSighting) -> Bool {
+        guard sighting.rssi >= rssiThreshold else { return false }
+        if let id = summary.eddystoneId {
+            return sighting.eddystoneId == id
+        }
+        guard let uuid = summary.uuid, sighting.uuid == uuid else { return false }
+        if let major = summary.major, sighting.major != major { return false }
+        if let minor = summary.minor, sighting.minor != minor { return false }
+        return true
+    }
+}
+
+/// Beacons are found by project and identifier (iBeacon uuid or Eddystone id).
+struct BeaconKey: Hashable, Sendable {
+    var project: Int32
+    var identifier: String
+}
+
+/// Everything derived from the zone definitions, built once per zones change.
+struct CompiledZones: Sendable {
+    var projects: [String: Int32] = [:]
+    var projectIds: [String] = []
+    var zoneIndex: [[String: Int32]] = []
+    var zones: [CompiledZone] = []
+    var fences: [CompiledFence] = []
+    var fenceSummaries: [FenceSummary] = []
+    var polygons: [PolygonShape] = []
+    var geolines: [GeolineShape] = []
+    /// Depth of the deepest interior point, for fences of zones with a percentage condition.
+    var interiorDepth: [Int32: Double] = [:]
+    var geolinesByProject: [[Int32]] = []
+    var beacons: [CompiledBeacon] = []
+    var beaconsByKey: [BeaconKey: [Int32]] = [:]
+
+    init() {}
+
+    init(projects input: [ProjectZones], configuration: EngineConfiguration) {
+        for project in input {
+            let p: Int32
+            if let existing = projects[project.projectId] {
+                p = existing
+            } else {
+                p = Int32(projectIds.count)
+                projects[project.projectId] = p
+                projectIds.append(project.projectId)
+                zoneIndex.append([:])
+                geolinesByProject.append([])
+            }
+            for zone in project.zones { add(zone, project: p, configuration: configuration) }
+        }
+        // A zone's memory must outlive the longest window in which another zone asks for it.
+        for z in zones.indices {
+            guard let sequential = zones[z].conditions?.sequential,
+                let after = zoneIndex[Int(zones[z].project)][sequential.afterZoneId]
+            else { continue }
+            zones[Int(after)].retention = max(zones[Int(after)].retention, sequential.withinSeconds)
+        }
+    }
+
+    private mutating func add(_ zone: ZoneDefinition, project: Int32, configuration: EngineConfiguration) {
+        let z = Int32(zones.count)
+        zoneIndex[Int(project)][zone.id] = z
+        var fenceIndices: [Int32] = []
+        for fence in zone.fences {
+            let f = Int32(fences.count)
+            guard var compiled = compile(fence, zone: z, project: project, configuration: configuration) else { continue }
+            if compiled.kind == .geoline {
+                geolinesByProject[Int(project)].append(f)
+            } else if zone.conditions?.percentageCrossed != nil {
+                interiorDepth[f] =
+                    compiled.kind == .circle ? compiled.radius : InteriorDepth.deepest(of: polygons[Int(compiled.shape)])
+            }
+            compiled.zone = z
+            fences.append(compiled)
+            fenceSummaries.append(FenceSummary(fence))
+            fenceIndices.append(f)
+        }
+        var beaconIndices: [Int32] = []
+        for beacon in zone.beacons {
+            let b = Int32(beacons.count)
+            beacons.append(CompiledBeacon(zone: z, summary: BeaconSummary(beacon), rssiThreshold: beacon.rssiThreshold))
+            for identifier in [beacon.eddystoneId ?? beacon.uuid].compactMap({ $0 }) {
+                beaconsByKey[BeaconKey(project: project, identifier: identifier), default: []].append(b)
+            }
+            beaconIndices.append(b)
+        }
+        zones.append(
+            CompiledZone(
+                summary: ZoneSummary(zone), project: project, enabled: zone.enabled,
+                checkOutEnabled: zone.checkOutEnabled, minimumRetriggerTime: max(0, zone.minimumRetriggerTime),
+                conditions: zone.conditions, needsPreciseFix: zone.conditions?.needsPreciseFix ?? false,
+                schedule: zone.activeSchedule.flatMap(CompiledSchedule.init), fences: fenceIndices,
+                beacons: beaconIndices, retention: max(0, zone.minimumRetriggerTime)))
+    }
+
+    private mutating func compile(
+        _ fence: FenceDefinition, zone: Int32, project: Int32, configuration: EngineConfiguration
+    ) -> CompiledFence? {
+        let buffer = max(0, configuration.exitBuffer)
+        let tolerance = max(0, configuration.restartTolerance)
+        func circle(kind: CompiledFence.Kind, shape: Int32, box: BoundingBox, lat: Double, lon: Double, radius: Double)
+            -> CompiledFence
+        {
+            CompiledFence(
+                kind: kind, zone: zone, project: project, shape: shape, box: box,
+                centre: UnitVector(lat: lat, lon: lon), centreLat: lat, centreLon: lon, radius: radius,
+                insideChord2: UnitVector.chordSquared(ofDistance: radius),
+                bandChord2: UnitVector.chordSquared(ofDistance: radius + buffer),
+                restartChord2: UnitVector.chordSquared(ofDistance: radius + tolerance),
+                restartBandChord2: UnitVector.chordSquared(ofDistance: radius + tolerance + buffer))
+        }
+        switch fence.geometry {
+        case .point(let centre):
+            let radius = fence.radius ?? 0
+            return circle(
+                kind: .circle, shape: -1, box: .around(lat: centre.lat, lon: centre.lon, radius: radius + buffer),
+                lat: centre.lat, lon: centre.lon, radius: radius)
+        case .polygon(let rings):
+            return polygon(rings, circle: circle, buffer: buffer)
+        case .multiPolygon(let parts):
+            return polygon(parts.flatMap { $0 }, circle: circle, buffer: buffer)
+        case .lineString(let positions):
+            let line = GeolineShape(positions: positions)
+            let mec = EnclosingCircle.of(points: positions.map { ($0.lon, $0.lat) })
+            geolines.append(line)
+            return circle(
+                kind: .geoline, shape: Int32(geolines.count - 1), box: line.box, lat: mec.lat, lon: mec.lon,
+                radius: mec.radius)
+        }
+    }
+
+    private mutating func polygon(
+        _ rings: [[Position]],
+        circle: (CompiledFence.Kind, Int32, BoundingBox, Double, Double, Double) -> CompiledFence,
+        buffer: Double
+    ) -> CompiledFence {
+        let shape = PolygonShape(rings: rings)
+        polygons.append(shape)
+        let mec = EnclosingCircle.of(points: shape.positions)
+        return circle(.polygon, Int32(polygons.count - 1), shape.boundingBox.expanded(byMetres: buffer), mec.lat, mec.lon, mec.radius)
+    }
+
+    /// The box in which a fence can matter for any fix, normal or restart mode.
+    func reach(of fence: CompiledFence, configuration: EngineConfiguration) -> BoundingBox {
+        if fence.kind == .geoline { return fence.box }
+        let restart = BoundingBox.around(
+            lat: fence.centreLat, lon: fence.centreLon,
+            radius: fence.radius + max(0, configuration.restartTolerance) + max(0, configuration.exitBuffer))
+        return fence.box.union(restart)
+    }
+}

@@ -1,0 +1,63 @@
+import Foundation
+import Shared
+
+/// The tunables of SPEC section 3 in one value, so that the Evaluator, `checkin replay`
+/// and the tests all run the engine with the same knobs.
+public struct EngineConfiguration: Sendable, Equatable {
+    /// Fixes less accurate than this (metres) neither enter nor leave fences.
+    public var maxAccuracy: Double
+    /// Hysteresis band (metres) outside a fence in which a device inside stays inside.
+    public var exitBuffer: Double
+    /// Silence after which an open check-in is closed with reason `timeout`.
+    public var staleAfter: TimeInterval
+    /// A geoline crossing needs the previous fix to be at most this old.
+    public var maxCrossingGap: TimeInterval
+    /// Seconds of fix time without a sighting after which a beacon zone is left.
+    public var beaconExitAfter: TimeInterval
+    /// Metres added to a fence's minimum enclosing circle for restart-mode fixes.
+    public var restartTolerance: Double
+
+    public init(
+        maxAccuracy: Double = 100, exitBuffer: Double = 20, staleAfter: TimeInterval = 7200,
+        maxCrossingGap: TimeInterval = 600, beaconExitAfter: TimeInterval = 60, restartTolerance: Double = 50
+    ) {
+        self.maxAccuracy = maxAccuracy
+        self.exitBuffer = exitBuffer
+        self.staleAfter = staleAfter
+        self.maxCrossingGap = maxCrossingGap
+        self.beaconExitAfter = beaconExitAfter
+        self.restartTolerance = restartTolerance
+    }
+}
+
+/// The zones of one project, the unit in which zones are managed and replaced.
+public struct ProjectZones: Sendable {
+    public var projectId: String
+    public var zones: [ZoneDefinition]
+
+    public init(projectId: String, zones: [ZoneDefinition]) {
+        self.projectId = projectId
+        self.zones = zones
+    }
+}
+
+/// What the engine decided for one fix.
+public struct Evaluation: Sendable, Equatable {
+    public var outcome: EvaluationOutcome
+    /// Check-outs and check-ins in decision order.
+    public var events: [CheckEvent]
+
+    public init(outcome: EvaluationOutcome, events: [CheckEvent] = []) {
+        self.outcome = outcome
+        self.events = events
+    }
+}
+
+/// Whether a fix was evaluated or skipped, so that callers can count late and resent fixes.
+public enum EvaluationOutcome: Sendable, Equatable {
+    case evaluated
+    /// Older than the device's last evaluated fix: skipped.
+    case late
+    /// A `fixId` evaluated before: skipped.
+    case duplicate
+}

@@ -1,0 +1,58 @@
+import Foundation
+import Shared
+
+extension GeofenceEngine {
+    /// A check-in, fully described: zone, trigger, location; its id is also the check-in id.
+    func checkInEvent(zone: CompiledZone, trigger: Trigger, context: FixContext) -> CheckEvent {
+        var fence: FenceSummary? = nil
+        var beacon: BeaconSummary? = nil
+        var crossing: GeolineCrossing? = nil
+        var isGeoline = false
+        let triggerId: String
+        switch trigger {
+        case .fence(let f):
+            fence = tables.fenceSummaries[Int(f)]
+            triggerId = "fence:" + (fence?.id ?? "")
+        case .beacon(let b):
+            beacon = tables.beacons[Int(b)].summary
+            triggerId = "beacon:" + (beacon?.id ?? "")
+        case .geoline(let found):
+            fence = tables.fenceSummaries[Int(found.fence)]
+            crossing = found.crossing
+            isGeoline = true
+            triggerId = "geoline:" + (fence?.id ?? "")
+        }
+        let id = EventIdentity.id([
+            context.fix.projectId, context.fix.deviceId, zone.summary.id, "checkin",
+            EventIdentity.micros(context.time), context.fix.fixId ?? "", triggerId,
+        ])
+        return CheckEvent(
+            eventId: id, type: .checkin, projectId: context.fix.projectId, deviceId: context.fix.deviceId,
+            checkInId: id, zone: zone.summary, fence: fence, beacon: beacon, location: EventLocation(context.fix),
+            willCheckOut: zone.checkOutEnabled && !isGeoline, mode: context.fix.mode, crossing: crossing)
+    }
+
+    /// The check-out closing `open`, with the check-in's fence or beacon and the dwell time.
+    func checkOutEvent(
+        zone: CompiledZone, open: OpenCheckIn, projectId: String, deviceId: String, time: Double,
+        location: EventLocation, mode: FixMode, fixId: String?, reason: CheckOutReason
+    ) -> CheckEvent {
+        let id = EventIdentity.id([
+            projectId, deviceId, zone.summary.id, "checkout", EventIdentity.micros(time), fixId ?? "",
+            open.checkInId,
+        ])
+        var fence: FenceSummary? = nil
+        if let fenceId = open.fenceId {
+            fence = zone.fences.lazy.map { self.tables.fenceSummaries[Int($0)] }.first { $0.id == fenceId }
+        }
+        var beacon: BeaconSummary? = nil
+        if let beaconId = open.beaconId {
+            beacon = zone.beacons.lazy.map { self.tables.beacons[Int($0)].summary }.first { $0.id == beaconId }
+        }
+        return CheckEvent(
+            eventId: id, type: .checkout, projectId: projectId, deviceId: deviceId, checkInId: open.checkInId,
+            zone: zone.summary, fence: fence, beacon: beacon, location: location, willCheckOut: true, mode: mode,
+            checkInTime: Date(timeIntervalSince1970: open.time), checkOutTime: Date(timeIntervalSince1970: time),
+            dwellSeconds: time - open.time, reason: reason)
+    }
+}

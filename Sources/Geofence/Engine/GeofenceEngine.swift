@@ -1,0 +1,155 @@
+import Foundation
+import Shared
+
+/// Decides, fix by fix, the check-ins and check-outs of SPEC section 3.
+///
+/// Immutable: built from the zones of every project (off the hot path, since it
+/// validates and indexes them) and swapped in whole by the caller when zones
+/// change. Everything that changes per device lives in the caller's `DeviceState`,
+/// so one engine serves any number of threads. Pure and deterministic: decisions
+/// depend on the fixes' timestamps only, never on the clock, except for
+/// `checkOutStale`, which is handed `now`.
+public final class GeofenceEngine: Sendable {
+    public let configuration: EngineConfiguration
+    let tables: CompiledZones
+    let areaIndex: GridIndex
+    let geolineIndex: GridIndex
+
+    /// Validates and indexes the zones; throws `ZoneValidationError` naming every problem.
+    public init(projects: [ProjectZones], configuration: EngineConfiguration = .init()) throws {
+        var problems: [ZoneProblem] = []
+        for project in projects {
+            for var problem in ZoneValidator.validate(ZonesDocument(zones: project.zones)) {
+                problem.projectId = project.projectId
+                problems.append(problem)
+            }
+        }
+        guard problems.isEmpty else { throw ZoneValidationError(problems: problems) }
+        self.configuration = configuration
+        let tables = CompiledZones(projects: projects, configuration: configuration)
+        var areaBoxes: [BoundingBox] = []
+        var areaIds: [Int32] = []
+        var lineBoxes: [BoundingBox] = []
+        var lineIds: [Int32] = []
+        areaBoxes.reserveCapacity(tables.fences.count)
+        areaIds.reserveCapacity(tables.fences.count)
+        for (f, fence) in tables.fences.enumerated() {
+            if fence.kind == .geoline {
+                lineBoxes.append(fence.box)
+                lineIds.append(Int32(f))
+            } else {
+                areaBoxes.append(tables.reach(of: fence, configuration: configuration))
+                areaIds.append(Int32(f))
+            }
+        }
+        self.tables = tables
+        areaIndex = GridIndex(boxes: areaBoxes, ids: areaIds)
+        geolineIndex = GridIndex(boxes: lineBoxes, ids: lineIds)
+    }
+
+    /// Number of fences (of every kind) across all projects.
+    public var fenceCount: Int { tables.fences.count }
+
+    /// Evaluates one fix against the fix's project's zones, updating the device's state.
+    public func evaluate(_ fix: Fix, state: inout DeviceState) -> Evaluation {
+        let time = fix.timestamp.timeIntervalSince1970
+        if let fixId = fix.fixId, state.recentFixIds.contains(fixId) { return Evaluation(outcome: .duplicate) }
+        if let last = state.lastTime, time < last { return Evaluation(outcome: .late) }
+        if let fixId = fix.fixId { state.remember(fixId: fixId) }
+        defer {
+            state.lastTime = time
+            state.lastFix = FixMemory(fix)
+        }
+        guard let project = tables.projects[fix.projectId] else {
+            // The project has no zones (any more): nothing to remember about them.
+            state.zones.removeAll()
+            return Evaluation(outcome: .evaluated)
+        }
+        var events: [CheckEvent] = []
+        if let last = state.lastTime, time - last >= configuration.staleAfter {
+            expire(&state, project: project, deviceId: fix.deviceId, at: last + configuration.staleAfter, events: &events)
+        }
+        let usable =
+            fix.lat.isFinite && fix.lon.isFinite && abs(fix.lat) <= 90
+            && (fix.accuracy ?? 0) <= configuration.maxAccuracy
+        let context = FixContext(fix: fix, time: time, project: project, usable: usable)
+        withUnsafeTemporaryAllocation(of: Hit.self, capacity: 64) { buffer in
+            var hits = HitList(buffer: buffer)
+            if usable { collectAreaHits(context, into: &hits) }
+            var crossings: [Crossing] = []
+            if usable, fix.mode == .normal, let track = state.track, time - track.time <= configuration.maxCrossingGap,
+                !tables.geolinesByProject[Int(project)].isEmpty
+            {
+                collectCrossings(context, from: track, into: &hits, crossings: &crossings)
+            }
+            if !fix.beacons.isEmpty { collectBeaconHits(context, into: &hits) }
+            if hits.count > 0 || !state.zones.isEmpty {
+                decide(context, hits: &hits, crossings: crossings, state: &state, events: &events)
+            }
+        }
+        if usable { state.track = TrackPoint(time: time, lat: fix.lat, lon: fix.lon) }
+        return Evaluation(outcome: .evaluated, events: events)
+    }
+
+    /// When `checkOutStale` would next have something to do for this state (nil: nothing open).
+    public func staleDeadline(of state: DeviceState) -> Date? {
+        guard let last = state.lastTime, state.zones.contains(where: { $0.open != nil }) else { return nil }
+        return Date(timeIntervalSince1970: last + configuration.staleAfter)
+    }
+
+    /// Closes, with reason `timeout`, the check-ins of a device silent for `staleAfter`.
+    ///
+    /// The check-out is dated at the deadline (last fix + `staleAfter`), not at `now`,
+    /// and carries the last fix's location: the result, ids included, is the same
+    /// whenever the sweep runs, and the same as when the device's next fix arrives
+    /// first and `evaluate` closes them itself.
+    public func checkOutStale(state: inout DeviceState, projectId: String, deviceId: String, now: Date) -> [CheckEvent] {
+        guard let deadline = staleDeadline(of: state), now >= deadline else { return [] }
+        guard let project = tables.projects[projectId] else {
+            state.zones.removeAll()
+            return []
+        }
+        var events: [CheckEvent] = []
+        expire(&state, project: project, deviceId: deviceId, at: deadline.timeIntervalSince1970, events: &events)
+        return events
+    }
+
+    /// The device is taken as gone at `deadline`: open check-ins close with reason
+    /// `timeout` and every presence ends, so its next fix inside a zone is a new visit.
+    func expire(_ state: inout DeviceState, project: Int32, deviceId: String, at deadline: Double, events: inout [CheckEvent]) {
+        let location = state.lastFix?.location ?? EventLocation(timestamp: Date(timeIntervalSince1970: deadline), lat: 0, lon: 0)
+        var kept: [ZoneMemory] = []
+        for var memory in state.zones {
+            guard let z = tables.zoneIndex[Int(project)][memory.zoneId] else { continue }
+            let zone = tables.zones[Int(z)]
+            if let open = memory.open {
+                events.append(
+                    checkOutEvent(
+                        zone: zone, open: open, projectId: tables.projectIds[Int(project)], deviceId: deviceId,
+                        time: deadline, location: location, mode: .normal, fixId: nil, reason: .timeout))
+                memory.open = nil
+                memory.retriggerFrom = deadline
+            }
+            memory.fenceInside = false
+            memory.beaconSeen = nil
+            if isWorthKeeping(memory, zone: zone, time: deadline) { kept.append(memory) }
+        }
+        state.zones = kept
+    }
+
+    func isWorthKeeping(_ memory: ZoneMemory, zone: CompiledZone, time: Double) -> Bool {
+        if memory.isPresent || memory.open != nil { return true }
+        if let last = memory.lastCheckIn, time - last < zone.retention { return true }
+        if let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime { return true }
+        return false
+    }
+}
+
+/// What every rule needs to know about the fix being evaluated.
+struct FixContext {
+    var fix: Fix
+    var time: Double
+    var project: Int32
+    /// Accurate enough to enter or leave fences.
+    var usable: Bool
+}

@@ -1,0 +1,158 @@
+/// A multi-level hashed grid over longitude/latitude boxes: the spatial index that
+/// finds the fences near a fix in the same few steps whether there are a thousand
+/// or a million.
+///
+/// Level k divides the globe into square cells of 360/2^k degrees. Each box goes to
+/// the finest level whose cells are at least as large as the box, so it lands in at
+/// most 2 x 2 cells; a point query then reads one cell per level in use (a handful),
+/// whatever the density. Cells live in one open-addressing hash table over flat
+/// arrays, so the index is a few large allocations with no per-cell objects, and a
+/// query allocates nothing. Built once, off the hot path, and never mutated.
+@usableFromInline
+struct GridIndex: Sendable {
+    static let finestLevel = 22
+    /// Levels that hold at least one box, coarsest first.
+    let levels: [Int]
+    private let slotKeys: [UInt64]
+    private let slotCells: [Int32]
+    private let shift: UInt64
+    private let cellStarts: [Int32]
+    let entries: [Int32]
+
+    static func cellSize(_ level: Int) -> Double { 360 / Double(1 << level) }
+
+    static func level(forExtent extent: Double) -> Int {
+        var level = 0
+        while level < finestLevel, cellSize(level + 1) >= extent { level += 1 }
+        return level
+    }
+
+    @inline(__always)
+    static func column(_ lon: Double, level: Int) -> Int {
+        Int(((lon + 180) / cellSize(level)).rounded(.down)) & ((1 << level) - 1)
+    }
+
+    @inline(__always)
+    static func row(_ lat: Double, level: Int) -> Int {
+        let rows = max(1, 1 << max(0, level - 1))
+        return min(rows - 1, max(0, Int(((lat + 90) / cellSize(level)).rounded(.down))))
+    }
+
+    @inline(__always)
+    static func key(level: Int, column: Int, row: Int) -> UInt64 {
+        UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)
+    }
+
+    @inline(__always)
+    private func slot(of key: UInt64) -> Int {
+        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    }
+
+    /// The cells a box covers at its level, each once.
+    static func forEachCell(of box: BoundingBox, _ body: (UInt64) -> Void) {
+        let extent = max(box.lonSpan, box.maxLat - box.minLat)
+        let level = level(forExtent: extent)
+        forEachCell(of: box, level: level, body)
+    }
+
+    static func forEachCell(of box: BoundingBox, level: Int, _ body: (UInt64) -> Void) {
+        let size = cellSize(level)
+        let columns = 1 << level
+        let first = Int(((box.minLon + 180) / size).rounded(.down))
+        let last = Int(((box.minLon + box.lonSpan + 180) / size).rounded(.down))
+        let columnCount = min(columns, last - first + 1)
+        let row0 = row(box.minLat, level: level)
+        let row1 = row(box.maxLat, level: level)
+        for c in 0..<columnCount {
+            let column = (first + c) & (columns - 1)
+            for r in row0...row1 { body(key(level: level, column: column, row: r)) }
+        }
+    }
+
+    /// Builds the index of `boxes`, entry i standing for `ids[i]`.
+    init(boxes: [BoundingBox], ids: [Int32]) {
+        var keys: [UInt64] = []
+        var owners: [Int32] = []
+        keys.reserveCapacity(boxes.count * 2)
+        owners.reserveCapacity(boxes.count * 2)
+        var used = Set<Int>()
+        for (i, box) in boxes.enumerated() {
+            Self.forEachCell(of: box) { key in
+                keys.append(key)
+                owners.append(ids[i])
+                used.insert(Int(key >> 56))
+            }
+        }
+        levels = used.sorted()
+        var capacity = 16
+        while capacity < keys.count * 2 { capacity <<= 1 }
+        shift = UInt64(64 - capacity.trailingZeroBitCount)
+        var slotKeys = [UInt64](repeating: .max, count: capacity)
+        var slotCells = [Int32](repeating: -1, count: capacity)
+        var counts: [Int32] = []
+        var cellOfPair = [Int32](repeating: 0, count: keys.count)
+        let mask = capacity - 1
+        let shift = self.shift
+        for (i, key) in keys.enumerated() {
+            var s = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+            while slotKeys[s] != key && slotKeys[s] != .max { s = (s + 1) & mask }
+            if slotKeys[s] == .max {
+                slotKeys[s] = key
+                slotCells[s] = Int32(counts.count)
+                counts.append(0)
+            }
+            let cell = Int(slotCells[s])
+            counts[cell] += 1
+            cellOfPair[i] = Int32(cell)
+        }
+        var starts = [Int32](repeating: 0, count: counts.count + 1)
+        for c in 0..<counts.count { starts[c + 1] = starts[c] + counts[c] }
+        var fill = starts
+        var entries = [Int32](repeating: 0, count: keys.count)
+        for i in 0..<keys.count {
+            let cell = Int(cellOfPair[i])
+            entries[Int(fill[cell])] = owners[i]
+            fill[cell] += 1
+        }
+        self.slotKeys = slotKeys
+        self.slotCells = slotCells
+        self.cellStarts = starts
+        self.entries = entries
+    }
+
+    /// The entry range of one cell, empty when the cell holds nothing.
+    @inline(__always)
+    func range(of key: UInt64) -> Range<Int> {
+        let mask = slotKeys.count - 1
+        var s = slot(of: key)
+        while true {
+            let found = slotKeys[s]
+            if found == key {
+                let cell = Int(slotCells[s])
+                return Int(cellStarts[cell])..<Int(cellStarts[cell + 1])
+            }
+            if found == .max { return 0..<0 }
+            s = (s + 1) & mask
+        }
+    }
+
+    /// Calls `body` with every id whose box may contain the point (a superset:
+    /// callers test the box and the shape). An id appears at most once per level,
+    /// and each box is stored at a single level, so never twice.
+    @inline(__always)
+    func forEachCandidate(lon: Double, lat: Double, _ body: (Int32) -> Void) {
+        for level in levels {
+            let key = Self.key(level: level, column: Self.column(lon, level: level), row: Self.row(lat, level: level))
+            for i in range(of: key) { body(entries[i]) }
+        }
+    }
+
+    /// Calls `body` with every id whose box may meet `box` (ids may repeat).
+    func forEachCandidate(in box: BoundingBox, _ body: (Int32) -> Void) {
+        for level in levels {
+            Self.forEachCell(of: box, level: level) { key in
+                for i in range(of: key) { body(entries[i]) }
+            }
+        }
+    }
+}
