@@ -1,0 +1,113 @@
+import Foundation
+import Shared
+
+/// `checkin replay`: the engine run offline over a recorded trip, so that users can
+/// see which check-ins and check-outs their zones would produce before deploying
+/// them. It lives here, free of I/O, so that it is tested like the engine itself.
+public enum Replay {
+    /// Counts of what a replay did, for the closing line on stderr.
+    public struct Summary: Sendable, Equatable, CustomStringConvertible {
+        public var lines = 0
+        public var evaluated = 0
+        public var late = 0
+        public var duplicates = 0
+        public var rejected = 0
+        public var checkIns = 0
+        public var checkOuts = 0
+
+        public init() {}
+
+        public var description: String {
+            "\(lines) lines: \(evaluated) fixes evaluated, \(late) late, \(duplicates) duplicates, \(rejected) rejected; "
+                + "\(checkIns) check-ins, \(checkOuts) check-outs"
+        }
+    }
+
+    /// Why a replay could not start.
+    public struct ZonesError: Error, Sendable, CustomStringConvertible {
+        public var description: String
+    }
+
+    /// Reads a zones document (SPEC section 5) and validates it.
+    public static func zones(from json: Data) throws -> ZonesDocument {
+        let document: ZonesDocument
+        do {
+            document = try WireJSON.decoder().decode(ZonesDocument.self, from: json)
+        } catch let error as DecodingError {
+            throw ZonesError(description: "the zones file is not a zones document: \(describe(error))")
+        }
+        let problems = ZoneValidator.validate(document)
+        guard problems.isEmpty else { throw ZoneValidationError(problems: problems) }
+        return document
+    }
+
+    /// Evaluates every line of `fixLines` (one fix per line, SPEC section 4) in order,
+    /// handing each resulting event as one line of JSON to `emitEvent`. A line that is
+    /// not a valid fix is reported to `reportProblem` with its line number and skipped.
+    /// The zones apply to every project named by the fixes.
+    public static func run<Lines: Sequence>(
+        zonesJSON: Data, fixLines: Lines, configuration: EngineConfiguration = .init(),
+        emitEvent: (String) -> Void, reportProblem: (String) -> Void
+    ) throws -> Summary where Lines.Element: StringProtocol {
+        let document = try zones(from: zonesJSON)
+        var engines: [String: GeofenceEngine] = [:]
+        var states: [String: [String: DeviceState]] = [:]
+        let encoder = WireJSON.encoder()
+        var summary = Summary()
+        for (index, line) in fixLines.enumerated() {
+            summary.lines += 1
+            let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
+            if text.isEmpty { continue }
+            let fix: Fix
+            switch FixValidator.validate(json: Data(text.utf8)) {
+            case .success(let valid): fix = valid
+            case .failure(let invalid):
+                summary.rejected += 1
+                reportProblem("line \(index + 1): \(invalid)")
+                continue
+            }
+            let engine: GeofenceEngine
+            if let existing = engines[fix.projectId] {
+                engine = existing
+            } else {
+                engine = try GeofenceEngine(
+                    projects: [ProjectZones(projectId: fix.projectId, zones: document.zones)],
+                    configuration: configuration)
+                engines[fix.projectId] = engine
+            }
+            var state = states[fix.projectId]?[fix.deviceId] ?? DeviceState()
+            let evaluation = engine.evaluate(fix, state: &state)
+            states[fix.projectId, default: [:]][fix.deviceId] = state
+            switch evaluation.outcome {
+            case .evaluated: summary.evaluated += 1
+            case .late:
+                summary.late += 1
+                reportProblem("line \(index + 1): late fix (older than the device's last evaluated fix), skipped")
+            case .duplicate: summary.duplicates += 1
+            }
+            for event in evaluation.events {
+                switch event.type {
+                case .checkin: summary.checkIns += 1
+                case .checkout: summary.checkOuts += 1
+                }
+                let data = try encoder.encode(event)
+                emitEvent(String(decoding: data, as: UTF8.self))
+            }
+        }
+        return summary
+    }
+
+    static func describe(_ error: DecodingError) -> String {
+        func path(_ context: DecodingError.Context) -> String {
+            let text = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            return text.isEmpty ? "" : "at \(text.hasPrefix(".") ? String(text.dropFirst()) : text): "
+        }
+        switch error {
+        case .dataCorrupted(let context): return path(context) + context.debugDescription
+        case .keyNotFound(let key, let context): return path(context) + "'\(key.stringValue)' is required"
+        case .typeMismatch(_, let context), .valueNotFound(_, let context):
+            return path(context) + context.debugDescription
+        @unknown default: return "\(error)"
+        }
+    }
+}

@@ -1,0 +1,85 @@
+import ArgumentParser
+import Foundation
+import Geofence
+
+/// `checkin replay`: runs the geofence engine offline over a recorded trip and prints
+/// the check-ins and check-outs it decides, to try zones before deploying them.
+struct ReplayCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replay",
+        abstract: "Evaluate a file of fixes against a zones file offline and print the events as JSON Lines.",
+        discussion: """
+            Events go to stdout in decision order; lines that are not valid fixes are reported on stderr \
+            with their line number and skipped, and a summary line closes stderr.
+            """)
+
+    @Option(name: .long, help: "The zones document (JSON, as accepted by the management API).")
+    var zones: String
+
+    @Option(name: .long, help: "Fixes, one JSON object per line (the wire format of checkin.fixes); '-' reads stdin.")
+    var fixes: String
+
+    @Option(help: "Fixes less accurate than this (metres) neither enter nor leave fences.")
+    var maxAccuracy: Double = EngineConfiguration().maxAccuracy
+
+    @Option(help: "Metres outside a fence a device must be before it has left.")
+    var exitBuffer: Double = EngineConfiguration().exitBuffer
+
+    @Option(help: "Seconds without a fix after which open check-ins time out.")
+    var staleAfter: Double = EngineConfiguration().staleAfter
+
+    @Option(help: "Seconds: a geoline crossing needs the previous fix to be at most this old.")
+    var maxCrossingGap: Double = EngineConfiguration().maxCrossingGap
+
+    @Option(help: "Seconds of fix time without a sighting after which a beacon zone is left.")
+    var beaconExitAfter: Double = EngineConfiguration().beaconExitAfter
+
+    @Option(help: "Metres added to every fence's enclosing circle for restart-mode fixes.")
+    var restartTolerance: Double = EngineConfiguration().restartTolerance
+
+    func run() throws {
+        let zonesData: Data
+        do {
+            zonesData = try Data(contentsOf: URL(fileURLWithPath: zones))
+        } catch {
+            throw ValidationError("cannot read the zones file '\(zones)': \(error.localizedDescription)")
+        }
+        let fixesText: String
+        if fixes == "-" {
+            fixesText = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else {
+            do {
+                fixesText = String(decoding: try Data(contentsOf: URL(fileURLWithPath: fixes)), as: UTF8.self)
+            } catch {
+                throw ValidationError("cannot read the fixes file '\(fixes)': \(error.localizedDescription)")
+            }
+        }
+        let configuration = EngineConfiguration(
+            maxAccuracy: maxAccuracy, exitBuffer: exitBuffer, staleAfter: staleAfter, maxCrossingGap: maxCrossingGap,
+            beaconExitAfter: beaconExitAfter, restartTolerance: restartTolerance)
+        var output = ""
+        let summary: Replay.Summary
+        do {
+            summary = try Replay.run(
+                zonesJSON: zonesData,
+                fixLines: fixesText.split(separator: "\n", omittingEmptySubsequences: false),
+                configuration: configuration,
+                emitEvent: { line in
+                    output += line
+                    output += "\n"
+                    if output.utf8.count > 1 << 16 {
+                        FileHandle.standardOutput.write(Data(output.utf8))
+                        output = ""
+                    }
+                },
+                reportProblem: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
+        } catch let error as ZoneValidationError {
+            for problem in error.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
+            throw ExitCode(2)
+        } catch let error as Replay.ZonesError {
+            throw ValidationError(error.description)
+        }
+        FileHandle.standardOutput.write(Data(output.utf8))
+        FileHandle.standardError.write(Data("\(summary)\n".utf8))
+    }
+}
