@@ -1,0 +1,142 @@
+import Crdkafka
+import Dispatch
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// Everything that runs on the consumer's poll thread: polling, batching,
+/// the rebalance callback (it runs inside `rd_kafka_consumer_poll`) and the
+/// final close. Also the handle's callback context.
+final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
+    /// `@unchecked`: `collected` and `localGenerations` are only touched on the poll thread.
+    let logger: Logger
+    let state: NIOLockedValueBox<ConsumerStateMachine>
+    let gate: PollGate
+    private let source: KafkaMessageBatches.Wrapped.Source
+    let listener: (any KafkaRebalanceListener)?
+    private let topics: [String]
+    private let maxBatchSize: Int
+    var collected: [KafkaConsumerMessage] = []
+    var localGenerations: [KafkaTopicPartition: UInt64] = [:]
+
+    init(
+        configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
+        state: NIOLockedValueBox<ConsumerStateMachine>, gate: PollGate, source: KafkaMessageBatches.Wrapped.Source,
+        logger: Logger
+    ) {
+        self.logger = logger
+        self.state = state
+        self.gate = gate
+        self.source = source
+        self.listener = listener
+        self.topics = configuration.topics
+        self.maxBatchSize = max(1, configuration.maxBatchSize)
+    }
+
+    static func installCallbacks(_ conf: OpaquePointer) {
+        Callbacks.installLogging(conf)
+        rd_kafka_conf_set_rebalance_cb(conf) { handle, error, partitions, opaque in
+            guard let handle, let poller = Callbacks.context(opaque) as? ConsumerPoller else { return }
+            poller.rebalance(handle: handle, error: error, partitions: partitions)
+        }
+    }
+
+    /// The poll loop; returns after the consumer has left the group.
+    func run(handle: OpaquePointer) {
+        let list = TopicPartitionList.make(topics: topics)
+        let error = rd_kafka_subscribe(handle, list)
+        rd_kafka_topic_partition_list_destroy(list)
+        if error != RD_KAFKA_RESP_ERR_NO_ERROR {
+            state.withLockedValue { $0.failed(KafkaError("could not subscribe to \(topics)", code: error)) }
+        } else {
+            pollUntilStopped(handle: handle)
+        }
+        // Leaves the group; the final revoke runs the rebalance callback here, on this thread.
+        let closeError = rd_kafka_consumer_close(handle)
+        if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
+            logger.warning("closing the consumer: \(String(cString: rd_kafka_err2name(closeError)))")
+        }
+        let failure = state.withLockedValue { state in
+            state.closed()
+            return state.failure
+        }
+        if let failure { source.finish(failure) } else { source.finish() }
+    }
+
+    private func pollUntilStopped(handle: OpaquePointer) {
+        while gate.waitForDemand() {
+            collected.removeAll(keepingCapacity: true)
+            // The first poll waits a little for data; the rest take what is already there.
+            var timeout: Int32 = 100
+            while collected.count < maxBatchSize, let message = rd_kafka_consumer_poll(handle, timeout) {
+                timeout = 0
+                defer { rd_kafka_message_destroy(message) }
+                if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+                    collected.append(Self.convert(message))
+                } else {
+                    handleError(message, handle: handle)
+                }
+            }
+            if state.withLockedValue({ $0.failure != nil }) { return }
+            guard !collected.isEmpty else { continue }
+            var generations: [KafkaTopicPartition: UInt64] = [:]
+            for message in collected {
+                let partition = message.topicPartition
+                if generations[partition] == nil { generations[partition] = localGenerations[partition] ?? 0 }
+            }
+            // Demand is switched off before the yield and back on when the
+            // sequence says so, so a produceMore() racing the yield is never lost.
+            gate.setDemand(false)
+            switch source.yield(contentsOf: CollectionOfOne(PolledBatch(messages: collected, generations: generations))) {
+            case .produceMore: gate.setDemand(true)
+            case .stopProducing: break
+            case .dropped: gate.setDemand(false)
+            }
+        }
+    }
+
+    private func handleError(_ message: UnsafeMutablePointer<rd_kafka_message_t>, handle: OpaquePointer) {
+        let code = message.pointee.err
+        if code == RD_KAFKA_RESP_ERR__PARTITION_EOF { return }
+        let text = String(cString: rd_kafka_message_errstr(message))
+        if code == RD_KAFKA_RESP_ERR__FATAL {
+            let fatal = RDKafkaClient.fatalError(of: handle) ?? KafkaError("fatal consumer error", code: code, reason: text)
+            logger.error("\(fatal)")
+            state.withLockedValue { $0.failed(fatal) }
+            gate.stop()
+        } else {
+            logger.warning("consumer: \(String(cString: rd_kafka_err2name(code))): \(text)")
+        }
+    }
+
+    static func convert(_ message: UnsafeMutablePointer<rd_kafka_message_t>) -> KafkaConsumerMessage {
+        let raw = message.pointee
+        let topic = raw.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
+        let value = raw.payload.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: raw.len)) } ?? []
+        let key = raw.key.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: raw.key_len)) }
+        var headers: [KafkaHeader] = []
+        var list: OpaquePointer?
+        if rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list {
+            var index = 0
+            var name: UnsafePointer<CChar>?
+            var bytes: UnsafeRawPointer?
+            var size = 0
+            while rd_kafka_header_get_all(list, index, &name, &bytes, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
+                headers.append(
+                    KafkaHeader(
+                        key: name.map { String(cString: $0) } ?? "",
+                        value: bytes.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) }))
+                index += 1
+            }
+        }
+        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+        let milliseconds = rd_kafka_message_timestamp(message, &timestampType)
+        let timestamp =
+            timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || milliseconds < 0
+            ? nil : Date(timeIntervalSince1970: Double(milliseconds) / 1000)
+        return KafkaConsumerMessage(
+            topic: topic, partition: raw.partition, offset: raw.offset, key: key, value: value, headers: headers,
+            timestamp: timestamp)
+    }
+}

@@ -1,0 +1,89 @@
+import Crdkafka
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import ServiceLifecycle
+
+/// A consumer-group member that reads its partitions in batches and commits
+/// only what the application says it has processed (no auto-commit, no
+/// auto offset store), so a crash replays unfinished work instead of losing it.
+///
+/// `run()` owns the poll thread; `batches` is how the application reads.
+public final class KafkaConsumer: Service, Sendable {
+    private let client: RDKafkaClient
+    private let poller: ConsumerPoller
+    private let state: NIOLockedValueBox<ConsumerStateMachine>
+    private let gate: PollGate
+    private let logger: Logger
+
+    /// Batches of messages (each non-empty, at most `maxBatchSize`, per-partition order preserved),
+    /// finished when the consumer has closed.
+    public let batches: KafkaMessageBatches
+
+    public init(
+        configuration: KafkaConsumerConfiguration, rebalanceListener: (any KafkaRebalanceListener)? = nil, logger: Logger
+    ) throws {
+        let state = NIOLockedValueBox(ConsumerStateMachine())
+        let gate = PollGate()
+        // A few batches ahead of the application, then polling pauses.
+        let sequence = KafkaMessageBatches.Wrapped.makeSequence(
+            elementType: PolledBatch.self,
+            failureType: (any Error).self,
+            backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4),
+            finishOnDeinit: true,
+            delegate: BatchDemand(gate: gate)
+        )
+        let poller = ConsumerPoller(
+            configuration: configuration, listener: rebalanceListener, state: state, gate: gate,
+            source: sequence.source, logger: logger)
+        let client = try RDKafkaClient.make(
+            type: RD_KAFKA_CONSUMER, properties: configuration.librdkafkaProperties(), callbackContext: poller,
+            logger: logger, configure: ConsumerPoller.installCallbacks)
+        // One queue for messages, rebalances and logs, all served by the poll thread.
+        rd_kafka_poll_set_consumer(client.handle)
+        rd_kafka_set_log_queue(client.handle, nil)
+        self.client = client
+        self.poller = poller
+        self.state = state
+        self.gate = gate
+        self.logger = logger
+        self.batches = KafkaMessageBatches(wrapped: sequence.sequence, state: state)
+    }
+
+    public func run() async throws {
+        try state.withLockedValue { $0.startRunning() }.get()
+        let client = self.client
+        let poller = self.poller
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await PollThread.run(name: "kafka-consumer") { poller.run(handle: client.handle) }
+            } onGracefulShutdown: {
+                poller.gate.stop()
+            }
+        } onCancel: {
+            poller.gate.stop()
+        }
+        if let failure = state.withLockedValue({ $0.failure }) { throw failure }
+    }
+
+    public func commit(_ offsets: [KafkaTopicPartition: Int64]) async throws {
+        guard !offsets.isEmpty else { return }
+        guard state.withLockedValue({ $0.lifecycle }) != .closed else { throw KafkaError.shutDown("commit") }
+        let client = self.client
+        try await Blocking.run { () throws(KafkaError) in
+            let list = TopicPartitionList.make(offsets)
+            defer { rd_kafka_topic_partition_list_destroy(list) }
+            let error = rd_kafka_commit(client.handle, list, 0)
+            guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                throw KafkaError("could not commit offsets \(offsets)", code: error)
+            }
+            for element in TopicPartitionList.elements(list) where element.error != RD_KAFKA_RESP_ERR_NO_ERROR {
+                throw KafkaError("could not commit the offset of \(element.partition)", code: element.error)
+            }
+        }
+    }
+
+    public var assignment: Set<KafkaTopicPartition> {
+        state.withLockedValue { $0.assignment }
+    }
+}

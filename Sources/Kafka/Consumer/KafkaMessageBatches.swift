@@ -1,0 +1,59 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A batch as polled, with the generation of each partition at poll time.
+struct PolledBatch: Sendable {
+    var messages: [KafkaConsumerMessage]
+    var generations: [KafkaTopicPartition: UInt64]
+}
+
+/// The consumer's messages in batches, with backpressure: when the
+/// application falls behind, the consumer stops polling until it catches up.
+/// Messages of partitions revoked after they were polled are left out.
+public struct KafkaMessageBatches: AsyncSequence, Sendable {
+    public typealias Element = [KafkaConsumerMessage]
+    typealias Wrapped = NIOThrowingAsyncSequenceProducer<
+        PolledBatch, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, BatchDemand
+    >
+
+    let wrapped: Wrapped
+    let state: NIOLockedValueBox<ConsumerStateMachine>
+
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(wrapped: wrapped.makeAsyncIterator(), state: state)
+    }
+
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        var wrapped: Wrapped.AsyncIterator
+        let state: NIOLockedValueBox<ConsumerStateMachine>
+
+        public mutating func next() async throws -> [KafkaConsumerMessage]? {
+            while let batch = try await wrapped.next() {
+                let current = state.withLockedValue { state in
+                    batch.generations.filter { state.isCurrent($0.key, generation: $0.value) }
+                }
+                if current.count == batch.generations.count { return batch.messages }
+                let kept = batch.messages.filter { current[$0.topicPartition] != nil }
+                if !kept.isEmpty { return kept }
+            }
+            return nil
+        }
+    }
+}
+
+/// Turns the sequence's demand signals into the poll thread's go/stop.
+final class BatchDemand: NIOAsyncSequenceProducerDelegate {
+    let gate: PollGate
+
+    init(gate: PollGate) {
+        self.gate = gate
+    }
+
+    func produceMore() {
+        gate.setDemand(true)
+    }
+
+    func didTerminate() {
+        gate.setDemand(false)
+    }
+}

@@ -1,0 +1,112 @@
+/// How a ``KafkaProducer`` connects; the reliability settings (idempotence,
+/// `acks=all`, Java-compatible partitioning) are fixed by the producer itself.
+public struct KafkaProducerConfiguration: Sendable {
+    /// Comma-separated `host:port` list.
+    public var bootstrapServers: String
+    public var clientId: String
+    /// How long librdkafka keeps retrying a record before reporting it failed.
+    public var messageTimeout: Duration
+    /// Any further librdkafka properties (`security.protocol`, `linger.ms`, ...); they win over the defaults.
+    public var properties: [String: String]
+
+    public init(
+        bootstrapServers: String, clientId: String = "kafka-producer", messageTimeout: Duration = .seconds(30),
+        properties: [String: String] = [:]
+    ) {
+        self.bootstrapServers = bootstrapServers
+        self.clientId = clientId
+        self.messageTimeout = messageTimeout
+        self.properties = properties
+    }
+
+    func librdkafkaProperties() -> [String: String] {
+        var result: [String: String] = [
+            "bootstrap.servers": bootstrapServers,
+            "client.id": clientId,
+            "enable.idempotence": "true",
+            "acks": "all",
+            "partitioner": "murmur2_random",
+            "message.timeout.ms": String(messageTimeout.milliseconds),
+            "log.queue": "true",
+        ]
+        result.merge(properties) { _, explicit in explicit }
+        return result
+    }
+}
+
+/// How a ``KafkaConsumer`` joins its group. Offsets are committed only by the
+/// application (``KafkaConsumer/commit(_:)``), never automatically.
+public struct KafkaConsumerConfiguration: Sendable {
+    /// Where a partition without a committed offset (and without a listener's offset) starts.
+    public enum AutoOffsetReset: String, Sendable {
+        case earliest
+        case latest
+    }
+
+    /// How the group spreads partitions; `cooperativeSticky` moves only what must move.
+    public enum AssignmentStrategy: String, Sendable {
+        case range
+        case roundRobin = "roundrobin"
+        case cooperativeSticky = "cooperative-sticky"
+    }
+
+    public var bootstrapServers: String
+    public var groupId: String
+    public var clientId: String
+    public var topics: [String]
+    public var autoOffsetReset: AutoOffsetReset
+    /// `nil` keeps librdkafka's defaults (right for Apache Kafka); Tansu needs short ones (6 s / 1 s / 10 s).
+    public var sessionTimeout: Duration?
+    public var heartbeatInterval: Duration?
+    public var maxPollInterval: Duration?
+    public var assignmentStrategy: AssignmentStrategy
+    /// The largest batch ``KafkaConsumer/batches`` yields.
+    public var maxBatchSize: Int
+    /// Any further librdkafka properties; they win over the defaults.
+    public var properties: [String: String]
+
+    public init(
+        bootstrapServers: String, groupId: String, clientId: String = "kafka-consumer", topics: [String],
+        autoOffsetReset: AutoOffsetReset = .earliest, sessionTimeout: Duration? = nil,
+        heartbeatInterval: Duration? = nil, maxPollInterval: Duration? = nil,
+        assignmentStrategy: AssignmentStrategy = .range, maxBatchSize: Int = 500, properties: [String: String] = [:]
+    ) {
+        self.bootstrapServers = bootstrapServers
+        self.groupId = groupId
+        self.clientId = clientId
+        self.topics = topics
+        self.autoOffsetReset = autoOffsetReset
+        self.sessionTimeout = sessionTimeout
+        self.heartbeatInterval = heartbeatInterval
+        self.maxPollInterval = maxPollInterval
+        self.assignmentStrategy = assignmentStrategy
+        self.maxBatchSize = maxBatchSize
+        self.properties = properties
+    }
+
+    func librdkafkaProperties() -> [String: String] {
+        var result: [String: String] = [
+            "bootstrap.servers": bootstrapServers,
+            "group.id": groupId,
+            "client.id": clientId,
+            "enable.auto.commit": "false",
+            "enable.auto.offset.store": "false",
+            "auto.offset.reset": autoOffsetReset.rawValue,
+            "partition.assignment.strategy": assignmentStrategy.rawValue,
+            "log.queue": "true",
+        ]
+        if let sessionTimeout { result["session.timeout.ms"] = String(sessionTimeout.milliseconds) }
+        if let heartbeatInterval { result["heartbeat.interval.ms"] = String(heartbeatInterval.milliseconds) }
+        if let maxPollInterval { result["max.poll.interval.ms"] = String(maxPollInterval.milliseconds) }
+        result.merge(properties) { _, explicit in explicit }
+        return result
+    }
+}
+
+extension Duration {
+    /// Whole milliseconds, as librdkafka's `*.ms` properties and timeouts want them.
+    var milliseconds: Int64 {
+        let (seconds, attoseconds) = components
+        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
+    }
+}

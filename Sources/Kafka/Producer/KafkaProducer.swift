@@ -1,0 +1,167 @@
+import Crdkafka
+import Logging
+import NIOConcurrencyHelpers
+import ServiceLifecycle
+
+/// Publishes records reliably: idempotent with `acks=all`, so a retried send
+/// never duplicates or reorders within a partition, and each `send` resolves
+/// only once the broker has acknowledged the record.
+///
+/// `run()` must be running for sends to complete: it serves delivery reports
+/// and librdkafka's logs on a dedicated thread, and on graceful shutdown
+/// waits for everything queued to be acknowledged before it returns.
+public final class KafkaProducer: Service, Sendable {
+    private let client: RDKafkaClient
+    private let mainQueue: RDKafkaQueue
+    private let state = NIOLockedValueBox(ProducerStateMachine())
+    private let stopRequested = NIOLockedValueBox(false)
+    private let messageTimeout: Duration
+    private let logger: Logger
+
+    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+        self.logger = logger
+        self.messageTimeout = configuration.messageTimeout
+        let client = try RDKafkaClient.make(
+            type: RD_KAFKA_PRODUCER, properties: configuration.librdkafkaProperties(), logger: logger
+        ) { conf in
+            rd_kafka_conf_set_events(conf, Int32(RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_LOG | RD_KAFKA_EVENT_ERROR))
+        }
+        self.client = client
+        self.mainQueue = RDKafkaQueue(client: client, queue: rd_kafka_queue_get_main(client.handle))
+        rd_kafka_set_log_queue(client.handle, nil)
+    }
+
+    public func run() async throws {
+        try state.withLockedValue { $0.startRunning() }.get()
+        await withTaskCancellationHandler {
+            await withGracefulShutdownHandler {
+                await PollThread.run(name: "kafka-producer") { self.pollUntilStoppedThenFlush() }
+            } onGracefulShutdown: {
+                self.requestStop()
+            }
+        } onCancel: {
+            self.requestStop()
+        }
+    }
+
+    public func send(_ record: KafkaRecord) async throws -> KafkaDeliveryReceipt {
+        let id = try allocateId()
+        try await enqueue(record, id: id)
+        return try await report(for: id).get()
+    }
+
+    public func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
+        var enqueued: [Result<UInt, KafkaError>] = []
+        enqueued.reserveCapacity(records.count)
+        for record in records {
+            do throws(KafkaError) {
+                let id = try allocateId()
+                try await enqueue(record, id: id)
+                enqueued.append(.success(id))
+            } catch {
+                enqueued.append(.failure(error))
+            }
+        }
+        var results: [Result<KafkaDeliveryReceipt, KafkaError>] = []
+        results.reserveCapacity(records.count)
+        for entry in enqueued {
+            switch entry {
+            case .success(let id): results.append(await report(for: id))
+            case .failure(let error): results.append(.failure(error))
+            }
+        }
+        return results
+    }
+
+    private func allocateId() throws(KafkaError) -> UInt {
+        try state.withLockedValue { $0.allocateId() }.get()
+    }
+
+    private func requestStop() {
+        stopRequested.withLockedValue { $0 = true }
+    }
+
+    /// Enqueues, waiting while librdkafka's local queue is full: that is
+    /// backpressure from a slow broker, and the record must not be dropped.
+    private func enqueue(_ record: KafkaRecord, id: UInt) async throws(KafkaError) {
+        var delay = Duration.milliseconds(1)
+        while true {
+            switch RDKafkaProduce.produce(record, opaque: id, handle: client.handle) {
+            case .enqueued:
+                return
+            case .failed(let error):
+                throw error
+            case .queueFull:
+                if state.withLockedValue({ $0.lifecycle == .finished }) { throw KafkaError.shutDown("send") }
+                if Task.isCancelled {
+                    throw KafkaError(message: "send to \(record.topic) was cancelled while the local queue was full")
+                }
+                try? await Task.sleep(for: delay)
+                delay = min(delay * 2, .milliseconds(100))
+            }
+        }
+    }
+
+    private func report(for id: UInt) async -> ProducerStateMachine.Report {
+        await withCheckedContinuation { waiter in
+            if let known = state.withLockedValue({ $0.wait(id: id, waiter: waiter) }) {
+                waiter.resume(returning: known)
+            }
+        }
+    }
+
+    // MARK: - The poll thread
+
+    private func pollUntilStoppedThenFlush() {
+        while !stopRequested.withLockedValue({ $0 }) {
+            serveEvents(timeoutMilliseconds: 100)
+        }
+        state.withLockedValue { $0.beginFlushing() }
+        // rd_kafka_flush does not serve events when the event API is used, so
+        // drain by polling until everything queued has been reported.
+        let deadline = ContinuousClock.now + messageTimeout + .seconds(1)
+        while rd_kafka_outq_len(client.handle) > 0 && ContinuousClock.now < deadline {
+            serveEvents(timeoutMilliseconds: 50)
+        }
+        let left = rd_kafka_outq_len(client.handle)
+        if left > 0 { logger.warning("producer shut down with \(left) records unacknowledged") }
+        for waiter in state.withLockedValue({ $0.finish() }) {
+            waiter.resume(
+                returning: .failure(KafkaError(message: "the producer shut down before the broker acknowledged the record")))
+        }
+    }
+
+    private func serveEvents(timeoutMilliseconds: Int32) {
+        guard let event = rd_kafka_queue_poll(mainQueue.queue, timeoutMilliseconds) else { return }
+        defer { rd_kafka_event_destroy(event) }
+        switch Int32(rd_kafka_event_type(event)) {
+        case Int32(RD_KAFKA_EVENT_DR):
+            while let message = rd_kafka_event_message_next(event) {
+                let id = UInt(bitPattern: message.pointee._private)
+                let report = RDKafkaProduce.deliveryReport(message)
+                if let waiter = state.withLockedValue({ $0.reportArrived(id: id, report: report) }) {
+                    waiter.resume(returning: report)
+                }
+            }
+        case Int32(RD_KAFKA_EVENT_LOG):
+            var facility: UnsafePointer<CChar>?
+            var text: UnsafePointer<CChar>?
+            var level: Int32 = 7
+            if rd_kafka_event_log(event, &facility, &text, &level) == 0 {
+                logger.rdkafka(
+                    level: level, facility: facility.map { String(cString: $0) } ?? "",
+                    message: text.map { String(cString: $0) } ?? "")
+            }
+        case Int32(RD_KAFKA_EVENT_ERROR):
+            let code = rd_kafka_event_error(event)
+            let text = String(cString: rd_kafka_event_error_string(event))
+            if rd_kafka_event_error_is_fatal(event) != 0 {
+                logger.error("fatal producer error: \(client.fatalError()?.description ?? text)")
+            } else {
+                logger.notice("producer: \(String(cString: rd_kafka_err2name(code))): \(text)")
+            }
+        default:
+            break
+        }
+    }
+}
