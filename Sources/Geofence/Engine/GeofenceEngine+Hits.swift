@@ -181,3 +181,18 @@ extension GeofenceEngine {
         }
     }
 }
+
+extension GeofenceEngine {
+    /// The fences a fix is in or near, as the index finds them (for checks and tools;
+    /// `evaluate` does the same without allocating).
+    func areaHits(_ fix: Fix) -> [Hit] {
+        guard let project = tables.projects[fix.projectId] else { return [] }
+        let context = FixContext(
+            fix: fix, time: fix.timestamp.timeIntervalSince1970, project: project, usable: true)
+        return withUnsafeTemporaryAllocation(of: Hit.self, capacity: 64) { buffer in
+            var hits = HitList(buffer: buffer)
+            collectAreaHits(context, into: &hits)
+            return (0..<hits.count).map { hits[$0] }
+        }
+    }
+}

@@ -139,7 +139,7 @@ public final class GeofenceEngine: Sendable {
 
     func isWorthKeeping(_ memory: ZoneMemory, zone: CompiledZone, time: Double) -> Bool {
         if memory.isPresent || memory.open != nil { return true }
-        if let last = memory.lastCheckIn, time - last < zone.retention { return true }
+        if let last = memory.lastCheckIn, time - last <= zone.retention { return true }
         if let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime { return true }
         return false
     }
