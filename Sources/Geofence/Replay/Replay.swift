@@ -18,7 +18,7 @@ public enum Replay {
         public init() {}
 
         public var description: String {
-            "\(lines) lines: \(evaluated) fixes evaluated, \(late) late, \(duplicates) duplicates, \(rejected) rejected; "
+            "\(lines) fix lines: \(evaluated) fixes evaluated, \(late) late, \(duplicates) duplicates, \(rejected) rejected; "
                 + "\(checkIns) check-ins, \(checkOuts) check-outs"
         }
     }
@@ -55,9 +55,9 @@ public enum Replay {
         let encoder = WireJSON.encoder()
         var summary = Summary()
         for (index, line) in fixLines.enumerated() {
-            summary.lines += 1
             let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
             if text.isEmpty { continue }
+            summary.lines += 1
             let fix: Fix
             switch FixValidator.validate(json: Data(text.utf8)) {
             case .success(let valid): fix = valid
