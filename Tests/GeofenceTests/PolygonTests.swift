@@ -85,6 +85,19 @@ import Testing
         #expect(outside.at(1, lat: 0, lon: -179.98).isEmpty)
     }
 
+    @Test func eventsCarryTheGeometryAsGiven() throws {
+        let dateline = [
+            Position(lon: 179.99, lat: -0.01), Position(lon: -179.99, lat: -0.01), Position(lon: -179.99, lat: 0.01),
+            Position(lon: 179.99, lat: 0.01), Position(lon: 179.99, lat: -0.01),
+        ]
+        let other = square(lat: 0.5, lon: 179.5, side: 1000)
+        let geometry = GeoJSONGeometry.multiPolygon([[dateline], [other]])
+        let zone = ZoneDefinition(id: "m", name: "M", fences: [FenceDefinition(id: "f", geometry: geometry)])
+        var trip = try Scenario(zones: [zone])
+        let events = trip.at(0, lat: 0, lon: -179.995)
+        #expect(events.first?.fence?.geometry == geometry)
+    }
+
     @Test func circleAcrossTheAntimeridian() throws {
         var trip = try Scenario(zones: [circleZone("c", lat: 0, lon: 179.9995, radius: 200)])
         #expect(summary(trip.at(0, lat: 0, lon: -179.9995)) == ["checkin c"])

@@ -26,6 +26,16 @@ struct CompiledFence: Sendable {
     var restartBandChord2: Double
 }
 
+/// What events tell about a fence; the geometry is rebuilt from the compiled shape.
+struct FenceInfo: Sendable {
+    var id: String
+    var name: String
+    var description: String
+    var radius: Double?
+    /// Kept as given only for geolines, which are few and small.
+    var lineGeometry: GeoJSONGeometry?
+}
+
 /// One zone as the rules see it.
 struct CompiledZone: Sendable {
     var summary: ZoneSummary
@@ -74,7 +84,7 @@ struct CompiledZones: Sendable {
     var zoneIndex: [[String: Int32]] = []
     var zones: [CompiledZone] = []
     var fences: [CompiledFence] = []
-    var fenceSummaries: [FenceSummary] = []
+    var fenceInfos: [FenceInfo] = []
     var polygons: [PolygonShape] = []
     var geolines: [GeolineShape] = []
     /// Depth of the deepest interior point, for fences of zones with a percentage condition.
@@ -123,7 +133,12 @@ struct CompiledZones: Sendable {
             }
             compiled.zone = z
             fences.append(compiled)
-            fenceSummaries.append(FenceSummary(fence))
+            var lineGeometry: GeoJSONGeometry? = nil
+            if case .lineString = fence.geometry { lineGeometry = fence.geometry }
+            fenceInfos.append(
+                FenceInfo(
+                    id: fence.id, name: fence.name, description: fence.description, radius: fence.radius,
+                    lineGeometry: lineGeometry))
             fenceIndices.append(f)
         }
         var beaconIndices: [Int32] = []
@@ -167,9 +182,10 @@ struct CompiledZones: Sendable {
                 kind: .circle, shape: -1, box: .around(lat: centre.lat, lon: centre.lon, radius: radius + buffer),
                 lat: centre.lat, lon: centre.lon, radius: radius)
         case .polygon(let rings):
-            return polygon(rings, circle: circle, buffer: buffer)
+            return polygon(PolygonShape(rings: rings), circle: circle, buffer: buffer)
         case .multiPolygon(let parts):
-            return polygon(parts.flatMap { $0 }, circle: circle, buffer: buffer)
+            let shape = PolygonShape(rings: parts.flatMap { $0 }, partRingCounts: parts.map(\.count))
+            return polygon(shape, circle: circle, buffer: buffer)
         case .lineString(let positions):
             let line = GeolineShape(positions: positions)
             let mec = EnclosingCircle.of(points: positions.map { ($0.lon, $0.lat) })
@@ -181,14 +197,27 @@ struct CompiledZones: Sendable {
     }
 
     private mutating func polygon(
-        _ rings: [[Position]],
+        _ shape: PolygonShape,
         circle: (CompiledFence.Kind, Int32, BoundingBox, Double, Double, Double) -> CompiledFence,
         buffer: Double
     ) -> CompiledFence {
-        let shape = PolygonShape(rings: rings)
         polygons.append(shape)
         let mec = EnclosingCircle.of(points: shape.positions)
         return circle(.polygon, Int32(polygons.count - 1), shape.boundingBox.expanded(byMetres: buffer), mec.lat, mec.lon, mec.radius)
+    }
+
+    /// The fence as events describe it.
+    func fenceSummary(_ f: Int32) -> FenceSummary {
+        let info = fenceInfos[Int(f)]
+        let fence = fences[Int(f)]
+        let geometry: GeoJSONGeometry
+        switch fence.kind {
+        case .circle: geometry = .point(Position(lon: fence.centreLon, lat: fence.centreLat))
+        case .polygon: geometry = polygons[Int(fence.shape)].geometry
+        case .geoline: geometry = info.lineGeometry ?? .lineString([])
+        }
+        return FenceSummary(
+            id: info.id, name: info.name, description: info.description, geometry: geometry, radius: info.radius)
     }
 
     /// The box in which a fence can matter for any fix, normal or restart mode.

@@ -11,13 +11,13 @@ extension GeofenceEngine {
         let triggerId: String
         switch trigger {
         case .fence(let f):
-            fence = tables.fenceSummaries[Int(f)]
+            fence = tables.fenceSummary(f)
             triggerId = "fence:" + (fence?.id ?? "")
         case .beacon(let b):
             beacon = tables.beacons[Int(b)].summary
             triggerId = "beacon:" + (beacon?.id ?? "")
         case .geoline(let found):
-            fence = tables.fenceSummaries[Int(found.fence)]
+            fence = tables.fenceSummary(found.fence)
             crossing = found.crossing
             isGeoline = true
             triggerId = "geoline:" + (fence?.id ?? "")
@@ -43,7 +43,9 @@ extension GeofenceEngine {
         ])
         var fence: FenceSummary? = nil
         if let fenceId = open.fenceId {
-            fence = zone.fences.lazy.map { self.tables.fenceSummaries[Int($0)] }.first { $0.id == fenceId }
+            if let f = zone.fences.first(where: { tables.fenceInfos[Int($0)].id == fenceId }) {
+                fence = tables.fenceSummary(f)
+            }
         }
         var beacon: BeaconSummary? = nil
         if let beaconId = open.beaconId {

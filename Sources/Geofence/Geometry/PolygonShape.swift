@@ -29,11 +29,17 @@ final class PolygonShape: Sendable {
     /// `bandEdges[bandStarts[b]..<bandStarts[b+1]]` are the edges (by start vertex) in band b.
     let bandStarts: [Int32]
     let bandEdges: [UInt16]
+    /// The given longitudes where unwrapping changed any (across the antimeridian), so
+    /// that the GeoJSON geometry can be given back bit for bit.
+    let originalLons: [Double]?
+    /// For a MultiPolygon, how many rings each polygon has; empty for a Polygon.
+    let partRingCounts: [Int]
 
     static let bandThreshold = 24
 
     /// Takes rings as GeoJSON gives them (validated: closed, at least 4 positions).
-    init(rings: [[Position]]) {
+    init(rings: [[Position]], partRingCounts: [Int] = []) {
+        self.partRingCounts = partRingCounts
         var xs: [Double] = []
         var ys: [Double] = []
         var starts: [Int] = []
@@ -60,6 +66,8 @@ final class PolygonShape: Sendable {
             }
         }
         starts.append(xs.count)
+        let given = rings.flatMap { $0.map(\.lon) }
+        originalLons = given == xs ? nil : given
         self.xs = xs
         self.ys = ys
         self.ringStarts = starts
@@ -195,6 +203,23 @@ final class PolygonShape: Sendable {
             }
         }
         return best <= limit ? best : .infinity
+    }
+
+    /// The geometry as it was given, rebuilt for events (so the engine need not keep
+    /// the zones documents alive next to its own copy of every vertex).
+    var geometry: GeoJSONGeometry {
+        let lons = originalLons ?? xs
+        let rings = (0..<(ringStarts.count - 1)).map { r in
+            (ringStarts[r]..<ringStarts[r + 1]).map { Position(lon: lons[$0], lat: ys[$0]) }
+        }
+        guard !partRingCounts.isEmpty else { return .polygon(rings) }
+        var parts: [[[Position]]] = []
+        var next = 0
+        for count in partRingCounts {
+            parts.append(Array(rings[next..<(next + count)]))
+            next += count
+        }
+        return .multiPolygon(parts)
     }
 
     /// All vertices in ordinary longitude, for enclosing circles and interior points.
