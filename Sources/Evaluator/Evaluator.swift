@@ -4,8 +4,9 @@ import Logging
 import Persistence
 import ServiceLifecycle
 
-/// The evaluator's services, in start order (they stop in reverse: the consumer
-/// first, so the batch in flight finishes before the producer and the database go).
+/// The evaluator's services, in start order. A `ServiceGroup` stops them in reverse:
+/// the processing loop first (it finishes the batch in flight), then the consumer
+/// leaves the group, and the producer and the database go after them.
 public struct Evaluator: Sendable {
     public let catalog: ZoneCatalog
     public let sweeper: StaleCheckOutSweeper
@@ -36,5 +37,5 @@ public struct Evaluator: Sendable {
         self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
     }
 
-    public var services: [any Service] { [catalog, sweeper, service, consumer] }
+    public var services: [any Service] { [catalog, consumer, sweeper, service] }
 }

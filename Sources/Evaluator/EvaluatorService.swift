@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Geofence
 import Kafka
@@ -53,7 +54,7 @@ public final class EvaluatorService: Service, Sendable {
     private func processUntilDone(_ batch: [KafkaConsumerMessage]) async -> FixBatchProcessor.Outcome? {
         var delay = Duration.milliseconds(200)
         while true {
-            let started = ContinuousClock.now
+            let started = DispatchTime.now()
             do {
                 let outcome = try await processor.process(batch)
                 batchTimer.recordInterval(since: started)

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import Hummingbird
 import Kafka
@@ -84,7 +85,7 @@ struct FixRoutes {
         let records = try fixes.map { fix in
             KafkaRecord(topic: configuration.topics.fixes, key: Array(fix.deviceId.utf8), value: Array(try encoder.encode(fix)))
         }
-        let started = ContinuousClock.now
+        let started = DispatchTime.now()
         let results = await producer.send(records)
         publishLatency.recordInterval(since: started)
         let failures = results.compactMap { result -> KafkaError? in

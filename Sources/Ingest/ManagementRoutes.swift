@@ -66,7 +66,11 @@ struct ManagementRoutes {
         guard problems.isEmpty else {
             throw Problem.invalid(
                 "\(problems.count) problem(s) in the zones; nothing was changed",
-                parameters: problems.map { .init(name: $0.fenceId.map { "zone \($0)" } ?? "zone", reason: $0.description) })
+                parameters: problems.map { problem in
+                    .init(
+                        name: "zones[\(problem.zoneId)]" + (problem.fenceId.map { ".fences[\($0)]" } ?? ""),
+                        reason: problem.problem)
+                })
         }
         try await dependencies.zones.replaceZones(projectId: projectId, with: document)
         logger.info("zones replaced", metadata: ["projectId": "\(projectId)", "zones": "\(document.zones.count)"])

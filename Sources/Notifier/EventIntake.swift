@@ -75,7 +75,8 @@ public final class EventIntake: Service, Sendable {
                 deliveries.append(
                     NewDelivery(
                         endpointId: endpoint.id, projectId: event.projectId, eventId: event.eventId,
-                        eventType: event.type.rawValue, deviceId: event.deviceId, payload: payload))
+                        eventType: event.type.rawValue, deviceId: event.deviceId,
+                        eventTime: event.checkOutTime ?? event.location.timestamp, payload: payload))
             }
         }
         let queued = try await webhooks.enqueue(deliveries)

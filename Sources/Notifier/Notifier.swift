@@ -4,8 +4,8 @@ import Logging
 import Persistence
 import ServiceLifecycle
 
-/// The notifier's services, in start order (stopping in reverse: the dispatcher
-/// finishes its attempts, then the consumer leaves the group).
+/// The notifier's services, in start order. Stopping in reverse: the dispatcher
+/// finishes its attempts, the intake its batch, then the consumer leaves the group.
 public struct Notifier: Sendable {
     public let intake: EventIntake
     public let consumer: KafkaConsumer
@@ -26,5 +26,5 @@ public struct Notifier: Sendable {
         self.intake = EventIntake(consumer: consumer, webhooks: webhooks, dispatcher: dispatcher, logger: logger)
     }
 
-    public var services: [any Service] { [intake, consumer, dispatcher] }
+    public var services: [any Service] { [consumer, intake, dispatcher] }
 }

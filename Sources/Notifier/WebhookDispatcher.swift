@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Dispatch
 import Foundation
 import Logging
 import Metrics
@@ -63,8 +64,10 @@ public final class WebhookDispatcher: Service, Sendable {
     func dispatchDue() async throws -> Int {
         let claimed = try await webhooks.claimDue(limit: configuration.concurrency * 4, lease: configuration.attemptLease)
         guard !claimed.isEmpty else { return 0 }
-        // Per device in order (a check-in before its check-out), devices side by side.
-        let byDevice = Dictionary(grouping: claimed, by: \.deviceId).values.map { $0.sorted { $0.id < $1.id } }
+        // Per device in the order things happened (a check-in before its check-out), devices side by side.
+        let byDevice = Dictionary(grouping: claimed, by: \.deviceId).values.map {
+            $0.sorted { ($0.eventTime, $0.id) < ($1.eventTime, $1.id) }
+        }
         await withTaskGroup(of: Void.self) { group in
             var running = 0
             for attempts in byDevice {
@@ -82,7 +85,7 @@ public final class WebhookDispatcher: Service, Sendable {
     }
 
     func deliver(_ attempt: DeliveryAttempt) async {
-        let started = ContinuousClock.now
+        let started = DispatchTime.now()
         let body = Array(attempt.payload.utf8)
         let timestamp = Int(Date().timeIntervalSince1970)
         let secrets = attempt.secrets.compactMap { try? WebhookSecret($0) }

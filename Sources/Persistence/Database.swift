@@ -8,7 +8,11 @@ public final class Database: Service, Sendable {
     let logger: Logger
 
     public init(configuration: DatabaseConfiguration, logger: Logger) {
-        self.client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: logger)
+        // The pool's own chatter (including a harmless warning when a service queries in
+        // the instant before `run()` started) is for debugging, not for operators.
+        var poolLogger = logger
+        poolLogger.logLevel = max(logger.logLevel, .error)
+        self.client = PostgresClient(configuration: configuration.clientConfiguration, backgroundLogger: poolLogger)
         self.logger = logger
     }
 

@@ -95,6 +95,8 @@ extension Migration {
                 event_id text NOT NULL,
                 event_type text NOT NULL,
                 device_id text NOT NULL,
+                -- When the check-in or check-out happened: a device's deliveries go out in this order.
+                event_time timestamptz NOT NULL,
                 payload text NOT NULL,
                 status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
                 attempts integer NOT NULL DEFAULT 0,

@@ -18,15 +18,22 @@ public struct NewDelivery: Sendable {
     public var eventId: String
     public var eventType: String
     public var deviceId: String
+    /// When the check-in or check-out happened. Check-ins and check-outs come from
+    /// different topics, so arrival order says nothing; this restores the device's order.
+    public var eventTime: Date
     /// The exact body to send, fixed when the event is accepted so every attempt signs the same bytes.
     public var payload: String
 
-    public init(endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, payload: String) {
+    public init(
+        endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, eventTime: Date,
+        payload: String
+    ) {
         self.endpointId = endpointId
         self.projectId = projectId
         self.eventId = eventId
         self.eventType = eventType
         self.deviceId = deviceId
+        self.eventTime = eventTime
         self.payload = payload
     }
 }
@@ -38,6 +45,7 @@ public struct DeliveryAttempt: Sendable {
     public var secrets: [String]
     public var eventId: String
     public var deviceId: String
+    public var eventTime: Date
     public var payload: String
     /// Attempts so far, including this one.
     public var attempt: Int
@@ -103,10 +111,11 @@ public struct WebhookStore: Sendable {
         guard !deliveries.isEmpty else { return 0 }
         let rows = try await database.client.query(
             """
-            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, payload)
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, payload)
             SELECT * FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
                                  \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
-                                 \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.payload))::text[])
+                                 \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                                 \(deliveries.map(\.payload))::text[])
             ON CONFLICT (endpoint_id, event_id) DO NOTHING
             RETURNING id
             """, logger: logger)
@@ -127,21 +136,21 @@ public struct WebhookStore: Sendable {
              WHERE e.id = d.endpoint_id
                AND d.id IN (SELECT id FROM deliveries
                              WHERE status = 'pending' AND next_attempt_at <= now()
-                             ORDER BY next_attempt_at, id
+                             ORDER BY next_attempt_at, event_time, id
                              LIMIT \(limit)
                              FOR UPDATE SKIP LOCKED)
-            RETURNING d.id, e.url, e.secrets, d.event_id, d.device_id, d.payload, d.attempts
+            RETURNING d.id, e.url, e.secrets, d.event_id, d.device_id, d.event_time, d.payload, d.attempts
             """, logger: logger)
         var result: [DeliveryAttempt] = []
-        for try await (id, url, secrets, eventId, deviceId, payload, attempts) in rows.decode(
-            (Int64, String, [String], String, String, String, Int).self)
+        for try await (id, url, secrets, eventId, deviceId, eventTime, payload, attempts) in rows.decode(
+            (Int64, String, [String], String, String, Date, String, Int).self)
         {
             result.append(
                 DeliveryAttempt(
-                    id: id, url: url, secrets: secrets, eventId: eventId, deviceId: deviceId, payload: payload,
-                    attempt: attempts))
+                    id: id, url: url, secrets: secrets, eventId: eventId, deviceId: deviceId, eventTime: eventTime,
+                    payload: payload, attempt: attempts))
         }
-        return result.sorted { $0.id < $1.id }
+        return result.sorted { ($0.eventTime, $0.id) < ($1.eventTime, $1.id) }
     }
 
     public func markDelivered(id: Int64, statusCode: Int) async throws {

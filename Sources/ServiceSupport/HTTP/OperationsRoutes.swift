@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Logging
 import Prometheus
 
 /// `/health`, `/ready` and `/metrics`, served by every service.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore

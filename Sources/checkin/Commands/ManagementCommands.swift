@@ -10,8 +10,11 @@ import Shared
 /// Runs `body` against the configured database, with a quiet logger: management
 /// commands print their results, not the pool's chatter.
 func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async throws -> Result) async throws -> Result {
-    var logger = Logger(label: "checkin.cli")
-    logger.logLevel = .warning
+    let logger = {
+        var logger = Logger(label: "checkin.cli")
+        logger.logLevel = .warning
+        return logger
+    }()
     let settings = try ProcessSettings()
     return try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
         try await database.waitUntilReachable(timeout: .seconds(10))

@@ -87,7 +87,7 @@ import Testing
             let endpoint = try await webhooks.addEndpoint(projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             let delivery = NewDelivery(
                 endpointId: endpoint.id, projectId: projectId, eventId: "e-\(projectId)", eventType: "checkin", deviceId: "d",
-                payload: "{}")
+                eventTime: Date(), payload: "{}")
             #expect(try await webhooks.enqueue([delivery]) == 1)
             #expect(try await webhooks.enqueue([delivery]) == 0)
 
