@@ -13,7 +13,8 @@ import ServiceLifecycle
 public final class KafkaProducer: Service, Sendable {
     private let client: RDKafkaClient
     private let mainQueue: RDKafkaQueue
-    private let state = NIOLockedValueBox(ProducerStateMachine())
+    private typealias Report = Result<KafkaDeliveryReceipt, KafkaError>
+    private let state = NIOLockedValueBox(ProducerStateMachine<CheckedContinuation<Report, Never>>())
     private let stopRequested = NIOLockedValueBox(false)
     private let messageTimeout: Duration
     private let logger: Logger
@@ -102,7 +103,7 @@ public final class KafkaProducer: Service, Sendable {
         }
     }
 
-    private func report(for id: UInt) async -> ProducerStateMachine.Report {
+    private func report(for id: UInt) async -> Report {
         await withCheckedContinuation { waiter in
             if let known = state.withLockedValue({ $0.wait(id: id, waiter: waiter) }) {
                 waiter.resume(returning: known)

@@ -1,9 +1,9 @@
 /// Pairs delivery reports with the tasks awaiting them. A report can arrive
 /// before its sender starts waiting (the enqueue and the wait are two steps),
-/// so early reports are kept until claimed.
-struct ProducerStateMachine {
+/// so early reports are kept until claimed. Generic over the waiter so the
+/// logic can be tested without continuations.
+struct ProducerStateMachine<Waiter> {
     typealias Report = Result<KafkaDeliveryReceipt, KafkaError>
-    typealias Waiter = CheckedContinuation<Report, Never>
 
     enum Lifecycle {
         case initial
@@ -61,3 +61,5 @@ struct ProducerStateMachine {
         return Array(waiters.values)
     }
 }
+
+extension ProducerStateMachine: Sendable where Waiter: Sendable {}

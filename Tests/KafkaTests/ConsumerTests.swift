@@ -1,0 +1,161 @@
+import Kafka
+import Synchronization
+import Testing
+
+@Suite("Consumer against the in-process mock cluster", .timeLimit(.minutes(1)))
+struct ConsumerTests {
+    let cluster: KafkaMockCluster
+
+    init() throws {
+        cluster = try KafkaMockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+    }
+
+    func produce(_ count: Int, to topic: String, partition: Int32? = nil) async throws {
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers),
+            logger: KafkaTestSupport.logger)
+        try await KafkaTestSupport.withRunning([producer]) {
+            let records = (0..<count).map {
+                KafkaRecord(
+                    topic: topic, key: Array("key-\($0 % 7)".utf8), value: Array("\($0)".utf8),
+                    headers: [KafkaHeader(key: "index", value: Array("\($0)".utf8)), KafkaHeader(key: "none", value: nil)],
+                    partition: partition)
+            }
+            for result in await producer.send(records) { _ = try result.get() }
+        }
+    }
+
+    func makeConsumer(
+        topic: String, group: String, maxBatchSize: Int = 500, listener: (any KafkaRebalanceListener)? = nil
+    ) throws -> KafkaConsumer {
+        var configuration = KafkaTestSupport.consumerConfiguration(
+            bootstrapServers: cluster.bootstrapServers, groupId: group, topics: [topic])
+        configuration.maxBatchSize = maxBatchSize
+        return try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
+    }
+
+    @Test("receives what was produced, in order per partition, in bounded batches")
+    func receivesProduced() async throws {
+        let topic = KafkaTestSupport.uniqueName("consume")
+        try cluster.createTopic(topic, partitions: 3)
+        try await produce(300, to: topic)
+        let consumer = try makeConsumer(topic: topic, group: KafkaTestSupport.uniqueName("group"), maxBatchSize: 40)
+        let received = ReceivedMessages(consumer)
+        let messages = try await KafkaTestSupport.withRunning([consumer]) {
+            let messages = try await received.waitFor(count: 300)
+            #expect(consumer.assignment.count == 3)
+            return messages
+        }
+        await received.finished()
+        #expect(Set(messages.map { String(decoding: $0.value, as: UTF8.self) }) == Set((0..<300).map { "\($0)" }))
+        #expect(received.batchSizes.allSatisfy { $0 > 0 && $0 <= 40 })
+        for partition in Set(messages.map(\.partition)) {
+            let offsets = messages.filter { $0.partition == partition }.map(\.offset)
+            #expect(offsets == Array(0..<Int64(offsets.count)))
+        }
+        let first = try #require(messages.first)
+        #expect(first.headers.first { $0.key == "index" }?.value == first.value)
+        #expect(first.headers.contains(KafkaHeader(key: "none", value: nil)))
+        #expect(first.key != nil)
+        #expect(first.timestamp != nil)
+        #expect(consumer.assignment.isEmpty)
+    }
+
+    @Test("the rebalance listener's offsets are where reading starts")
+    func listenerSeek() async throws {
+        let topic = KafkaTestSupport.uniqueName("seek")
+        try cluster.createTopic(topic, partitions: 1)
+        try await produce(10, to: topic)
+        let listener = RecordingListener(startAt: 7)
+        let consumer = try makeConsumer(topic: topic, group: KafkaTestSupport.uniqueName("group"), listener: listener)
+        let received = ReceivedMessages(consumer)
+        let messages = try await KafkaTestSupport.withRunning([consumer]) {
+            try await received.waitFor(count: 3)
+        }
+        #expect(messages.map(\.offset) == [7, 8, 9])
+        let partition = KafkaTopicPartition(topic: topic, partition: 0)
+        #expect(listener.assigned == [[partition]])
+        // Closing the consumer revokes what it held.
+        #expect(listener.revoked == [[partition]])
+    }
+
+    @Test("a new member of the group resumes after the last committed offset")
+    func resumesAfterCommit() async throws {
+        let topic = KafkaTestSupport.uniqueName("commit")
+        let group = KafkaTestSupport.uniqueName("group")
+        try cluster.createTopic(topic, partitions: 1)
+        try await produce(10, to: topic)
+        let partition = KafkaTopicPartition(topic: topic, partition: 0)
+
+        let first = try makeConsumer(topic: topic, group: group)
+        let firstReceived = ReceivedMessages(first)
+        try await KafkaTestSupport.withRunning([first]) {
+            _ = try await firstReceived.waitFor(count: 10)
+            // Processed offsets 0...5 only.
+            try await first.commit([partition: 6])
+        }
+
+        let second = try makeConsumer(topic: topic, group: group)
+        let secondReceived = ReceivedMessages(second)
+        let messages = try await KafkaTestSupport.withRunning([second]) {
+            try await secondReceived.waitFor(count: 4)
+        }
+        #expect(messages.map(\.offset) == [6, 7, 8, 9])
+    }
+
+    @Test("a failing rebalance listener stops the consumer with its error")
+    func listenerFailure() async throws {
+        let topic = KafkaTestSupport.uniqueName("failing")
+        try cluster.createTopic(topic, partitions: 1)
+        let consumer = try makeConsumer(
+            topic: topic, group: KafkaTestSupport.uniqueName("group"), listener: FailingListener())
+        let received = ReceivedMessages(consumer)
+        await #expect(throws: KafkaError.self) {
+            try await consumer.run()
+        }
+        await received.finished()
+        #expect(received.all.isEmpty)
+    }
+
+    @Test("commit after the consumer closed fails")
+    func commitAfterClose() async throws {
+        let topic = KafkaTestSupport.uniqueName("closed")
+        try cluster.createTopic(topic, partitions: 1)
+        let consumer = try makeConsumer(topic: topic, group: KafkaTestSupport.uniqueName("group"))
+        try await KafkaTestSupport.withRunning([consumer]) {}
+        await #expect(throws: KafkaError.self) {
+            try await consumer.commit([KafkaTopicPartition(topic: topic, partition: 0): 1])
+        }
+    }
+}
+
+/// Starts every partition at a fixed offset and records the calls.
+final class RecordingListener: KafkaRebalanceListener {
+    private let calls = Mutex<(assigned: [[KafkaTopicPartition]], revoked: [[KafkaTopicPartition]])>(([], []))
+    let startAt: Int64?
+
+    init(startAt: Int64?) {
+        self.startAt = startAt
+    }
+
+    var assigned: [[KafkaTopicPartition]] { calls.withLock { $0.assigned } }
+    var revoked: [[KafkaTopicPartition]] { calls.withLock { $0.revoked } }
+
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
+        calls.withLock { $0.assigned.append(partitions) }
+        guard let startAt else { return [:] }
+        return Dictionary(uniqueKeysWithValues: partitions.map { ($0, startAt) })
+    }
+
+    func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {
+        calls.withLock { $0.revoked.append(partitions) }
+    }
+}
+
+struct FailingListener: KafkaRebalanceListener {
+    func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
+        throw KafkaError(message: "the offset store is unavailable")
+    }
+
+    func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {}
+}

@@ -1,0 +1,132 @@
+import Kafka
+import Testing
+
+@Suite("Producer against the in-process mock cluster", .timeLimit(.minutes(1)))
+struct ProducerTests {
+    let cluster: KafkaMockCluster
+
+    init() throws {
+        cluster = try KafkaMockCluster(brokers: 1, logger: KafkaTestSupport.logger)
+    }
+
+    func makeProducer(messageTimeout: Duration = .seconds(10)) throws -> KafkaProducer {
+        try KafkaProducer(
+            configuration: KafkaProducerConfiguration(
+                bootstrapServers: cluster.bootstrapServers, clientId: "producer-tests", messageTimeout: messageTimeout),
+            logger: KafkaTestSupport.logger)
+    }
+
+    @Test("send resolves with where the broker stored the record")
+    func roundTrip() async throws {
+        let topic = KafkaTestSupport.uniqueName("produce")
+        try cluster.createTopic(topic, partitions: 3)
+        let producer = try makeProducer()
+        try await KafkaTestSupport.withRunning([producer]) {
+            let first = try await producer.send(KafkaRecord(topic: topic, key: Array("device-1".utf8), value: [1]))
+            let second = try await producer.send(KafkaRecord(topic: topic, key: Array("device-1".utf8), value: [2]))
+            #expect(first.topic == topic)
+            // Same key, same partition, next offset: what keeps per-key order.
+            #expect(second.partition == first.partition)
+            #expect(second.offset == first.offset + 1)
+            let explicit = try await producer.send(KafkaRecord(topic: topic, value: [], partition: 2))
+            #expect(explicit.partition == 2)
+        }
+    }
+
+    @Test("a batch send reports every record, in order")
+    func batch() async throws {
+        let topic = KafkaTestSupport.uniqueName("batch")
+        try cluster.createTopic(topic, partitions: 4)
+        let producer = try makeProducer()
+        let results = try await KafkaTestSupport.withRunning([producer]) {
+            await producer.send(
+                (0..<500).map {
+                    KafkaRecord(
+                        topic: topic, key: Array("key-\($0 % 10)".utf8), value: Array("value-\($0)".utf8),
+                        headers: [KafkaHeader(key: "n", value: Array("\($0)".utf8))])
+                })
+        }
+        let receipts = try results.map { try $0.get() }
+        #expect(receipts.count == 500)
+        // Within a partition, offsets follow send order.
+        for partition in Set(receipts.map(\.partition)) {
+            let offsets = receipts.filter { $0.partition == partition }.map(\.offset)
+            #expect(offsets == offsets.sorted())
+            #expect(Set(offsets).count == offsets.count)
+        }
+    }
+
+    @Test("a record the broker rejects fails its send with librdkafka's error name")
+    func injectedError() async throws {
+        let topic = KafkaTestSupport.uniqueName("rejected")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try makeProducer()
+        try await KafkaTestSupport.withRunning([producer]) {
+            _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
+            cluster.failProduceRequests(.topicAuthorizationFailed)
+            let error = await #expect(throws: KafkaError.self) {
+                try await producer.send(KafkaRecord(topic: topic, value: [1]))
+            }
+            #expect(error?.name == "TOPIC_AUTHORIZATION_FAILED")
+            #expect(error?.description.contains(topic) == true)
+        }
+    }
+
+    @Test("retriable broker errors are retried, not reported")
+    func retriableError() async throws {
+        let topic = KafkaTestSupport.uniqueName("retried")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try makeProducer()
+        try await KafkaTestSupport.withRunning([producer]) {
+            _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
+            cluster.failProduceRequests(.notLeaderForPartition, count: 2)
+            let receipt = try await producer.send(KafkaRecord(topic: topic, value: [1]))
+            #expect(receipt.offset == 1)
+        }
+    }
+
+    @Test("a partition the topic does not have fails at once")
+    func unknownPartition() async throws {
+        let topic = KafkaTestSupport.uniqueName("partitions")
+        try cluster.createTopic(topic, partitions: 2)
+        let producer = try makeProducer()
+        try await KafkaTestSupport.withRunning([producer]) {
+            _ = try await producer.send(KafkaRecord(topic: topic, value: [0], partition: 0))
+            let error = await #expect(throws: KafkaError.self) {
+                try await producer.send(KafkaRecord(topic: topic, value: [1], partition: 7))
+            }
+            #expect(error?.name == "_UNKNOWN_PARTITION")
+        }
+    }
+
+    @Test("records the broker never acknowledges fail after the message timeout")
+    func brokerDown() async throws {
+        let topic = KafkaTestSupport.uniqueName("down")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try makeProducer(messageTimeout: .seconds(2))
+        try await KafkaTestSupport.withRunning([producer]) {
+            _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
+            cluster.setBroker(1, up: false)
+            let started = ContinuousClock.now
+            let error = await #expect(throws: KafkaError.self) {
+                try await producer.send(KafkaRecord(topic: topic, value: [1]))
+            }
+            #expect(error?.name == "_MSG_TIMED_OUT")
+            #expect(ContinuousClock.now - started < .seconds(10))
+            cluster.setBroker(1, up: true)
+        }
+    }
+
+    @Test("send after shutdown fails instead of hanging")
+    func sendAfterShutdown() async throws {
+        let topic = KafkaTestSupport.uniqueName("closed")
+        try cluster.createTopic(topic, partitions: 1)
+        let producer = try makeProducer()
+        try await KafkaTestSupport.withRunning([producer]) {
+            _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
+        }
+        await #expect(throws: KafkaError.self) {
+            try await producer.send(KafkaRecord(topic: topic, value: [1]))
+        }
+    }
+}
