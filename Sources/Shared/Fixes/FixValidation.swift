@@ -67,7 +67,7 @@ public enum FixValidator {
                 if required { problems.append(FieldProblem(field: field(name), problem: "is required")) }
                 return nil
             }
-            guard !(raw is Bool), let value = Self.double(raw), value.isFinite else {
+            guard !isBoolean(raw), let value = Self.double(raw), value.isFinite else {
                 problems.append(FieldProblem(field: field(name), problem: "must be a finite number"))
                 return nil
             }
@@ -154,7 +154,7 @@ public enum FixValidator {
         var problems: [FieldProblem] = []
         func integer(_ name: String, _ range: ClosedRange<Int>) -> Int? {
             guard let raw = object[name], !(raw is NSNull) else { return nil }
-            guard !(raw is Bool), let number = double(raw), number.rounded() == number, range.contains(Int(exactly: number) ?? Int.min)
+            guard !isBoolean(raw), let number = double(raw), number.rounded() == number, range.contains(Int(exactly: number) ?? Int.min)
             else {
                 problems.append(
                     FieldProblem(field: "\(path).\(name)", problem: "must be an integer in \(range.lowerBound)...\(range.upperBound)"))
@@ -176,6 +176,14 @@ public enum FixValidator {
         guard problems.isEmpty, let rssi else { return .failure(InvalidFix(problems)) }
         return .success(
             BeaconSighting(uuid: uuid?.uppercased(), major: major, minor: minor, eddystoneId: eddystoneId?.lowercased(), rssi: rssi))
+    }
+
+    /// JSON `true`/`false`. `raw is Bool` cannot tell: on Linux an NSNumber holding
+    /// 0 or 1 answers yes to it too, which would refuse `"lat": 0`.
+    static func isBoolean(_ raw: Any) -> Bool {
+        if type(of: raw) == Bool.self { return true }
+        guard let number = raw as? NSNumber else { return false }
+        return String(cString: number.objCType) == "c"
     }
 
     static func double(_ raw: Any) -> Double? {
