@@ -1,0 +1,146 @@
+import Foundation
+import Kafka
+import Testing
+
+@Suite("Kafka client against the real broker", .timeLimit(.minutes(2)))
+struct KafkaBrokerTests {
+    @Test("records produced are consumed with keys, values and headers intact")
+    func roundTrip() async throws {
+        let topic = KafkaIntegration.uniqueName("kafka-it-roundtrip")
+        let brokers = TestEnvironment.kafkaBrokers
+        try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+        try await KafkaAdmin.createTopics([(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+        // An existing topic is fine.
+        try await KafkaAdmin.createTopics([(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+
+        let producer = try KafkaIntegration.makeProducer()
+        let receipts = try await KafkaIntegration.withRunning([producer]) {
+            try await producer.send(
+                (0..<200).map {
+                    KafkaRecord(
+                        topic: topic, key: Array("device-\($0 % 13)".utf8), value: Array("\($0)".utf8),
+                        headers: [KafkaHeader(key: "n", value: Array("\($0)".utf8))])
+                }
+            ).map { try $0.get() }
+        }
+        // Same key, same partition.
+        #expect(receipts[0].partition == receipts[13].partition)
+
+        let consumer = try KafkaConsumer(
+            configuration: KafkaIntegration.consumerConfiguration(groupId: KafkaIntegration.uniqueName("g"), topics: [topic]),
+            logger: KafkaIntegration.logger)
+        let received = KafkaReceivedMessages(consumer)
+        let messages = try await KafkaIntegration.withRunning([consumer]) { try await received.waitFor(count: 200) }
+        #expect(received.values == Set((0..<200).map { "\($0)" }))
+        for message in messages {
+            #expect(message.headers == [KafkaHeader(key: "n", value: message.value)])
+            let index = Int(String(decoding: message.value, as: UTF8.self))!
+            #expect(message.key == Array("device-\(index % 13)".utf8))
+            #expect(message.partition == receipts[index].partition && message.offset == receipts[index].offset)
+        }
+    }
+
+    @Test("two members split the partitions; the one left takes them all over")
+    func groupSplitAndTakeover() async throws {
+        let topic = KafkaIntegration.uniqueName("kafka-it-group")
+        let group = KafkaIntegration.uniqueName("g")
+        let partitions = 8
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: Int32(partitions))], bootstrapServers: TestEnvironment.kafkaBrokers,
+            timeout: .seconds(10), logger: KafkaIntegration.logger)
+        let all = Set((0..<Int32(partitions)).map { KafkaTopicPartition(topic: topic, partition: $0) })
+        let producer = try KafkaIntegration.makeProducer()
+        let first = try KafkaConsumer(
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
+        let second = try KafkaConsumer(
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
+        let firstReceived = KafkaReceivedMessages(first)
+        let secondReceived = KafkaReceivedMessages(second)
+
+        func produce(_ range: Range<Int>) async throws {
+            for result in await producer.send(range.map { KafkaRecord(topic: topic, key: Array("k\($0)".utf8), value: Array("\($0)".utf8)) }) {
+                _ = try result.get()
+            }
+        }
+
+        try await KafkaIntegration.withRunning([producer, first]) {
+            let joined = try await KafkaIntegration.waitUntil("the first member holds every partition") { first.assignment == all }
+            try await KafkaIntegration.withRunning([second]) {
+                let split = try await KafkaIntegration.waitUntil("both members hold partitions") {
+                    let a = first.assignment
+                    let b = second.assignment
+                    return !a.isEmpty && !b.isEmpty && a.isDisjoint(with: b) && a.union(b) == all
+                }
+                try await produce(0..<100)
+                try await KafkaIntegration.waitUntil("both members together receive everything") {
+                    firstReceived.values.union(secondReceived.values).isSuperset(of: (0..<100).map { "\($0)" })
+                }
+                #expect(!secondReceived.all.isEmpty)
+                print("kafka-it: first join \(joined), split after second joined \(split)")
+            }
+            // The second member left the group on shutdown.
+            let takeover = try await KafkaIntegration.waitUntil("the first member takes every partition back") { first.assignment == all }
+            print("kafka-it: takeover after leave \(takeover)")
+            try await produce(100..<200)
+            try await KafkaIntegration.waitUntil("the first member receives what was produced after") {
+                firstReceived.values.isSuperset(of: (100..<200).map { "\($0)" })
+            }
+        }
+    }
+
+    @Test("a restarted member resumes after the last committed offset")
+    func resumeAfterCommit() async throws {
+        let topic = KafkaIntegration.uniqueName("kafka-it-commit")
+        let group = KafkaIntegration.uniqueName("g")
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
+            logger: KafkaIntegration.logger)
+        let producer = try KafkaIntegration.makeProducer()
+        try await KafkaIntegration.withRunning([producer]) {
+            for result in await producer.send((0..<40).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) }) {
+                _ = try result.get()
+            }
+        }
+        let p0 = KafkaTopicPartition(topic: topic, partition: 0)
+        let p1 = KafkaTopicPartition(topic: topic, partition: 1)
+
+        let before = try KafkaConsumer(
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
+        let beforeReceived = KafkaReceivedMessages(before)
+        try await KafkaIntegration.withRunning([before]) {
+            _ = try await beforeReceived.waitFor(count: 40)
+            // Processed 0...11 of partition 0 and 0...4 of partition 1.
+            try await before.commit([p0: 12, p1: 5])
+        }
+
+        let after = try KafkaConsumer(
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
+        let afterReceived = KafkaReceivedMessages(after)
+        let messages = try await KafkaIntegration.withRunning([after]) { try await afterReceived.waitFor(count: 23) }
+        #expect(messages.filter { $0.partition == 0 }.map(\.offset) == Array(12..<20))
+        #expect(messages.filter { $0.partition == 1 }.map(\.offset) == Array(5..<20))
+    }
+
+    @Test("a broker that is not there is reported clearly and in bounded time")
+    func brokerDown() async throws {
+        let nowhere = "127.0.0.1:1"
+        let started = ContinuousClock.now
+        let error = await #expect(throws: KafkaError.self) {
+            try await KafkaAdmin.waitUntilReachable(bootstrapServers: nowhere, timeout: .seconds(2), logger: KafkaIntegration.logger)
+        }
+        #expect(error?.description.contains(nowhere) == true)
+        #expect(ContinuousClock.now - started < .seconds(5))
+
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: nowhere, messageTimeout: .seconds(2)),
+            logger: KafkaIntegration.logger)
+        let sendStarted = ContinuousClock.now
+        let sendError = try await KafkaIntegration.withRunning([producer]) {
+            await #expect(throws: KafkaError.self) {
+                try await producer.send(KafkaRecord(topic: "kafka-it-nowhere", value: [1]))
+            }
+        }
+        #expect(sendError?.name == "_MSG_TIMED_OUT")
+        #expect(ContinuousClock.now - sendStarted < .seconds(6))
+    }
+}
