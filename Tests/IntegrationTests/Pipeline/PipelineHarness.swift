@@ -1,11 +1,13 @@
 import AsyncHTTPClient
 import Evaluator
 import Foundation
+import Geofence
 import Hummingbird
 import Ingest
 import Kafka
 import Logging
 import NIOCore
+import NIOHTTP1
 import Notifier
 import Persistence
 import ServiceLifecycle
@@ -23,6 +25,10 @@ struct PipelineHarness {
     }
     var projectId: String { "project-\(suffix)" }
     var deviceKey: String { "ck_device_test_\(suffix)" }
+    var managementKey: String { "ck_management_test_\(suffix)" }
+    /// The engine's settings; tests of wall-clock rules shorten them.
+    var engine = EngineConfiguration()
+    var staleSweepInterval: Duration = .seconds(15)
     var evaluatorGroup: String { "evaluator-\(suffix)" }
     var notifierGroup: String { "notifier-\(suffix)" }
     let secret = WebhookSecret.generate()
@@ -49,11 +55,13 @@ struct PipelineHarness {
     func prepare() async throws {
         let projectId = projectId
         let deviceKey = deviceKey
+        let managementKey = managementKey
         try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
             try await Migrator(database: database, logger: logger).migrate()
             let projects = ProjectStore(database: database, logger: logger)
             try await projects.createProject(id: projectId, name: "Test")
             try await projects.addKey(deviceKey, projectId: projectId, kind: .device)
+            try await projects.addKey(managementKey, projectId: projectId, kind: .management)
             try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: TestTrip.zones)
         }
         try await KafkaAdmin.createTopics(
@@ -76,7 +84,9 @@ struct PipelineHarness {
             configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test"),
             logger: logger)
         let evaluator = try Evaluator(
-            configuration: EvaluatorConfiguration(groupId: evaluatorGroup, topics: topics, zoneRefreshInterval: .milliseconds(500)),
+            configuration: EvaluatorConfiguration(
+                groupId: evaluatorGroup, topics: topics, engine: engine, zoneRefreshInterval: .milliseconds(500),
+                staleSweepInterval: staleSweepInterval),
             consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
             producer: producer, logger: logger)
         let notifier = try Notifier(
@@ -120,10 +130,12 @@ struct PipelineHarness {
     }
 }
 
-/// Posts a JSON body to the ingest service and returns the status and body.
-func post(_ body: Data, to url: String, key: String?) async throws -> (status: Int, contentType: String?, body: String) {
+/// Sends a JSON body to the ingest service and returns the status and body.
+func post(
+    _ body: Data, to url: String, key: String?, method: HTTPMethod = .POST
+) async throws -> (status: Int, contentType: String?, body: String) {
     var request = HTTPClientRequest(url: url)
-    request.method = .POST
+    request.method = method
     request.headers.add(name: "content-type", value: "application/json")
     if let key { request.headers.add(name: "authorization", value: "Bearer \(key)") }
     request.body = .bytes(ByteBuffer(bytes: body))
