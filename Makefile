@@ -5,13 +5,14 @@ ENV := . .local/env.sh &&
 SWIFT_BUILD_FLAGS ?=
 ONCE ?=
 
-.PHONY: help setup build demo test test-unit compose-check bench clean services-stop
+.PHONY: help setup build demo test test-unit compose-check lint bench clean
 
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
 	@echo "make test        every test, unit and integration, against a local Postgres and broker"
 	@echo "make build       build the checkin executable"
 	@echo "make bench       geofence engine benchmarks (release build)"
+	@echo "make lint        swift format lint (style of .swift-format)"
 
 setup:
 	@scripts/setup.sh
@@ -31,6 +32,9 @@ test-unit: setup
 
 compose-check: setup
 	@docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
+
+lint:
+	@swift format lint --recursive Package.swift Sources Tests
 
 bench: setup
 	@$(ENV) cd Benchmarks && swift package --disable-sandbox benchmark
