@@ -71,9 +71,9 @@ install_debian_packages() {
 fetch_rdkafka_source() {
     local work="$1" apt_dir="$1/apt" uri keyring
     mkdir -p "$apt_dir/lists/partial" "$apt_dir/cache/archives/partial"
-    uri="http://deb.debian.org/debian"
+    uri=""
     keyring="/usr/share/keyrings/debian-archive-keyring.gpg"
-    # Reuse the archive URI of the system's own Debian sources when it has one (a mirror).
+    # The archive is the one the system's own Debian sources use.
     if [ -f /etc/apt/sources.list.d/debian.sources ]; then
         local found
         found="$(awk '/^URIs:/ {print $2; exit}' /etc/apt/sources.list.d/debian.sources)"
@@ -83,6 +83,7 @@ fetch_rdkafka_source() {
         found="$(awk '$1 == "deb" && $0 !~ /security/ { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z]+:\/\//) { print $i; exit } }' /etc/apt/sources.list)"
         [ -n "$found" ] && uri="$found"
     fi
+    [ -n "$uri" ] || die "no Debian archive found in the system's apt sources to fetch librdkafka's source from"
     echo "deb-src [signed-by=$keyring] $uri trixie main" >"$apt_dir/sources.list"
     local opts=(
         -o "Dir::Etc::SourceList=$apt_dir/sources.list"
