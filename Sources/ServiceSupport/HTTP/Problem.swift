@@ -47,7 +47,7 @@ public struct Problem: HTTPResponseError, Sendable {
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
         let body = Body(
-            type: "https://checkin.dev/problems/\(type)", title: title, status: Int(status.code), detail: detail,
+            type: "urn:checkin:problem:\(type)", title: title, status: Int(status.code), detail: detail,
             invalidParameters: invalidParameters.isEmpty ? nil : invalidParameters)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
