@@ -76,13 +76,17 @@ import Testing
                 let span = exp(Double.random(in: log(1e-5)...log(50), using: &rng))
                 boxes.append(BoundingBox(minLon: lon, minLat: lat, lonSpan: span, maxLat: min(90, lat + span * Double.random(in: 0.2...1, using: &rng))))
             }
-            let grid = GridIndex(boxes: boxes, ids: (0..<Int32(boxes.count)).map { $0 })
+            let grid = GridIndex(
+                reach: boxes, tight: boxes, ids: (0..<Int32(boxes.count)).map { $0 },
+                projects: [Int32](repeating: 0, count: boxes.count))
             for _ in 0..<300 {
                 let target = boxes.randomElement(using: &rng)!
                 let lon = Earth.wrapLongitude(target.minLon + target.lonSpan * Double.random(in: 0...1, using: &rng))
                 let lat = target.minLat + (target.maxLat - target.minLat) * Double.random(in: 0...1, using: &rng)
                 var found: [Int32] = []
-                grid.forEachCandidate(lon: lon, lat: lat) { found.append($0) }
+                grid.forEachCandidate(lon: lon, lat: lat) { entry in
+                    if entry.contains(lon: lon, lat: lat) { found.append(entry.id) }
+                }
                 let expected = Set(boxes.indices.filter { boxes[$0].contains(lon: lon, lat: lat) }.map { Int32($0) })
                 #expect(expected.isSubset(of: Set(found)), "seed \(seed)")
                 #expect(found.count == Set(found).count)

@@ -2,7 +2,6 @@ import Foundation
 import Shared
 
 /// One fence as the hot path sees it: flat numbers, no strings, no optionals.
-@usableFromInline
 struct CompiledFence: Sendable {
     enum Kind: UInt8, Sendable { case circle, polygon, geoline }
 
@@ -36,21 +35,40 @@ struct FenceInfo: Sendable {
     var lineGeometry: GeoJSONGeometry?
 }
 
-/// One zone as the rules see it.
-struct CompiledZone: Sendable {
-    var summary: ZoneSummary
-    var project: Int32
-    var enabled: Bool
-    var checkOutEnabled: Bool
-    var minimumRetriggerTime: Double
-    var conditions: ZoneConditions?
-    var needsPreciseFix: Bool
-    var schedule: CompiledSchedule?
-    var fences: [Int32]
-    var beacons: [Int32]
+/// One zone as the rules see it; a class, so that the hot path reads it in place.
+final class CompiledZone: @unchecked Sendable {
+    let summary: ZoneSummary
+    let project: Int32
+    let enabled: Bool
+    let checkOutEnabled: Bool
+    let minimumRetriggerTime: Double
+    let conditions: ZoneConditions?
+    let needsPreciseFix: Bool
+    let schedule: CompiledSchedule?
+    let fences: [Int32]
+    let beacons: [Int32]
     /// How long the zone's memory of a device must be kept after the device left:
     /// the MRT, and the longest sequential window of any zone that follows this one.
+    /// Set once while the zones are compiled, never after.
     var retention: Double
+
+    init(
+        summary: ZoneSummary, project: Int32, enabled: Bool, checkOutEnabled: Bool, minimumRetriggerTime: Double,
+        conditions: ZoneConditions?, needsPreciseFix: Bool, schedule: CompiledSchedule?, fences: [Int32],
+        beacons: [Int32], retention: Double
+    ) {
+        self.summary = summary
+        self.project = project
+        self.enabled = enabled
+        self.checkOutEnabled = checkOutEnabled
+        self.minimumRetriggerTime = minimumRetriggerTime
+        self.conditions = conditions
+        self.needsPreciseFix = needsPreciseFix
+        self.schedule = schedule
+        self.fences = fences
+        self.beacons = beacons
+        self.retention = retention
+    }
 }
 
 /// One beacon of one zone.

@@ -22,10 +22,15 @@ extension GeofenceEngine {
             isGeoline = true
             triggerId = "geoline:" + (fence?.id ?? "")
         }
-        let id = EventIdentity.id([
-            context.fix.projectId, context.fix.deviceId, zone.summary.id, "checkin",
-            EventIdentity.micros(context.time), context.fix.fixId ?? "", triggerId,
-        ])
+        var identity = EventIdentity()
+        identity.add(context.fix.projectId)
+        identity.add(context.fix.deviceId)
+        identity.add(zone.summary.id)
+        identity.add("checkin")
+        identity.add(time: context.time)
+        identity.add(context.fix.fixId ?? "")
+        identity.add(triggerId)
+        let id = identity.uuid
         return CheckEvent(
             eventId: id, type: .checkin, projectId: context.fix.projectId, deviceId: context.fix.deviceId,
             checkInId: id, zone: zone.summary, fence: fence, beacon: beacon, location: EventLocation(context.fix),
@@ -37,10 +42,15 @@ extension GeofenceEngine {
         zone: CompiledZone, open: OpenCheckIn, projectId: String, deviceId: String, time: Double,
         location: EventLocation, mode: FixMode, fixId: String?, reason: CheckOutReason
     ) -> CheckEvent {
-        let id = EventIdentity.id([
-            projectId, deviceId, zone.summary.id, "checkout", EventIdentity.micros(time), fixId ?? "",
-            open.checkInId,
-        ])
+        var identity = EventIdentity()
+        identity.add(projectId)
+        identity.add(deviceId)
+        identity.add(zone.summary.id)
+        identity.add("checkout")
+        identity.add(time: time)
+        identity.add(fixId ?? "")
+        identity.add(open.checkInId)
+        let id = identity.uuid
         var fence: FenceSummary? = nil
         if let fenceId = open.fenceId {
             if let f = zone.fences.first(where: { tables.fenceInfos[Int($0)].id == fenceId }) {

@@ -85,37 +85,44 @@ extension GeofenceEngine {
     func collectAreaHits(_ context: FixContext, into hits: inout HitList) {
         let lat = context.fix.lat
         let lon = Earth.wrapLongitude(context.fix.lon)
-        let point = UnitVector(lat: lat, lon: lon)
+        // The unit vector costs four trigonometric calls: only worked out if a circle needs it.
+        var point: UnitVector? = nil
         let restart = context.fix.mode == .restart
         let project = context.project
+        let buffer = configuration.exitBuffer
         tables.fences.withUnsafeBufferPointer { fences in
-            areaIndex.forEachCandidate(lon: lon, lat: lat) { f in
-                let fence = fences[Int(f)]
-                guard fence.project == project else { return }
+            areaIndex.forEachCandidate(lon: lon, lat: lat) { entry in
+                guard entry.project == project else { return }
                 if restart {
-                    let c2 = point.chordSquared(to: fence.centre)
+                    let fence = fences[Int(entry.id)]
+                    let p = point ?? UnitVector(lat: lat, lon: lon)
+                    point = p
+                    let c2 = p.chordSquared(to: fence.centre)
                     if c2 <= fence.restartChord2 {
-                        hits.append(Hit(zone: fence.zone, kind: .inside, reference: f))
+                        hits.append(Hit(zone: fence.zone, kind: .inside, reference: entry.id))
                     } else if c2 <= fence.restartBandChord2 {
-                        hits.append(Hit(zone: fence.zone, kind: .band, reference: f))
+                        hits.append(Hit(zone: fence.zone, kind: .band, reference: entry.id))
                     }
                     return
                 }
-                guard fence.box.contains(lon: lon, lat: lat) else { return }
+                guard entry.contains(lon: lon, lat: lat) else { return }
+                let fence = fences[Int(entry.id)]
                 switch fence.kind {
                 case .circle:
-                    let c2 = point.chordSquared(to: fence.centre)
+                    let p = point ?? UnitVector(lat: lat, lon: lon)
+                    point = p
+                    let c2 = p.chordSquared(to: fence.centre)
                     if within(c2, chord2: fence.insideChord2, lat: lat, lon: lon, fence: fence, metres: fence.radius) {
-                        hits.append(Hit(zone: fence.zone, kind: .inside, reference: f))
+                        hits.append(Hit(zone: fence.zone, kind: .inside, reference: entry.id))
                     } else if within(
-                        c2, chord2: fence.bandChord2, lat: lat, lon: lon, fence: fence,
-                        metres: fence.radius + configuration.exitBuffer)
+                        c2, chord2: fence.bandChord2, lat: lat, lon: lon, fence: fence, metres: fence.radius + buffer)
                     {
-                        hits.append(Hit(zone: fence.zone, kind: .band, reference: f))
+                        hits.append(Hit(zone: fence.zone, kind: .band, reference: entry.id))
                     }
                 case .polygon:
+                    guard fence.box.contains(lon: lon, lat: lat) else { return }
                     let inside = tables.polygons[Int(fence.shape)].contains(lon: lon, lat: lat)
-                    hits.append(Hit(zone: fence.zone, kind: inside ? .inside : .nearPolygon, reference: f))
+                    hits.append(Hit(zone: fence.zone, kind: inside ? .inside : .nearPolygon, reference: entry.id))
                 case .geoline:
                     break
                 }
@@ -165,7 +172,9 @@ extension GeofenceEngine {
         if cells > 256 {
             for f in tables.geolinesByProject[Int(context.project)] { test(f) }
         } else {
-            geolineIndex.forEachCandidate(in: box) { test($0) }
+            geolineIndex.forEachCandidate(in: box) { entry in
+                if entry.project == context.project { test(entry.id) }
+            }
         }
     }
 

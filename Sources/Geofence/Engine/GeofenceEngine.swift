@@ -27,24 +27,28 @@ public final class GeofenceEngine: Sendable {
         guard problems.isEmpty else { throw ZoneValidationError(problems: problems) }
         self.configuration = configuration
         let tables = CompiledZones(projects: projects, configuration: configuration)
-        var areaBoxes: [BoundingBox] = []
-        var areaIds: [Int32] = []
-        var lineBoxes: [BoundingBox] = []
-        var lineIds: [Int32] = []
+        var areaReach: [BoundingBox] = [], areaBoxes: [BoundingBox] = []
+        var areaIds: [Int32] = [], areaProjects: [Int32] = []
+        var lineBoxes: [BoundingBox] = [], lineIds: [Int32] = [], lineProjects: [Int32] = []
+        areaReach.reserveCapacity(tables.fences.count)
         areaBoxes.reserveCapacity(tables.fences.count)
         areaIds.reserveCapacity(tables.fences.count)
+        areaProjects.reserveCapacity(tables.fences.count)
         for (f, fence) in tables.fences.enumerated() {
             if fence.kind == .geoline {
                 lineBoxes.append(fence.box)
                 lineIds.append(Int32(f))
+                lineProjects.append(fence.project)
             } else {
-                areaBoxes.append(tables.reach(of: fence, configuration: configuration))
+                areaReach.append(tables.reach(of: fence, configuration: configuration))
+                areaBoxes.append(fence.box)
                 areaIds.append(Int32(f))
+                areaProjects.append(fence.project)
             }
         }
         self.tables = tables
-        areaIndex = GridIndex(boxes: areaBoxes, ids: areaIds)
-        geolineIndex = GridIndex(boxes: lineBoxes, ids: lineIds)
+        areaIndex = GridIndex(reach: areaReach, tight: areaBoxes, ids: areaIds, projects: areaProjects)
+        geolineIndex = GridIndex(reach: lineBoxes, tight: lineBoxes, ids: lineIds, projects: lineProjects)
     }
 
     /// Number of fences (of every kind) across all projects.
@@ -53,9 +57,10 @@ public final class GeofenceEngine: Sendable {
     /// Evaluates one fix against the fix's project's zones, updating the device's state.
     public func evaluate(_ fix: Fix, state: inout DeviceState) -> Evaluation {
         let time = fix.timestamp.timeIntervalSince1970
-        if let fixId = fix.fixId, state.recentFixIds.contains(fixId) { return Evaluation(outcome: .duplicate) }
+        let digest = fix.fixId.map(DeviceState.digest(of:))
+        if let digest, state.recentFixIds.contains(digest) { return Evaluation(outcome: .duplicate) }
         if let last = state.lastTime, time < last { return Evaluation(outcome: .late) }
-        if let fixId = fix.fixId { state.remember(fixId: fixId) }
+        if let digest { state.remember(fixId: digest) }
         defer {
             state.lastTime = time
             state.lastFix = FixMemory(fix)

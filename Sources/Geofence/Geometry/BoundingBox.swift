@@ -1,6 +1,5 @@
 /// A longitude/latitude box that may straddle the antimeridian: it starts at
 /// `minLon` and extends `lonSpan` degrees east, so 179.9 + 0.2 covers -179.9.
-@usableFromInline
 struct BoundingBox: Sendable, Equatable {
     var minLon: Double
     var minLat: Double

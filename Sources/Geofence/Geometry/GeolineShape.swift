@@ -6,7 +6,6 @@ import Shared
 /// longitude/latitude; where two segments meet and on which side a point lies are
 /// unchanged by the affine maps between degrees and local metres, so the test runs
 /// in degrees with no projection error.
-@usableFromInline
 final class GeolineShape: Sendable {
     let xs: [Double]
     let ys: [Double]

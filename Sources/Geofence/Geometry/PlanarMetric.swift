@@ -9,7 +9,6 @@
 /// engine measures this way (exit buffers and depths inside fences, up to ~50 km)
 /// that is: 20 m → well under a millimetre; 1 km at 60° → 0.2 m; 50 km at 60° →
 /// 0.5 % of the length. `PlanarMetricTests` checks the bound against haversine.
-@usableFromInline
 struct PlanarMetric: Sendable {
     let kx: Double
     let ky: Double

@@ -14,7 +14,6 @@ import Shared
 /// Polygons with more than a few dozen edges get latitude bands: each band lists
 /// the edges whose latitude range overlaps it, so a test visits only the edges a
 /// horizontal ray through the fix can meet, not the whole ring.
-@usableFromInline
 final class PolygonShape: Sendable {
     /// Vertices of closed rings, one after the other (each ring repeats its first vertex).
     let xs: [Double]

@@ -8,8 +8,46 @@
 /// whatever the density. Cells live in one open-addressing hash table over flat
 /// arrays, so the index is a few large allocations with no per-cell objects, and a
 /// query allocates nothing. Built once, off the hot path, and never mutated.
-@usableFromInline
+///
+/// Each entry carries its project and a tight box in single precision (rounded
+/// outwards, so never too small), so that most candidates are rejected from the
+/// entries array itself, in cache order, without touching the fence.
 struct GridIndex: Sendable {
+    struct Entry: Sendable {
+        var id: Int32
+        var project: Int32
+        var minLon: Float
+        var minLat: Float
+        var lonSpan: Float
+        var maxLat: Float
+
+        init(id: Int32, project: Int32, box: BoundingBox) {
+            self.id = id
+            self.project = project
+            var west = Float(box.minLon)
+            if Double(west) > box.minLon { west = west.nextDown }
+            var south = Float(box.minLat)
+            if Double(south) > box.minLat { south = south.nextDown }
+            var north = Float(box.maxLat)
+            if Double(north) < box.maxLat { north = north.nextUp }
+            let span = box.lonSpan + (box.minLon - Double(west))
+            var width = Float(span)
+            if Double(width) < span { width = width.nextUp }
+            minLon = west
+            minLat = south
+            lonSpan = width
+            maxLat = north
+        }
+
+        @inline(__always)
+        func contains(lon: Double, lat: Double) -> Bool {
+            guard lat >= Double(minLat), lat <= Double(maxLat) else { return false }
+            var d = lon - Double(minLon)
+            if d < 0 { d += 360 }
+            return d <= Double(lonSpan)
+        }
+    }
+
     static let finestLevel = 22
     /// Levels that hold at least one box, coarsest first.
     let levels: [Int]
@@ -17,9 +55,10 @@ struct GridIndex: Sendable {
     private let slotCells: [Int32]
     private let shift: UInt64
     private let cellStarts: [Int32]
-    let entries: [Int32]
+    let entries: [Entry]
 
     static func cellSize(_ level: Int) -> Double { 360 / Double(1 << level) }
+    static func cellsPerDegree(_ level: Int) -> Double { Double(1 << level) / 360 }
 
     static func level(forExtent extent: Double) -> Int {
         var level = 0
@@ -29,13 +68,13 @@ struct GridIndex: Sendable {
 
     @inline(__always)
     static func column(_ lon: Double, level: Int) -> Int {
-        Int(((lon + 180) / cellSize(level)).rounded(.down)) & ((1 << level) - 1)
+        Int(((lon + 180) * cellsPerDegree(level)).rounded(.down)) & ((1 << level) - 1)
     }
 
     @inline(__always)
     static func row(_ lat: Double, level: Int) -> Int {
         let rows = max(1, 1 << max(0, level - 1))
-        return min(rows - 1, max(0, Int(((lat + 90) / cellSize(level)).rounded(.down))))
+        return min(rows - 1, max(0, Int(((lat + 90) * cellsPerDegree(level)).rounded(.down))))
     }
 
     @inline(__always)
@@ -56,10 +95,10 @@ struct GridIndex: Sendable {
     }
 
     static func forEachCell(of box: BoundingBox, level: Int, _ body: (UInt64) -> Void) {
-        let size = cellSize(level)
+        let scale = cellsPerDegree(level)
         let columns = 1 << level
-        let first = Int(((box.minLon + 180) / size).rounded(.down))
-        let last = Int(((box.minLon + box.lonSpan + 180) / size).rounded(.down))
+        let first = Int(((box.minLon + 180) * scale).rounded(.down))
+        let last = Int(((box.minLon + box.lonSpan + 180) * scale).rounded(.down))
         let columnCount = min(columns, last - first + 1)
         let row0 = row(box.minLat, level: level)
         let row1 = row(box.maxLat, level: level)
@@ -69,8 +108,9 @@ struct GridIndex: Sendable {
         }
     }
 
-    /// Builds the index of `boxes`, entry i standing for `ids[i]`.
-    init(boxes: [BoundingBox], ids: [Int32]) {
+    /// Builds the index: `reach[i]` decides the cells of entry i, which stands for
+    /// `ids[i]` of `projects[i]` and keeps the (smaller or equal) box `tight[i]`.
+    init(reach boxes: [BoundingBox], tight: [BoundingBox], ids: [Int32], projects: [Int32]) {
         var keys: [UInt64] = []
         var owners: [Int32] = []
         keys.reserveCapacity(boxes.count * 2)
@@ -79,7 +119,7 @@ struct GridIndex: Sendable {
         for (i, box) in boxes.enumerated() {
             Self.forEachCell(of: box) { key in
                 keys.append(key)
-                owners.append(ids[i])
+                owners.append(Int32(i))
                 used.insert(Int(key >> 56))
             }
         }
@@ -108,10 +148,12 @@ struct GridIndex: Sendable {
         var starts = [Int32](repeating: 0, count: counts.count + 1)
         for c in 0..<counts.count { starts[c + 1] = starts[c] + counts[c] }
         var fill = starts
-        var entries = [Int32](repeating: 0, count: keys.count)
+        let blank = Entry(id: -1, project: -1, box: BoundingBox(minLon: 0, minLat: 0, lonSpan: 0, maxLat: 0))
+        var entries = [Entry](repeating: blank, count: keys.count)
+        let compact = zip(tight, zip(ids, projects)).map { Entry(id: $0.1.0, project: $0.1.1, box: $0.0) }
         for i in 0..<keys.count {
             let cell = Int(cellOfPair[i])
-            entries[Int(fill[cell])] = owners[i]
+            entries[Int(fill[cell])] = compact[Int(owners[i])]
             fill[cell] += 1
         }
         self.slotKeys = slotKeys
@@ -136,19 +178,21 @@ struct GridIndex: Sendable {
         }
     }
 
-    /// Calls `body` with every id whose box may contain the point (a superset:
-    /// callers test the box and the shape). An id appears at most once per level,
-    /// and each box is stored at a single level, so never twice.
+    /// Calls `body` with every entry whose reach may contain the point (a superset:
+    /// callers test project, box and shape). An entry appears at most once per
+    /// level, and each is stored at a single level, so never twice.
     @inline(__always)
-    func forEachCandidate(lon: Double, lat: Double, _ body: (Int32) -> Void) {
-        for level in levels {
-            let key = Self.key(level: level, column: Self.column(lon, level: level), row: Self.row(lat, level: level))
-            for i in range(of: key) { body(entries[i]) }
+    func forEachCandidate(lon: Double, lat: Double, _ body: (Entry) -> Void) {
+        entries.withUnsafeBufferPointer { entries in
+            for level in levels {
+                let key = Self.key(level: level, column: Self.column(lon, level: level), row: Self.row(lat, level: level))
+                for i in range(of: key) { body(entries[i]) }
+            }
         }
     }
 
-    /// Calls `body` with every id whose box may meet `box` (ids may repeat).
-    func forEachCandidate(in box: BoundingBox, _ body: (Int32) -> Void) {
+    /// Calls `body` with every entry whose reach may meet `box` (entries may repeat).
+    func forEachCandidate(in box: BoundingBox, _ body: (Entry) -> Void) {
         for level in levels {
             Self.forEachCell(of: box, level: level) { key in
                 for i in range(of: key) { body(entries[i]) }

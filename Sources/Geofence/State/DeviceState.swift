@@ -20,7 +20,8 @@ public struct DeviceState: Codable, Sendable, Equatable {
     var lastFix: FixMemory?
     /// The last fix accurate enough to count, the start of the next geoline test.
     var track: TrackPoint?
-    var recentFixIds: [String]
+    /// Digests of the last fix ids (53 bits, exact as JSON numbers anywhere).
+    var recentFixIds: [UInt64]
     var zones: [ZoneMemory]
 
     /// A device never seen.
@@ -38,7 +39,7 @@ public struct DeviceState: Codable, Sendable, Equatable {
         lastTime = try container.decodeIfPresent(Double.self, forKey: .lastTime)
         lastFix = try container.decodeIfPresent(FixMemory.self, forKey: .lastFix)
         track = try container.decodeIfPresent(TrackPoint.self, forKey: .track)
-        recentFixIds = try container.decodeIfPresent([String].self, forKey: .recentFixIds) ?? []
+        recentFixIds = try container.decodeIfPresent([UInt64].self, forKey: .recentFixIds) ?? []
         zones = try container.decodeIfPresent([ZoneMemory].self, forKey: .zones) ?? []
     }
 
@@ -60,9 +61,24 @@ public struct DeviceState: Codable, Sendable, Equatable {
     /// Zones the device is currently inside (by a fence or a beacon).
     public var presentZoneIds: [String] { zones.filter(\.isPresent).map(\.zoneId) }
 
-    mutating func remember(fixId: String) {
+    mutating func remember(fixId digest: UInt64) {
         if recentFixIds.count >= Self.rememberedFixIds { recentFixIds.removeFirst() }
-        recentFixIds.append(fixId)
+        recentFixIds.append(digest)
+    }
+
+    /// A 53-bit FNV-1a digest of a fix id: a resent fix is recognised by comparing
+    /// numbers, and a collision among the last few dozen ids (about 1 in 10^14) is
+    /// the only way a distinct fix could be mistaken for a resent one.
+    static func digest(of fixId: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        var text = fixId
+        text.withUTF8 { bytes in
+            for byte in bytes {
+                hash ^= UInt64(byte)
+                hash = hash &* 0x0000_0100_0000_01B3
+            }
+        }
+        return hash & ((1 << 53) - 1)
     }
 
     func memoryIndex(of zoneId: String) -> Int? {
