@@ -112,7 +112,9 @@ struct ProducerTests {
                 try await producer.send(KafkaRecord(topic: topic, value: [1]))
             }
             #expect(error?.name == "_MSG_TIMED_OUT")
-            #expect(ContinuousClock.now - started < .seconds(10))
+            // The 2 s message timeout ends the wait; the bound only tells a timeout from a hang
+            // and leaves room for a loaded machine.
+            #expect(ContinuousClock.now - started < .seconds(60))
             cluster.setBroker(1, up: true)
         }
     }

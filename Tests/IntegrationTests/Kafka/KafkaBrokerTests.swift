@@ -129,7 +129,8 @@ struct KafkaBrokerTests {
             try await KafkaAdmin.waitUntilReachable(bootstrapServers: nowhere, timeout: .seconds(2), logger: KafkaIntegration.logger)
         }
         #expect(error?.description.contains(nowhere) == true)
-        #expect(ContinuousClock.now - started < .seconds(5))
+        // Bounds tell a configured timeout (2 s) from a hang, with room for a loaded machine.
+        #expect(ContinuousClock.now - started < .seconds(30))
 
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: nowhere, messageTimeout: .seconds(2)),
@@ -141,6 +142,6 @@ struct KafkaBrokerTests {
             }
         }
         #expect(sendError?.name == "_MSG_TIMED_OUT")
-        #expect(ContinuousClock.now - sendStarted < .seconds(6))
+        #expect(ContinuousClock.now - sendStarted < .seconds(30))
     }
 }
