@@ -8,7 +8,10 @@ import ServiceLifecycle
 /// only what the application says it has processed (no auto-commit, no
 /// auto offset store), so a crash replays unfinished work instead of losing it.
 ///
-/// `run()` owns the poll thread; `batches` is how the application reads.
+/// `run()` owns the poll thread; `batches` is how the application reads (one
+/// reader). While the application has a few batches unread the consumer stops
+/// polling, so processing a batch must take less than `maxPollInterval`, or
+/// the group considers the member gone.
 public final class KafkaConsumer: Service, Sendable {
     private let client: RDKafkaClient
     private let poller: ConsumerPoller
@@ -50,6 +53,9 @@ public final class KafkaConsumer: Service, Sendable {
         self.batches = KafkaMessageBatches(wrapped: sequence.sequence, state: state)
     }
 
+    /// Polls until graceful shutdown (or cancellation), then leaves the group
+    /// (revoking through the listener) and finishes `batches`. Throws when the
+    /// consumer stopped on an error (a fatal client error, a failing listener).
     public func run() async throws {
         try state.withLockedValue { $0.startRunning() }.get()
         let client = self.client
@@ -66,6 +72,8 @@ public final class KafkaConsumer: Service, Sendable {
         if let failure = state.withLockedValue({ $0.failure }) { throw failure }
     }
 
+    /// Synchronously commits these offsets (each the NEXT offset to read: last processed + 1),
+    /// on a Dispatch thread rather than the cooperative pool.
     public func commit(_ offsets: [KafkaTopicPartition: Int64]) async throws {
         guard !offsets.isEmpty else { return }
         guard state.withLockedValue({ $0.lifecycle }) != .closed else { throw KafkaError.shutDown("commit") }
@@ -83,6 +91,7 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// The partitions this member holds now (for metrics and tests).
     public var assignment: Set<KafkaTopicPartition> {
         state.withLockedValue { $0.assignment }
     }

@@ -32,6 +32,8 @@ public final class KafkaProducer: Service, Sendable {
         rd_kafka_set_log_queue(client.handle, nil)
     }
 
+    /// Serves delivery reports and logs until graceful shutdown (or cancellation),
+    /// then waits for every queued record's report before returning.
     public func run() async throws {
         try state.withLockedValue { $0.startRunning() }.get()
         await withTaskCancellationHandler {
@@ -45,12 +47,16 @@ public final class KafkaProducer: Service, Sendable {
         }
     }
 
+    /// Resolves when the broker acknowledged the record, throws ``KafkaError`` when it failed
+    /// (after librdkafka's retries, within `messageTimeout`). A full local queue is waited out,
+    /// never dropped. Cancelling the caller does not recall an enqueued record.
     public func send(_ record: KafkaRecord) async throws -> KafkaDeliveryReceipt {
         let id = try allocateId()
         try await enqueue(record, id: id)
         return try await report(for: id).get()
     }
 
+    /// Enqueues all, then awaits all reports: one result per record, in order.
     public func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
         var enqueued: [Result<UInt, KafkaError>] = []
         enqueued.reserveCapacity(records.count)
