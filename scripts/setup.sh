@@ -62,8 +62,16 @@ install_debian_packages() {
     if ! as_root true 2>/dev/null; then
         die "please install as root: apt-get install ${missing[*]}"
     fi
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
-    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+    local log
+    log="$(mktemp)"
+    if ! as_root env DEBIAN_FRONTEND=noninteractive apt-get update -qq >"$log" 2>&1 ||
+        ! as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+            "${missing[@]}" >>"$log" 2>&1; then
+        tail -n 20 "$log" >&2
+        rm -f "$log"
+        die "apt-get could not install: ${missing[*]}"
+    fi
+    rm -f "$log"
 }
 
 # Fetches librdkafka's source from Debian trixie with a private apt source
@@ -122,8 +130,11 @@ build_rdkafka() {
     )
     make_rdkafka_static
     rm -rf "$work"
+    rmdir "$LOCAL/build" 2>/dev/null || true
     version_at_least "$(rdkafka_version "$RDKAFKA_PREFIX/lib/pkgconfig")" "$RDKAFKA_MIN" ||
         die "the librdkafka just built is not usable"
+    # Marks a finished build for this checkout's path (the .pc file holds absolute paths).
+    echo "$RDKAFKA_PREFIX" >"$RDKAFKA_PREFIX/.built-for"
 }
 
 # Leaves only the static archive, and a rdkafka.pc whose Libs name the
@@ -142,8 +153,10 @@ make_rdkafka_static() {
 
 install_rdkafka() {
     local ours system
-    ours="$(rdkafka_version "$RDKAFKA_PREFIX/lib/pkgconfig")"
-    version_at_least "$ours" "$RDKAFKA_MIN" && return 0
+    if [ "$(cat "$RDKAFKA_PREFIX/.built-for" 2>/dev/null)" = "$RDKAFKA_PREFIX" ]; then
+        ours="$(rdkafka_version "$RDKAFKA_PREFIX/lib/pkgconfig")"
+        version_at_least "$ours" "$RDKAFKA_MIN" && return 0
+    fi
     system="$(rdkafka_version "")"
     if version_at_least "$system" "$RDKAFKA_MIN" && [ -z "${CHECKIN_BUILD_RDKAFKA:-}" ]; then
         return 0
