@@ -26,11 +26,13 @@ struct ConsumerTests {
     }
 
     func makeConsumer(
-        topic: String, group: String, maxBatchSize: Int = 500, listener: (any KafkaRebalanceListener)? = nil
+        topic: String, group: String, maxBatchSize: Int = 500, listener: (any KafkaRebalanceListener)? = nil,
+        strategy: KafkaConsumerConfiguration.AssignmentStrategy = .range
     ) throws -> KafkaConsumer {
         var configuration = KafkaTestSupport.consumerConfiguration(
             bootstrapServers: cluster.bootstrapServers, groupId: group, topics: [topic])
         configuration.maxBatchSize = maxBatchSize
+        configuration.assignmentStrategy = strategy
         return try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
     }
 
@@ -61,13 +63,17 @@ struct ConsumerTests {
         #expect(consumer.assignment.isEmpty)
     }
 
-    @Test("the rebalance listener's offsets are where reading starts")
-    func listenerSeek() async throws {
+    /// Eager strategies assign with `rd_kafka_assign`, cooperative-sticky with `rd_kafka_incremental_assign`.
+    @Test(
+        "the rebalance listener's offsets are where reading starts",
+        arguments: [KafkaConsumerConfiguration.AssignmentStrategy.range, .roundRobin, .cooperativeSticky])
+    func listenerSeek(strategy: KafkaConsumerConfiguration.AssignmentStrategy) async throws {
         let topic = KafkaTestSupport.uniqueName("seek")
         try cluster.createTopic(topic, partitions: 1)
         try await produce(10, to: topic)
         let listener = RecordingListener(startAt: 7)
-        let consumer = try makeConsumer(topic: topic, group: KafkaTestSupport.uniqueName("group"), listener: listener)
+        let consumer = try makeConsumer(
+            topic: topic, group: KafkaTestSupport.uniqueName("group"), listener: listener, strategy: strategy)
         let received = ReceivedMessages(consumer)
         let messages = try await KafkaTestSupport.withRunning([consumer]) {
             try await received.waitFor(count: 3)
