@@ -26,6 +26,8 @@ export CHECKIN_POSTGRES_PORT=0
 cleanup() {
     "$ROOT/scripts/broker.sh" stop 2>/dev/null || true
     "$ROOT/scripts/postgres.sh" stop 2>/dev/null || true
+    # A checkout the postgres user cannot reach keeps its cluster in /var/tmp (see postgres.sh).
+    if [ -L "$CHECKIN_POSTGRES_DIR" ]; then rm -rf "$(readlink -f "$CHECKIN_POSTGRES_DIR")"; fi
     rm -rf "$RUN_DIR"
 }
 trap cleanup EXIT

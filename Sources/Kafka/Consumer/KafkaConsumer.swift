@@ -26,6 +26,9 @@ public final class KafkaConsumer: Service, Sendable {
     public init(
         configuration: KafkaConsumerConfiguration, rebalanceListener: (any KafkaRebalanceListener)? = nil, logger: Logger
     ) throws {
+        var logger = logger
+        logger[metadataKey: "kafka.group"] = "\(configuration.groupId)"
+        logger[metadataKey: "kafka.client"] = "\(configuration.clientId)"
         let state = NIOLockedValueBox(ConsumerStateMachine())
         let gate = PollGate()
         // A few batches ahead of the application, then polling pauses.

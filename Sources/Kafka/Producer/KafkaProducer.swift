@@ -20,6 +20,8 @@ public final class KafkaProducer: Service, Sendable {
     private let logger: Logger
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+        var logger = logger
+        logger[metadataKey: "kafka.client"] = "\(configuration.clientId)"
         self.logger = logger
         self.messageTimeout = configuration.messageTimeout
         let client = try RDKafkaClient.make(
