@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import Testing
 
 @testable import Kafka
@@ -72,5 +73,36 @@ struct StateMachineTests {
     func errorDescription() {
         let error = KafkaError(message: "delivery to topic fixes failed", name: "_MSG_TIMED_OUT", reason: "Local: Message timed out")
         #expect(error.description == "delivery to topic fixes failed: _MSG_TIMED_OUT (Local: Message timed out)")
+    }
+}
+
+@Suite("Message batches")
+struct MessageBatchesTests {
+    static func message(_ partition: Int32, _ offset: Int64) -> KafkaConsumerMessage {
+        KafkaConsumerMessage(topic: "t", partition: partition, offset: offset, value: [])
+    }
+
+    @Test("messages polled before their partition was revoked are not handed out")
+    func revokedAreDropped() async throws {
+        let state = NIOLockedValueBox(ConsumerStateMachine())
+        let gate = PollGate()
+        let (batches, source) = KafkaMessageBatches.make(state: state, gate: gate)
+        let p0 = KafkaTopicPartition(topic: "t", partition: 0)
+        let p1 = KafkaTopicPartition(topic: "t", partition: 1)
+        let generations = state.withLockedValue { $0.assigned([p0, p1]) }
+        _ = source.yield(contentsOf: [
+            PolledBatch(messages: [Self.message(0, 0), Self.message(1, 0)], generations: generations),
+            PolledBatch(messages: [Self.message(1, 1)], generations: [p1: generations[p1]!]),
+            PolledBatch(messages: [Self.message(0, 1)], generations: [p0: generations[p0]!]),
+        ])
+        // Partition 1 is revoked (and even assigned again) before the application reads.
+        state.withLockedValue { $0.revoked([p1]) }
+        _ = state.withLockedValue { $0.assigned([p1]) }
+        source.finish()
+
+        var delivered: [[Int64]] = []
+        for try await batch in batches { delivered.append(batch.map { Int64($0.partition) * 100 + $0.offset }) }
+        // The batch left empty by the revoke is skipped entirely.
+        #expect(delivered == [[0], [1]])
     }
 }

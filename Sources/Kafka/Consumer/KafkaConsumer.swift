@@ -31,17 +31,10 @@ public final class KafkaConsumer: Service, Sendable {
         logger[metadataKey: "kafka.client"] = "\(configuration.clientId)"
         let state = NIOLockedValueBox(ConsumerStateMachine())
         let gate = PollGate()
-        // A few batches ahead of the application, then polling pauses.
-        let sequence = KafkaMessageBatches.Wrapped.makeSequence(
-            elementType: PolledBatch.self,
-            failureType: (any Error).self,
-            backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4),
-            finishOnDeinit: true,
-            delegate: BatchDemand(gate: gate)
-        )
+        let (batches, source) = KafkaMessageBatches.make(state: state, gate: gate)
         let poller = ConsumerPoller(
             configuration: configuration, listener: rebalanceListener, state: state, gate: gate,
-            source: sequence.source, logger: logger)
+            source: source, logger: logger)
         let client = try RDKafkaClient.make(
             type: RD_KAFKA_CONSUMER, properties: configuration.librdkafkaProperties(), callbackContext: poller,
             logger: logger, configure: ConsumerPoller.installCallbacks)
@@ -53,7 +46,7 @@ public final class KafkaConsumer: Service, Sendable {
         self.state = state
         self.gate = gate
         self.logger = logger
-        self.batches = KafkaMessageBatches(wrapped: sequence.sequence, state: state)
+        self.batches = batches
     }
 
     /// Polls until graceful shutdown (or cancellation), then leaves the group

@@ -19,6 +19,21 @@ public struct KafkaMessageBatches: AsyncSequence, Sendable {
     let wrapped: Wrapped
     let state: NIOLockedValueBox<ConsumerStateMachine>
 
+    /// The sequence and the source the poll thread yields into; a few batches
+    /// ahead of the application, then the gate closes and polling pauses.
+    static func make(
+        state: NIOLockedValueBox<ConsumerStateMachine>, gate: PollGate
+    ) -> (batches: KafkaMessageBatches, source: Wrapped.Source) {
+        let sequence = Wrapped.makeSequence(
+            elementType: PolledBatch.self,
+            failureType: (any Error).self,
+            backPressureStrategy: .init(lowWatermark: 1, highWatermark: 4),
+            finishOnDeinit: true,
+            delegate: BatchDemand(gate: gate)
+        )
+        return (KafkaMessageBatches(wrapped: sequence.sequence, state: state), sequence.source)
+    }
+
     public func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(wrapped: wrapped.makeAsyncIterator(), state: state)
     }
