@@ -51,18 +51,27 @@ struct GridIndex: Sendable {
     static let finestLevel = 22
     /// Levels that hold at least one box, coarsest first.
     let levels: [Int]
-    private let slotKeys: [UInt64]
-    private let slotCells: [Int32]
+    /// One slot of the open-addressing table: a cell's key next to its entry range,
+    /// so that a lookup touches one cache line before it reaches the entries.
+    struct Slot: Sendable {
+        var key: UInt64
+        var start: Int32
+        var count: Int32
+    }
+
+    private let slots: [Slot]
     private let shift: UInt64
-    private let cellStarts: [Int32]
     let entries: [Entry]
 
     static func cellSize(_ level: Int) -> Double { 360 / Double(1 << level) }
     static func cellsPerDegree(_ level: Int) -> Double { Double(1 << level) / 360 }
 
+    /// Only even levels are used (cells four times the area of the next): a box then
+    /// lands in at most 2 x 2 cells a little larger than needed, and a point query
+    /// visits half as many levels, each a cache miss.
     static func level(forExtent extent: Double) -> Int {
         var level = 0
-        while level < finestLevel, cellSize(level + 1) >= extent { level += 1 }
+        while level + 2 <= finestLevel, cellSize(level + 2) >= extent { level += 2 }
         return level
     }
 
@@ -79,7 +88,9 @@ struct GridIndex: Sendable {
 
     @inline(__always)
     static func key(level: Int, column: Int, row: Int) -> UInt64 {
-        UInt64(level) << 56 | UInt64(column) << 28 | UInt64(row)
+        let levelBits = UInt64(truncatingIfNeeded: level) &<< 56
+        let columnBits = UInt64(truncatingIfNeeded: column) &<< 28
+        return levelBits | columnBits | UInt64(truncatingIfNeeded: row)
     }
 
     @inline(__always)
@@ -102,9 +113,15 @@ struct GridIndex: Sendable {
         let columnCount = min(columns, last - first + 1)
         let row0 = row(box.minLat, level: level)
         let row1 = row(box.maxLat, level: level)
-        for c in 0..<columnCount {
+        var c = 0
+        while c < columnCount {
             let column = (first + c) & (columns - 1)
-            for r in row0...row1 { body(key(level: level, column: column, row: r)) }
+            var r = row0
+            while r <= row1 {
+                body(key(level: level, column: column, row: r))
+                r += 1
+            }
+            c += 1
         }
     }
 
@@ -117,7 +134,12 @@ struct GridIndex: Sendable {
         owners.reserveCapacity(boxes.count * 2)
         var used = Set<Int>()
         for (i, box) in boxes.enumerated() {
-            Self.forEachCell(of: box) { key in
+            let level = Self.level(forExtent: max(box.lonSpan, box.maxLat - box.minLat))
+            Self.forEachCell(of: box, level: level) { key in
+                // Written as loops over explicit shifts: a closed-range loop around the key
+                // arithmetic was miscompiled in release builds (keys lost their level and
+                // column), which would silently hide fences. A wrong key must stop the build.
+                precondition(key >> 56 == UInt64(level), "spatial index key corrupted")
                 keys.append(key)
                 owners.append(Int32(i))
                 used.insert(Int(key >> 56))
@@ -127,54 +149,48 @@ struct GridIndex: Sendable {
         var capacity = 16
         while capacity < keys.count * 2 { capacity <<= 1 }
         shift = UInt64(64 - capacity.trailingZeroBitCount)
-        var slotKeys = [UInt64](repeating: .max, count: capacity)
-        var slotCells = [Int32](repeating: -1, count: capacity)
-        var counts: [Int32] = []
-        var cellOfPair = [Int32](repeating: 0, count: keys.count)
+        var slots = [Slot](repeating: Slot(key: .max, start: 0, count: 0), count: capacity)
+        var slotOfPair = [Int32](repeating: 0, count: keys.count)
         let mask = capacity - 1
         let shift = self.shift
         for (i, key) in keys.enumerated() {
             var s = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-            while slotKeys[s] != key && slotKeys[s] != .max { s = (s + 1) & mask }
-            if slotKeys[s] == .max {
-                slotKeys[s] = key
-                slotCells[s] = Int32(counts.count)
-                counts.append(0)
-            }
-            let cell = Int(slotCells[s])
-            counts[cell] += 1
-            cellOfPair[i] = Int32(cell)
+            while slots[s].key != key && slots[s].key != .max { s = (s + 1) & mask }
+            slots[s].key = key
+            slots[s].count += 1
+            slotOfPair[i] = Int32(s)
         }
-        var starts = [Int32](repeating: 0, count: counts.count + 1)
-        for c in 0..<counts.count { starts[c + 1] = starts[c] + counts[c] }
-        var fill = starts
+        // Entries of a cell are contiguous, cells in slot order.
+        var next: Int32 = 0
+        for s in 0..<capacity where slots[s].key != .max {
+            slots[s].start = next
+            next += slots[s].count
+        }
+        var fill = slots.map(\.start)
         let blank = Entry(id: -1, project: -1, box: BoundingBox(minLon: 0, minLat: 0, lonSpan: 0, maxLat: 0))
         var entries = [Entry](repeating: blank, count: keys.count)
         let compact = zip(tight, zip(ids, projects)).map { Entry(id: $0.1.0, project: $0.1.1, box: $0.0) }
         for i in 0..<keys.count {
-            let cell = Int(cellOfPair[i])
-            entries[Int(fill[cell])] = compact[Int(owners[i])]
-            fill[cell] += 1
+            let s = Int(slotOfPair[i])
+            entries[Int(fill[s])] = compact[Int(owners[i])]
+            fill[s] += 1
         }
-        self.slotKeys = slotKeys
-        self.slotCells = slotCells
-        self.cellStarts = starts
+        self.slots = slots
         self.entries = entries
     }
 
     /// The entry range of one cell, empty when the cell holds nothing.
     @inline(__always)
     func range(of key: UInt64) -> Range<Int> {
-        let mask = slotKeys.count - 1
-        var s = slot(of: key)
-        while true {
-            let found = slotKeys[s]
-            if found == key {
-                let cell = Int(slotCells[s])
-                return Int(cellStarts[cell])..<Int(cellStarts[cell + 1])
+        slots.withUnsafeBufferPointer { slots in
+            let mask = slots.count - 1
+            var s = slot(of: key)
+            while true {
+                let found = slots[s]
+                if found.key == key { return Int(found.start)..<Int(found.start + found.count) }
+                if found.key == .max { return 0..<0 }
+                s = (s + 1) & mask
             }
-            if found == .max { return 0..<0 }
-            s = (s + 1) & mask
         }
     }
 

@@ -22,6 +22,8 @@ public struct DeviceState: Codable, Sendable, Equatable {
     var track: TrackPoint?
     /// Digests of the last fix ids (53 bits, exact as JSON numbers anywhere).
     var recentFixIds: [UInt64]
+    /// Where the next digest goes once `recentFixIds` is full (a ring, so nothing moves).
+    var recentCursor: Int = 0
     var zones: [ZoneMemory]
 
     /// A device never seen.
@@ -31,7 +33,7 @@ public struct DeviceState: Codable, Sendable, Equatable {
     }
 
     enum CodingKeys: String, CodingKey {
-        case lastTime = "t", lastFix = "f", track = "p", recentFixIds = "ids", zones = "z"
+        case lastTime = "t", lastFix = "f", track = "p", recentFixIds = "ids", recentCursor = "ic", zones = "z"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -40,6 +42,8 @@ public struct DeviceState: Codable, Sendable, Equatable {
         lastFix = try container.decodeIfPresent(FixMemory.self, forKey: .lastFix)
         track = try container.decodeIfPresent(TrackPoint.self, forKey: .track)
         recentFixIds = try container.decodeIfPresent([UInt64].self, forKey: .recentFixIds) ?? []
+        recentCursor = try container.decodeIfPresent(Int.self, forKey: .recentCursor) ?? 0
+        if !(0..<Self.rememberedFixIds).contains(recentCursor) { recentCursor = 0 }
         zones = try container.decodeIfPresent([ZoneMemory].self, forKey: .zones) ?? []
     }
 
@@ -49,6 +53,7 @@ public struct DeviceState: Codable, Sendable, Equatable {
         try container.encodeIfPresent(lastFix, forKey: .lastFix)
         try container.encodeIfPresent(track, forKey: .track)
         if !recentFixIds.isEmpty { try container.encode(recentFixIds, forKey: .recentFixIds) }
+        if recentCursor != 0 { try container.encode(recentCursor, forKey: .recentCursor) }
         if !zones.isEmpty { try container.encode(zones, forKey: .zones) }
     }
 
@@ -62,8 +67,13 @@ public struct DeviceState: Codable, Sendable, Equatable {
     public var presentZoneIds: [String] { zones.filter(\.isPresent).map(\.zoneId) }
 
     mutating func remember(fixId digest: UInt64) {
-        if recentFixIds.count >= Self.rememberedFixIds { recentFixIds.removeFirst() }
-        recentFixIds.append(digest)
+        if recentFixIds.count < Self.rememberedFixIds {
+            recentFixIds.append(digest)
+        } else {
+            if recentCursor >= recentFixIds.count { recentCursor = 0 }
+            recentFixIds[recentCursor] = digest
+            recentCursor = (recentCursor + 1) % Self.rememberedFixIds
+        }
     }
 
     /// A 53-bit FNV-1a digest of a fix id: a resent fix is recognised by comparing
