@@ -112,3 +112,20 @@ import Testing
         #expect(a[0].eventId.count == 36)
     }
 }
+
+@Suite struct FixIdMemoryTests {
+    @Test func rememberedFixIdsAreBoundedAndRecognised() throws {
+        var trip = try Scenario(zones: [])
+        for i in 0..<100 {
+            let fix = Scenario.fix(at: Double(i), lat: 1.5, lon: 1.5, fixId: "id\(i)")
+            #expect(trip.engine.evaluate(fix, state: &trip.state).outcome == .evaluated)
+        }
+        #expect(trip.state.recentFixIds.count == DeviceState.rememberedFixIds)
+        for i in 68..<100 {
+            let again = Scenario.fix(at: 200, lat: 1.5, lon: 1.5, fixId: "id\(i)")
+            #expect(trip.engine.evaluate(again, state: &trip.state).outcome == .duplicate, "id\(i)")
+        }
+        let forgotten = Scenario.fix(at: 200, lat: 1.5, lon: 1.5, fixId: "id10")
+        #expect(trip.engine.evaluate(forgotten, state: &trip.state).outcome == .evaluated)
+    }
+}
