@@ -74,7 +74,8 @@ enum RDKafkaProduce {
         for header in headers {
             if let value = header.value {
                 value.withUnsafeBytes { bytes in
-                    _ = rd_kafka_header_add(list, header.key, -1, bytes.isEmpty ? UnsafeRawPointer(emptyPayload) : bytes.baseAddress, bytes.count)
+                    _ = rd_kafka_header_add(
+                        list, header.key, -1, bytes.isEmpty ? UnsafeRawPointer(emptyPayload) : bytes.baseAddress, bytes.count)
                 }
             } else {
                 _ = rd_kafka_header_add(list, header.key, -1, nil, 0)

@@ -9,9 +9,11 @@ struct KafkaBrokerTests {
         let topic = KafkaIntegration.uniqueName("kafka-it-roundtrip")
         let brokers = TestEnvironment.kafkaBrokers
         try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
-        try await KafkaAdmin.createTopics([(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
         // An existing topic is fine.
-        try await KafkaAdmin.createTopics([(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
 
         let producer = try KafkaIntegration.makeProducer()
         let receipts = try await KafkaIntegration.withRunning([producer]) {
@@ -58,7 +60,9 @@ struct KafkaBrokerTests {
         let secondReceived = KafkaReceivedMessages(second)
 
         func produce(_ range: Range<Int>) async throws {
-            for result in await producer.send(range.map { KafkaRecord(topic: topic, key: Array("k\($0)".utf8), value: Array("\($0)".utf8)) }) {
+            for result in await producer.send(
+                range.map { KafkaRecord(topic: topic, key: Array("k\($0)".utf8), value: Array("\($0)".utf8)) })
+            {
                 _ = try result.get()
             }
         }
@@ -97,7 +101,9 @@ struct KafkaBrokerTests {
             logger: KafkaIntegration.logger)
         let producer = try KafkaIntegration.makeProducer()
         try await KafkaIntegration.withRunning([producer]) {
-            for result in await producer.send((0..<40).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) }) {
+            for result in await producer.send(
+                (0..<40).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) })
+            {
                 _ = try result.get()
             }
         }
