@@ -22,6 +22,7 @@ struct FixBatchProcessor: Sendable {
     let logger: Logger
 
     var states: DeviceStateStore { DeviceStateStore(logger: logger) }
+    var stateResets: Counter { Counter(label: "checkin_evaluator_state_resets_total") }
     var offsets: OffsetStore { OffsetStore(database: database, logger: logger) }
 
     struct Outcome {
@@ -58,7 +59,7 @@ struct FixBatchProcessor: Sendable {
             let stored = try await states.lockStates(keys, on: connection)
             var current: [DeviceKey: DeviceState] = [:]
             for key in keys {
-                current[key] = try stored[key].map { try decoder.decode(DeviceState.self, from: Data($0.utf8)) } ?? DeviceState()
+                current[key] = stored[key].map { decodeState($0, key: key, decoder: decoder) } ?? DeviceState()
             }
             var lastFixAt: [DeviceKey: Date] = [:]
             var records = deadLetters
@@ -91,6 +92,20 @@ struct FixBatchProcessor: Sendable {
             return result
         }
         return committed
+    }
+
+    /// A stored state that no longer decodes would fail its batch on every retry and
+    /// stall the partition; the device starts afresh instead, loudly.
+    func decodeState(_ json: String, key: DeviceKey, decoder: JSONDecoder) -> DeviceState {
+        do {
+            return try decoder.decode(DeviceState.self, from: Data(json.utf8))
+        } catch {
+            stateResets.increment()
+            logger.error(
+                "stored device state is unreadable; starting the device afresh",
+                metadata: ["projectId": "\(key.projectId)", "deviceId": "\(key.deviceId)", "error": "\(error)"])
+            return DeviceState()
+        }
     }
 
     /// Publishes and waits until the broker has every record; any failure aborts the batch.

@@ -46,7 +46,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
             var records: [KafkaRecord] = []
             var updated: [StoredDeviceState] = []
             for stored in due {
-                var state = try decoder.decode(DeviceState.self, from: Data(stored.stateJSON.utf8))
+                var state = processor.decodeState(stored.stateJSON, key: stored.key, decoder: decoder)
                 let events = engine.checkOutStale(
                     state: &state, projectId: stored.key.projectId, deviceId: stored.key.deviceId, now: now)
                 records.append(contentsOf: try events.map { try processor.record(for: $0, encoder: encoder) })

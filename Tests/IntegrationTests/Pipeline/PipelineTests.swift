@@ -1,6 +1,8 @@
 import Foundation
 import Kafka
 import Logging
+import Persistence
+import ServiceSupport
 import Shared
 import Testing
 
@@ -64,6 +66,33 @@ import Testing
             let otherProject = try await post(try TestTrip(projectId: "someone-else").batch(0..<1), to: url, key: harness.deviceKey)
             #expect(otherProject.status == 400)
             #expect(otherProject.body.contains("fixes[0].projectId"))
+        }
+    }
+}
+
+extension PipelineTests {
+    /// A state row that no longer decodes (say, written by an older format) must not
+    /// stall the partition: the device starts afresh and its trip is still decided.
+    @Test func unreadableStoredStateDoesNotStallThePartition() async throws {
+        let harness = PipelineHarness()
+        try await harness.run { ingestPort, received in
+            let trip = TestTrip(projectId: harness.projectId)
+            let logger = harness.logger
+            try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) { database in
+                try await database.withTransaction { connection in
+                    try await DeviceStateStore(logger: logger).save(
+                        [
+                            StoredDeviceState(
+                                key: DeviceKey(projectId: trip.projectId, deviceId: trip.deviceId),
+                                stateJSON: #"{"t": "not a time"}"#, lastFixAt: nil, staleAt: nil)
+                        ], on: connection)
+                }
+            }
+            #expect(try await post(try trip.batch(0..<9), to: "http://127.0.0.1:\(ingestPort)/v1/fixes", key: harness.deviceKey).status == 202)
+            try await received.wait(timeout: .seconds(90)) { trip.isComplete($0) }
+            let metrics = MetricsBootstrap.prometheus().emitToString()
+            let resets = metrics.split(separator: "\n").first { $0.hasPrefix("checkin_evaluator_state_resets_total ") }
+            #expect(resets.flatMap { Double($0.split(separator: " ").last ?? "") }.map { $0 >= 1 } == true)
         }
     }
 }
