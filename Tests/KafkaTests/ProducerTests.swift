@@ -56,6 +56,20 @@ struct ProducerTests {
         }
     }
 
+    @Test("a full local queue is waited out, nothing is dropped")
+    func backpressure() async throws {
+        let topic = KafkaTestSupport.uniqueName("full")
+        try cluster.createTopic(topic, partitions: 2)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(
+                bootstrapServers: cluster.bootstrapServers, properties: ["queue.buffering.max.messages": "10"]),
+            logger: KafkaTestSupport.logger)
+        let results = try await KafkaTestSupport.withRunning([producer]) {
+            await producer.send((0..<300).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8)) })
+        }
+        #expect(try results.map { try $0.get() }.count == 300)
+    }
+
     @Test("a record the broker rejects fails its send with librdkafka's error name")
     func injectedError() async throws {
         let topic = KafkaTestSupport.uniqueName("rejected")

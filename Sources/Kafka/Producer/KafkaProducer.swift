@@ -16,6 +16,8 @@ public final class KafkaProducer: Service, Sendable {
     private typealias Report = Result<KafkaDeliveryReceipt, KafkaError>
     private let state = NIOLockedValueBox(ProducerStateMachine<CheckedContinuation<Report, Never>>())
     private let stopRequested = NIOLockedValueBox(false)
+    /// Senders waiting for room in librdkafka's local queue, woken by the next delivery report.
+    private let space = NIOLockedValueBox(QueueSpace())
     private let messageTimeout: Duration
     private let logger: Logger
 
@@ -93,8 +95,8 @@ public final class KafkaProducer: Service, Sendable {
     /// Enqueues, waiting while librdkafka's local queue is full: that is
     /// backpressure from a slow broker, and the record must not be dropped.
     private func enqueue(_ record: KafkaRecord, id: UInt) async throws(KafkaError) {
-        var delay = Duration.milliseconds(1)
         while true {
+            let reportsBefore = space.withLockedValue { $0.reports }
             switch RDKafkaProduce.produce(record, opaque: id, handle: client.handle) {
             case .enqueued:
                 return
@@ -105,10 +107,32 @@ public final class KafkaProducer: Service, Sendable {
                 if Task.isCancelled {
                     throw KafkaError(message: "send to \(record.topic) was cancelled while the local queue was full")
                 }
-                try? await Task.sleep(for: delay)
-                delay = min(delay * 2, .milliseconds(100))
+                await waitForSpace(after: reportsBefore)
             }
         }
+    }
+
+    /// Returns once a delivery report has been served since `reports` was read:
+    /// a report is what frees room in the local queue.
+    private func waitForSpace(after reports: UInt64) async {
+        await withCheckedContinuation { (waiter: CheckedContinuation<Void, Never>) in
+            let now = space.withLockedValue { space in
+                guard space.reports == reports, !space.closed else { return true }
+                space.waiters.append(waiter)
+                return false
+            }
+            if now { waiter.resume() }
+        }
+    }
+
+    private func spaceFreed(closing: Bool = false) {
+        let waiters = space.withLockedValue { space in
+            space.reports &+= 1
+            if closing { space.closed = true }
+            defer { space.waiters.removeAll() }
+            return space.waiters
+        }
+        for waiter in waiters { waiter.resume() }
     }
 
     private func report(for id: UInt) async -> Report {
@@ -134,6 +158,7 @@ public final class KafkaProducer: Service, Sendable {
         }
         let left = rd_kafka_outq_len(client.handle)
         if left > 0 { logger.warning("producer shut down with \(left) records unacknowledged") }
+        spaceFreed(closing: true)
         for waiter in state.withLockedValue({ $0.finish() }) {
             waiter.resume(
                 returning: .failure(KafkaError(message: "the producer shut down before the broker acknowledged the record")))
@@ -142,8 +167,13 @@ public final class KafkaProducer: Service, Sendable {
 
     private func serveEvents(timeoutMilliseconds: Int32) {
         guard let event = rd_kafka_queue_poll(mainQueue.queue, timeoutMilliseconds) else { return }
-        defer { rd_kafka_event_destroy(event) }
-        switch Int32(rd_kafka_event_type(event)) {
+        let type = Int32(rd_kafka_event_type(event))
+        defer {
+            rd_kafka_event_destroy(event)
+            // Destroying the report's messages is what makes room in the local queue.
+            if type == Int32(RD_KAFKA_EVENT_DR) { spaceFreed() }
+        }
+        switch type {
         case Int32(RD_KAFKA_EVENT_DR):
             while let message = rd_kafka_event_message_next(event) {
                 let id = UInt(bitPattern: message.pointee._private)
@@ -173,4 +203,11 @@ public final class KafkaProducer: Service, Sendable {
             break
         }
     }
+}
+
+/// How many delivery report events were served, and who waits for the next one.
+private struct QueueSpace: Sendable {
+    var reports: UInt64 = 0
+    var closed = false
+    var waiters: [CheckedContinuation<Void, Never>] = []
 }
