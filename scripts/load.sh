@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Measures the pipeline on this machine: starts `checkin dev` against the Postgres and
+# broker of with-services.sh, loads the example zones into a project, and runs
+# `checkin load` against it.
+#
+#   scripts/with-services.sh scripts/load.sh [checkin load options…]
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
+PORT="${CHECKIN_LOAD_PORT:-18080}"
+export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
+
+"$BIN" projects create load >/dev/null
+"$BIN" zones import --project load "$ROOT/examples/zones.json"
+CHECKIN_HTTP_PORT="$PORT" CHECKIN_INGEST_REQUIRE_API_KEY=false "$BIN" dev &
+pid=$!
+trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
+for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.5; done
+"$BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "$@"
