@@ -35,6 +35,8 @@ struct EventIdentity {
         var value = hash
         value = (value & ~(UInt128(0xF) << 76)) | (UInt128(8) << 76)
         value = (value & ~(UInt128(0x3) << 62)) | (UInt128(0x2) << 62)
+        let high = UInt64(truncatingIfNeeded: value >> 64)
+        let low = UInt64(truncatingIfNeeded: value)
         return String(unsafeUninitializedCapacity: 36) { buffer in
             let digits: StaticString = "0123456789abcdef"
             var out = 0
@@ -43,8 +45,8 @@ struct EventIdentity {
                     buffer[out] = UInt8(ascii: "-")
                     out += 1
                 }
-                let shift = UInt128(124 - nibble * 4)
-                let digit = Int(truncatingIfNeeded: (value >> shift) & 0xF)
+                let half = nibble < 16 ? high : low
+                let digit = Int(truncatingIfNeeded: (half &>> UInt64(60 - (nibble & 15) * 4)) & 0xF)
                 buffer[out] = digits.utf8Start[digit]
                 out += 1
             }

@@ -18,10 +18,6 @@ extension GeofenceEngine {
     ) {
         hits.sort()
         let lookup = tables.zoneIndex[Int(context.project)]
-        if !state.zones.isEmpty {
-            // Zones deleted since the state was written are forgotten without events.
-            state.zones.removeAll { lookup[$0.zoneId] == nil }
-        }
         var checkIns: [CheckEvent] = []
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: hits.count + state.zones.count) { touched in
             var count = 0
@@ -38,7 +34,14 @@ extension GeofenceEngine {
                 count += 1
             }
             for i in 0..<hits.count { add(hits[i].zone) }
-            for memory in state.zones { if let z = lookup[memory.zoneId] { add(z) } }
+            if !state.zones.isEmpty {
+                // Zones deleted since the state was written are forgotten without events.
+                var forgotten = false
+                for memory in state.zones {
+                    if let z = lookup[memory.zoneId] { add(z) } else { forgotten = true }
+                }
+                if forgotten { state.zones.removeAll { lookup[$0.zoneId] == nil } }
+            }
             var cursor = 0
             for i in 0..<count {
                 let z = touched[i]
