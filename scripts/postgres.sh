@@ -24,17 +24,7 @@ PORT_FILE="$RUN_DIR/postgres.port"
 
 die() { echo "postgres: error: $*" >&2; exit 1; }
 
-port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-
-free_port() {
-    local port tries=0
-    while [ $tries -lt 200 ]; do
-        port=$((20000 + RANDOM % 30000))
-        port_busy "$port" || { echo "$port"; return 0; }
-        tries=$((tries + 1))
-    done
-    die "found no free port"
-}
+. "$ROOT/scripts/lib/ports.sh"
 
 BIN_DIR="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -n1 || true)"
 [ -n "$BIN_DIR" ] && [ -x "$BIN_DIR/pg_ctl" ] || die "no Postgres server installed: run scripts/setup.sh first"
