@@ -15,7 +15,7 @@ public struct Evaluator: Sendable {
 
     public init(
         configuration: EvaluatorConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
-        producer: KafkaProducer, logger: Logger
+        producer: KafkaProducer, logger: Logger, onZonesLoaded: @escaping @Sendable () -> Void = {}
     ) throws {
         var consumerConfiguration = consumerConfiguration
         consumerConfiguration.groupId = configuration.groupId
@@ -23,7 +23,7 @@ public struct Evaluator: Sendable {
         consumerConfiguration.maxBatchSize = configuration.maximumBatchSize
         let catalog = ZoneCatalog(
             zones: ZoneStore(database: database, logger: logger), configuration: configuration.engine,
-            refreshInterval: configuration.zoneRefreshInterval, logger: logger)
+            refreshInterval: configuration.zoneRefreshInterval, logger: logger, onFirstLoad: onZonesLoaded)
         let gate = BatchGate()
         let listener = EvaluatorRebalanceListener(
             group: configuration.groupId, offsets: OffsetStore(database: database, logger: logger), gate: gate,

@@ -18,13 +18,21 @@ public final class ZoneCatalog: Service, Sendable {
     let configuration: EngineConfiguration
     let refreshInterval: Duration
     let logger: Logger
+    /// Told once the first engine is in place, for `/ready`.
+    let onFirstLoad: @Sendable () -> Void
     private let loaded = NIOLockedValueBox<Loaded?>(nil)
+    /// One rebuild at a time: the refresh loop and a first `engine()` call can race at start.
+    private let rebuilding = RefreshLock()
 
-    public init(zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration, logger: Logger) {
+    public init(
+        zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration, logger: Logger,
+        onFirstLoad: @escaping @Sendable () -> Void = {}
+    ) {
         self.zones = zones
         self.configuration = configuration
         self.refreshInterval = refreshInterval
         self.logger = logger
+        self.onFirstLoad = onFirstLoad
     }
 
     public func run() async throws {
@@ -48,14 +56,28 @@ public final class ZoneCatalog: Service, Sendable {
 
     /// Rebuilds the engine if the zones changed since the last build.
     public func refresh() async throws {
+        await rebuilding.lock()
+        do {
+            try await rebuildIfChanged()
+            await rebuilding.unlock()
+        } catch {
+            await rebuilding.unlock()
+            throw error
+        }
+    }
+
+    private func rebuildIfChanged() async throws {
         let version = try await zones.catalogVersion()
         if loaded.withLockedValue({ $0?.version }) == version { return }
         let projects = try await zones.allZones().map { ProjectZones(projectId: $0.projectId, zones: $0.zones) }
         let started = ContinuousClock.now
         let engine = buildSkippingInvalidProjects(projects)
-        loaded.withLockedValue { current in
+        let first = loaded.withLockedValue { current in
+            let first = current == nil
             if (current?.version ?? .min) < version { current = Loaded(version: version, engine: engine) }
+            return first
         }
+        if first { onFirstLoad() }
         logger.info(
             "zones loaded",
             metadata: [
@@ -85,4 +107,26 @@ public final class ZoneCatalog: Service, Sendable {
 
 enum ZoneCatalogError: Error {
     case notLoaded
+}
+
+/// A lock that suspends instead of blocking a thread, for work that awaits.
+actor RefreshLock {
+    private var held = false
+    private var waiters: [CheckedContinuation<Void, Never>] = []
+
+    func lock() async {
+        if !held {
+            held = true
+            return
+        }
+        await withCheckedContinuation { waiters.append($0) }
+    }
+
+    func unlock() {
+        if waiters.isEmpty {
+            held = false
+        } else {
+            waiters.removeFirst().resume()
+        }
+    }
 }

@@ -42,7 +42,9 @@ struct Pipeline {
             let evaluator = try Evaluator(
                 configuration: EvaluatorConfiguration(environment: settings.environment, topics: settings.topics),
                 consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-evaluator"),
-                database: database, producer: producer, logger: logger)
+                database: database, producer: producer, logger: logger,
+                onZonesLoaded: { [readiness] in readiness.set("zones", ready: true) })
+            readiness.set("zones", ready: false)
             services.append(contentsOf: evaluator.services)
         }
         if stages.contains(.notifier) {
@@ -52,7 +54,9 @@ struct Pipeline {
                 database: database, logger: logger)
             services.append(contentsOf: notifier.services)
         }
-        readiness.set("pipeline", ready: true)
+        // `prepare()` has reached both before any service is built.
+        readiness.set("database", ready: true)
+        readiness.set("broker", ready: true)
         if stages.contains(.ingest), let producer {
             let configuration = try IngestConfiguration(environment: settings.environment, topics: settings.topics)
             let dependencies = IngestDependencies(
