@@ -66,12 +66,12 @@ struct GridIndex: Sendable {
     static func cellSize(_ level: Int) -> Double { 360 / Double(1 << level) }
     static func cellsPerDegree(_ level: Int) -> Double { Double(1 << level) / 360 }
 
-    /// Only even levels are used (cells four times the area of the next): a box then
-    /// lands in at most 2 x 2 cells a little larger than needed, and a point query
-    /// visits half as many levels, each a cache miss.
+    /// The finest level whose cells are at least `extent` degrees wide. (Using only
+    /// every other level halves the lookups per fix but quadruples the candidates per
+    /// cell; measured, every level wins, in sparse and in dense fence sets alike.)
     static func level(forExtent extent: Double) -> Int {
         var level = 0
-        while level + 2 <= finestLevel, cellSize(level + 2) >= extent { level += 2 }
+        while level + 1 <= finestLevel, cellSize(level + 1) >= extent { level += 1 }
         return level
     }
 
