@@ -128,7 +128,7 @@ struct Segment {
 enum SelfIntersection {
     static func find(_ segments: [Segment]) -> (Segment, Segment)? {
         let n = segments.count
-        if n <= 64 {
+        if n <= 16 {
             for i in 0..<n {
                 for j in (i + 1)..<max(i + 1, n) where intersects(segments[i], segments[j]) { return (segments[i], segments[j]) }
             }
