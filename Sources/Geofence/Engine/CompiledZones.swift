@@ -114,6 +114,15 @@ struct CompiledZones: Sendable {
     init() {}
 
     init(projects input: [ProjectZones], configuration: EngineConfiguration) {
+        // Shapes, enclosing circles and depths are independent per fence: prepare them on
+        // every core, then assemble the tables in order.
+        let all = input.flatMap { $0.zones }
+        let prepared = ParallelMap.map(count: all.count) { z in
+            all[z].fences.map {
+                Self.prepare($0, needsDepth: all[z].conditions?.percentageCrossed != nil, configuration: configuration)
+            }
+        }
+        var next = 0
         for project in input {
             let p: Int32
             if let existing = projects[project.projectId] {
@@ -125,7 +134,10 @@ struct CompiledZones: Sendable {
                 zoneIndex.append([:])
                 geolinesByProject.append([])
             }
-            for zone in project.zones { add(zone, project: p, configuration: configuration) }
+            for zone in project.zones {
+                add(zone, prepared: prepared[next], project: p)
+                next += 1
+            }
         }
         // A zone's memory must outlive the longest window in which another zone asks for it.
         for z in zones.indices {
@@ -136,20 +148,25 @@ struct CompiledZones: Sendable {
         }
     }
 
-    private mutating func add(_ zone: ZoneDefinition, project: Int32, configuration: EngineConfiguration) {
+    private mutating func add(_ zone: ZoneDefinition, prepared: [PreparedFence], project: Int32) {
         let z = Int32(zones.count)
         zoneIndex[Int(project)][zone.id] = z
         var fenceIndices: [Int32] = []
-        for fence in zone.fences {
+        for (fence, ready) in zip(zone.fences, prepared) {
             let f = Int32(fences.count)
-            guard var compiled = compile(fence, zone: z, project: project, configuration: configuration) else { continue }
-            if compiled.kind == .geoline {
-                geolinesByProject[Int(project)].append(f)
-            } else if zone.conditions?.percentageCrossed != nil {
-                interiorDepth[f] =
-                    compiled.kind == .circle ? compiled.radius : InteriorDepth.deepest(of: polygons[Int(compiled.shape)])
-            }
+            var compiled = ready.fence
             compiled.zone = z
+            compiled.project = project
+            if let polygon = ready.polygon {
+                compiled.shape = Int32(polygons.count)
+                polygons.append(polygon)
+            }
+            if let line = ready.geoline {
+                compiled.shape = Int32(geolines.count)
+                geolines.append(line)
+                geolinesByProject[Int(project)].append(f)
+            }
+            if let depth = ready.depth { interiorDepth[f] = depth }
             fences.append(compiled)
             var lineGeometry: GeoJSONGeometry? = nil
             if case .lineString = fence.geometry { lineGeometry = fence.geometry }
@@ -177,51 +194,49 @@ struct CompiledZones: Sendable {
                 beacons: beaconIndices, retention: max(0, zone.minimumRetriggerTime)))
     }
 
-    private mutating func compile(
-        _ fence: FenceDefinition, zone: Int32, project: Int32, configuration: EngineConfiguration
-    ) -> CompiledFence? {
+    /// A fence compiled on its own, before it gets its place in the tables.
+    struct PreparedFence: Sendable {
+        var fence: CompiledFence
+        var polygon: PolygonShape?
+        var geoline: GeolineShape?
+        var depth: Double?
+    }
+
+    static func prepare(_ fence: FenceDefinition, needsDepth: Bool, configuration: EngineConfiguration) -> PreparedFence {
         let buffer = max(0, configuration.exitBuffer)
         let tolerance = max(0, configuration.restartTolerance)
-        func circle(kind: CompiledFence.Kind, shape: Int32, box: BoundingBox, lat: Double, lon: Double, radius: Double)
+        func circle(_ kind: CompiledFence.Kind, _ box: BoundingBox, _ lat: Double, _ lon: Double, _ radius: Double)
             -> CompiledFence
         {
             CompiledFence(
-                kind: kind, zone: zone, project: project, shape: shape, box: box,
+                kind: kind, zone: -1, project: -1, shape: -1, box: box,
                 centre: UnitVector(lat: lat, lon: lon), centreLat: lat, centreLon: lon, radius: radius,
                 insideChord2: UnitVector.chordSquared(ofDistance: radius),
                 bandChord2: UnitVector.chordSquared(ofDistance: radius + buffer),
                 restartChord2: UnitVector.chordSquared(ofDistance: radius + tolerance),
                 restartBandChord2: UnitVector.chordSquared(ofDistance: radius + tolerance + buffer))
         }
+        func polygon(_ shape: PolygonShape) -> PreparedFence {
+            let mec = EnclosingCircle.of(points: shape.positions)
+            let compiled = circle(.polygon, shape.boundingBox.expanded(byMetres: buffer), mec.lat, mec.lon, mec.radius)
+            return PreparedFence(
+                fence: compiled, polygon: shape, depth: needsDepth ? InteriorDepth.deepest(of: shape) : nil)
+        }
         switch fence.geometry {
         case .point(let centre):
             let radius = fence.radius ?? 0
-            return circle(
-                kind: .circle, shape: -1, box: .around(lat: centre.lat, lon: centre.lon, radius: radius + buffer),
-                lat: centre.lat, lon: centre.lon, radius: radius)
+            let box = BoundingBox.around(lat: centre.lat, lon: centre.lon, radius: radius + buffer)
+            return PreparedFence(
+                fence: circle(.circle, box, centre.lat, centre.lon, radius), depth: needsDepth ? radius : nil)
         case .polygon(let rings):
-            return polygon(PolygonShape(rings: rings), circle: circle, buffer: buffer)
+            return polygon(PolygonShape(rings: rings))
         case .multiPolygon(let parts):
-            let shape = PolygonShape(rings: parts.flatMap { $0 }, partRingCounts: parts.map(\.count))
-            return polygon(shape, circle: circle, buffer: buffer)
+            return polygon(PolygonShape(rings: parts.flatMap { $0 }, partRingCounts: parts.map(\.count)))
         case .lineString(let positions):
             let line = GeolineShape(positions: positions)
             let mec = EnclosingCircle.of(points: positions.map { ($0.lon, $0.lat) })
-            geolines.append(line)
-            return circle(
-                kind: .geoline, shape: Int32(geolines.count - 1), box: line.box, lat: mec.lat, lon: mec.lon,
-                radius: mec.radius)
+            return PreparedFence(fence: circle(.geoline, line.box, mec.lat, mec.lon, mec.radius), geoline: line)
         }
-    }
-
-    private mutating func polygon(
-        _ shape: PolygonShape,
-        circle: (CompiledFence.Kind, Int32, BoundingBox, Double, Double, Double) -> CompiledFence,
-        buffer: Double
-    ) -> CompiledFence {
-        polygons.append(shape)
-        let mec = EnclosingCircle.of(points: shape.positions)
-        return circle(.polygon, Int32(polygons.count - 1), shape.boundingBox.expanded(byMetres: buffer), mec.lat, mec.lon, mec.radius)
     }
 
     /// The fence as events describe it.

@@ -12,7 +12,11 @@ public enum ZoneValidator {
         var problems: [ZoneProblem] = []
         var zoneIds = Set<String>()
         let allZoneIds = Set(document.zones.map(\.id))
-        for zone in document.zones {
+        // Geometry checks dominate and are independent: run them on every core first.
+        let geometryProblems = ParallelMap.map(count: document.zones.count) { z in
+            document.zones[z].fences.map { GeometryValidation.problems($0) }
+        }
+        for (z, zone) in document.zones.enumerated() {
             func report(_ problem: String, _ fenceId: String? = nil) {
                 problems.append(ZoneProblem(zoneId: zone.id, fenceId: fenceId, problem: problem))
             }
@@ -31,10 +35,10 @@ public enum ZoneValidator {
                 for problem in ConditionValidation.problems(schedule) { report(problem) }
             }
             var fenceIds = Set<String>()
-            for fence in zone.fences {
+            for (f, fence) in zone.fences.enumerated() {
                 if fence.id.isEmpty { report("a fence id is empty", fence.id) }
                 if !fenceIds.insert(fence.id).inserted { report("the fence id is used twice in this zone", fence.id) }
-                for problem in GeometryValidation.problems(fence) { report(problem, fence.id) }
+                for problem in geometryProblems[z][f] { report(problem, fence.id) }
             }
             var beaconIds = Set<String>()
             for beacon in zone.beacons {
