@@ -133,6 +133,7 @@ let package = Package(
                 "Shared", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "Geofence",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]

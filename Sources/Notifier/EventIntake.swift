@@ -76,7 +76,8 @@ public final class EventIntake: Service, Sendable {
                     NewDelivery(
                         endpointId: endpoint.id, projectId: event.projectId, eventId: event.eventId,
                         eventType: event.type.rawValue, deviceId: event.deviceId,
-                        eventTime: event.checkOutTime ?? event.location.timestamp, payload: payload))
+                        eventTime: event.checkOutTime ?? event.location.timestamp,
+                        checkInId: event.type == .checkout ? event.checkInId : nil, payload: payload))
             }
         }
         let queued = try await webhooks.enqueue(deliveries)

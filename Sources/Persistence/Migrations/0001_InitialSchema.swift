@@ -97,6 +97,8 @@ extension Migration {
                 device_id text NOT NULL,
                 -- When the check-in or check-out happened: a device's deliveries go out in this order.
                 event_time timestamptz NOT NULL,
+                -- For a check-out, the check-in it closes: sent only after that check-in's delivery.
+                check_in_id text,
                 payload text NOT NULL,
                 status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
                 attempts integer NOT NULL DEFAULT 0,

@@ -21,12 +21,14 @@ public struct NewDelivery: Sendable {
     /// When the check-in or check-out happened. Check-ins and check-outs come from
     /// different topics, so arrival order says nothing; this restores the device's order.
     public var eventTime: Date
+    /// For a check-out, the event id of its check-in, which the partner must get first.
+    public var checkInId: String?
     /// The exact body to send, fixed when the event is accepted so every attempt signs the same bytes.
     public var payload: String
 
     public init(
         endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, eventTime: Date,
-        payload: String
+        checkInId: String? = nil, payload: String
     ) {
         self.endpointId = endpointId
         self.projectId = projectId
@@ -34,6 +36,7 @@ public struct NewDelivery: Sendable {
         self.eventType = eventType
         self.deviceId = deviceId
         self.eventTime = eventTime
+        self.checkInId = checkInId
         self.payload = payload
     }
 }
@@ -111,11 +114,14 @@ public struct WebhookStore: Sendable {
         guard !deliveries.isEmpty else { return 0 }
         let rows = try await database.client.query(
             """
-            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, payload)
-            SELECT * FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
-                                 \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
-                                 \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
-                                 \(deliveries.map(\.payload))::text[])
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, check_in_id, payload)
+            SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
+                   NULLIF(u.check_in_id, ''), u.payload
+            FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                        \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                        \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                        \(deliveries.map { $0.checkInId ?? "" })::text[], \(deliveries.map(\.payload))::text[])
+                 AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, check_in_id, payload)
             ON CONFLICT (endpoint_id, event_id) DO NOTHING
             RETURNING id
             """, logger: logger)
@@ -126,7 +132,13 @@ public struct WebhookStore: Sendable {
 
     /// Claims due deliveries for one attempt each: their next attempt is pushed out by
     /// `lease`, so a worker that dies mid-attempt leaves them to be retried, not lost.
-    public func claimDue(limit: Int, lease: Duration) async throws -> [DeliveryAttempt] {
+    ///
+    /// A check-out waits until its check-in's delivery to the same endpoint is done
+    /// (the two come from different topics, so the check-out can be queued first),
+    /// but never longer than `checkOutHold`: the check-in may never come to this
+    /// endpoint, for one added after it.
+    public func claimDue(limit: Int, lease: Duration, checkOutHold: Duration = .seconds(60)) async throws -> [DeliveryAttempt] {
+        let holdSeconds = Double(checkOutHold.components.seconds)
         let leaseSeconds = Double(lease.components.seconds) + Double(lease.components.attoseconds) / 1e18
         let rows = try await database.client.query(
             """
@@ -136,6 +148,12 @@ public struct WebhookStore: Sendable {
              WHERE e.id = d.endpoint_id
                AND d.id IN (SELECT id FROM deliveries
                              WHERE status = 'pending' AND next_attempt_at <= now()
+                               AND NOT (check_in_id IS NOT NULL
+                                        AND created_at > now() - make_interval(secs => \(holdSeconds))
+                                        AND NOT EXISTS (SELECT 1 FROM deliveries c
+                                                         WHERE c.endpoint_id = deliveries.endpoint_id
+                                                           AND c.event_id = deliveries.check_in_id
+                                                           AND c.status <> 'pending'))
                              ORDER BY next_attempt_at, event_time, id
                              LIMIT \(limit)
                              FOR UPDATE SKIP LOCKED)

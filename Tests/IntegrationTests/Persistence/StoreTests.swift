@@ -1,21 +1,42 @@
 import Foundation
 import Logging
 import Persistence
+import PostgresNIO
 import Shared
 import Testing
 
-/// The stores against the real local Postgres.
-@Suite struct StoreTests {
+/// The stores against the real local Postgres. Serialized: claiming deliveries is
+/// global, so two queue tests side by side would take each other's.
+@Suite(.serialized) struct StoreTests {
     let logger: Logger = {
         var logger = Logger(label: "test.stores")
         logger.logLevel = .warning
         return logger
     }()
 
+    /// A database of these tests' own: the pipeline tests running beside them have
+    /// dispatchers that claim every due delivery, which would race the queue tests.
+    static let ownDatabaseURL = Task<String, any Error> {
+        let logger = {
+            var logger = Logger(label: "test.stores")
+            logger.logLevel = .warning
+            return logger
+        }()
+        let name = "checkin_store_tests_\(UUID().uuidString.prefix(8).lowercased())"
+        try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        ) { database in
+            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
+        var components = try #require(URLComponents(string: TestEnvironment.databaseURL))
+        components.path = "/" + name
+        return try #require(components.string)
+    }
+
     func withDatabase<T: Sendable>(_ body: @Sendable (Database) async throws -> T) async throws -> T {
         let logger = logger
         return try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+            configuration: try DatabaseConfiguration(url: try await Self.ownDatabaseURL.value), logger: logger
         ) { database in
             try await Migrator(database: database, logger: logger).migrate()
             return try await body(database)
@@ -110,6 +131,40 @@ import Testing
 
             try await webhooks.markDelivered(id: claimed[0].id, statusCode: 204)
             #expect(try await webhooks.deliveries(projectId: projectId, status: .delivered, limit: 10).count == 1)
+        }
+    }
+
+    @Test func checkOutWaitsForItsCheckInsDelivery() async throws {
+        let logger = logger
+        let projectId = "order-" + UUID().uuidString
+        try await withDatabase { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Order")
+            let webhooks = WebhookStore(database: database, logger: logger)
+            let endpoint = try await webhooks.addEndpoint(projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            func delivery(_ id: String, type: String, checkInId: String?) -> NewDelivery {
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: projectId, eventId: id, eventType: type, deviceId: "d",
+                    eventTime: Date(), checkInId: checkInId, payload: "{}")
+            }
+            func claimedIds(hold: Duration = .seconds(60)) async throws -> [String] {
+                try await webhooks.claimDue(limit: 1000, lease: .seconds(60), checkOutHold: hold)
+                    .filter { $0.eventId.hasPrefix(projectId) }.map(\.eventId)
+            }
+            let checkInId = "\(projectId)-in"
+            // The check-out is queued first; its check-in has not arrived.
+            try await webhooks.enqueue([delivery("\(projectId)-out", type: "checkout", checkInId: checkInId)])
+            #expect(try await claimedIds().isEmpty)
+
+            try await webhooks.enqueue([delivery(checkInId, type: "checkin", checkInId: nil)])
+            let first = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId.hasPrefix(projectId) }
+            #expect(first.map(\.eventId) == [checkInId])
+            try await webhooks.markDelivered(id: try #require(first.first).id, statusCode: 200)
+            #expect(try await claimedIds() == ["\(projectId)-out"])
+
+            // A check-out whose check-in never comes to this endpoint goes once the hold is over.
+            try await webhooks.enqueue([delivery("\(projectId)-orphan", type: "checkout", checkInId: "\(projectId)-never")])
+            #expect(try await claimedIds().isEmpty)
+            #expect(try await claimedIds(hold: .zero) == ["\(projectId)-orphan"])
         }
     }
 

@@ -18,14 +18,13 @@ import Testing
             // Into the zone and no further: the last fix is inside.
             let answer = try await post(try trip.batch(0..<5), to: "http://127.0.0.1:\(ingestPort)/v1/fixes", key: harness.deviceKey)
             #expect(answer.status == 202)
-            try await received.wait(timeout: .seconds(90)) { payloads in
-                payloads.contains { $0.data.deviceId == trip.deviceId && $0.data.type == .checkout }
-            }
+            try await received.wait(timeout: .seconds(90)) { trip.isComplete($0) }
             let mine = await received.payloads.filter { $0.data.deviceId == trip.deviceId }
             let checkIn = try #require(mine.first { $0.data.type == .checkin })
             let checkOut = try #require(mine.first { $0.data.type == .checkout })
             #expect(checkOut.data.reason == .timeout)
             #expect(checkOut.data.checkInId == checkIn.data.checkInId)
+            #expect(mine.map(\.data.type) == [.checkin, .checkout])
         }
     }
 

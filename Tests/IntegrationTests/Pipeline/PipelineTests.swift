@@ -39,6 +39,7 @@ import Testing
             #expect(abs(checkIn.data.location.timestamp.timeIntervalSince(trip.start.addingTimeInterval(90))) < 0.01)
             #expect(checkOut.data.reason == .exit)
             #expect(checkOut.data.dwellSeconds == 90)
+            #expect(payloads.map(\.data.type) == [.checkin, .checkout])
             #expect(await received.rejected == 0)
 
             let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)
