@@ -23,7 +23,29 @@ export CHECKIN_POSTGRES_DIR="$RUN_DIR/postgres"
 export CHECKIN_BROKER_PORT=0
 export CHECKIN_POSTGRES_PORT=0
 
+# Stops processes still configured for this run's broker: services a test started
+# and could not stop itself (it crashed, or was killed) must not outlive the run.
+# Bash builtins only, so that no helper process of this scan matches itself.
+stop_leftovers() {
+    [ -n "${CHECKIN_KAFKA_BROKERS:-}" ] || return 0
+    local environ pid vars var
+    for environ in /proc/[0-9]*/environ; do
+        pid="${environ#/proc/}"
+        pid="${pid%/environ}"
+        [ "$pid" = "$$" ] && continue
+        { mapfile -d '' vars <"$environ"; } 2>/dev/null || continue
+        for var in "${vars[@]}"; do
+            if [ "$var" = "CHECKIN_KAFKA_BROKERS=$CHECKIN_KAFKA_BROKERS" ]; then
+                echo "with-services: stopping leftover process $pid" >&2
+                kill -KILL "$pid" 2>/dev/null || true
+                break
+            fi
+        done
+    done
+}
+
 cleanup() {
+    stop_leftovers
     "$ROOT/scripts/broker.sh" stop 2>/dev/null || true
     "$ROOT/scripts/postgres.sh" stop 2>/dev/null || true
     # A checkout the postgres user cannot reach keeps its cluster in /var/tmp (see postgres.sh).
