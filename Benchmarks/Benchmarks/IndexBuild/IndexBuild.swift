@@ -7,7 +7,7 @@ import Shared
 /// Building the engine (validation, compiled shapes, spatial index) for 1M fences:
 /// 60 % circles, 40 % polygons of 4 to 200 vertices over 630 km x 630 km. The zones
 /// are generated before the measurement; the resident-memory delta is what the
-/// build adds on top of them, and the engine's own size is printed after the run.
+/// build adds on top of them (the engine plus the build's transient scratch).
 nonisolated(unsafe) var zones: [ZoneDefinition] = []
 
 let benchmarks: @Sendable () -> Void = {
@@ -21,18 +21,7 @@ let benchmarks: @Sendable () -> Void = {
                     count: 1_000_000, in: World.Region(lat: 48.85, lon: 2.35, side: 630_000), radius: 30...150,
                     polygonShare: 0.4, seed: 7)
             },
-            teardown: {
-                // What the engine alone keeps: resident size with and without it, documents gone.
-                zones = []
-                let zonesAgain = World.zones(
-                    count: 1_000_000, in: World.Region(lat: 48.85, lon: 2.35, side: 630_000), radius: 30...150,
-                    polygonShare: 0.4, seed: 7)
-                let before = World.residentBytes()
-                let engine = try GeofenceEngine(projects: [ProjectZones(projectId: "bench", zones: zonesAgain)])
-                _ = consume zonesAgain
-                let after = World.residentBytes()
-                print("engine retained ≈ \((after - before) >> 20) MiB resident for \(engine.fenceCount) fences (RSS \(after >> 20) MiB)")
-            })
+            teardown: { zones = [] })
     ) { benchmark in
         let engine = try? GeofenceEngine(projects: [ProjectZones(projectId: "bench", zones: zones)])
         blackHole(engine)

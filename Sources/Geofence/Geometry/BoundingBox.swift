@@ -6,7 +6,6 @@ struct BoundingBox: Sendable, Equatable {
     var lonSpan: Double
     var maxLat: Double
 
-    
     init(minLon: Double, minLat: Double, lonSpan: Double, maxLat: Double) {
         self.minLon = minLon
         self.minLat = minLat
@@ -22,7 +21,6 @@ struct BoundingBox: Sendable, Equatable {
             lonSpan: min(360, maxLon - unwrappedMinLon), maxLat: maxLat)
     }
 
-    
     func contains(lon: Double, lat: Double) -> Bool {
         guard lat >= minLat, lat <= maxLat else { return false }
         var d = lon - minLon

@@ -121,14 +121,12 @@ final class PolygonShape: Sendable {
     }
 
     /// A fix longitude moved into the polygon's unwrapped range.
-    
     func frameX(_ lon: Double) -> Double {
         var x = lon
         if x < centreX - 180 { x += 360 } else if x >= centreX + 180 { x -= 360 }
         return x
     }
 
-    
     func band(_ y: Double) -> Int { min(bandCount - 1, max(0, Int((y - minY) * bandScale))) }
 
     /// Point-in-polygon; a point exactly on an edge or vertex is inside.
