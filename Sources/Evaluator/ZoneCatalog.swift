@@ -97,7 +97,9 @@ public final class ZoneCatalog: Service, Sendable {
                 _ = try GeofenceEngine(projects: [project], configuration: configuration)
                 valid.append(project)
             } catch {
-                logger.error("project's zones are invalid and are not evaluated", metadata: ["projectId": "\(project.projectId)", "error": "\(error)"])
+                logger.error(
+                    "project's zones are invalid and are not evaluated",
+                    metadata: ["projectId": "\(project.projectId)", "error": "\(error)"])
             }
         }
         return (try? GeofenceEngine(projects: valid, configuration: configuration))

@@ -39,7 +39,9 @@ public final class APIKeyResolver: Sendable {
         let cacheKey = kind.rawValue + ":" + key
         let now = ContinuousClock.now
         if let cached = cache.withLockedValue({ $0[cacheKey] }), cached.expires > now {
-            guard let projectId = cached.projectId else { throw Problem.unauthorized("the API key is not a \(kind.rawValue) key of any project") }
+            guard let projectId = cached.projectId else {
+                throw Problem.unauthorized("the API key is not a \(kind.rawValue) key of any project")
+            }
             return projectId
         }
         let projectId = try await projects.project(forKey: key, kind: kind)

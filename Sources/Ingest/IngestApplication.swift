@@ -96,7 +96,9 @@ struct FixRoutes {
             logger.error("fixes not acknowledged by the broker", metadata: ["failed": "\(failures.count)", "error": "\(failures[0])"])
             throw Problem(
                 status: .serviceUnavailable, type: "broker-unavailable", title: "Fixes could not be stored",
-                detail: "\(failures.count) of \(fixes.count) fixes were not acknowledged by the broker; resend the batch (fixIds make resends harmless)")
+                detail:
+                    "\(failures.count) of \(fixes.count) fixes were not acknowledged by the broker; resend the batch (fixIds make resends harmless)"
+            )
         }
         acceptedFixes.increment(by: fixes.count)
         return Response(

@@ -36,7 +36,8 @@ struct ManagementRoutes {
             let statusText = request.uri.queryParameters.get("status")
             let status = try statusText.map { text in
                 guard let status = DeliveryStatus(rawValue: text) else {
-                    throw Problem.invalid("unknown status", parameters: [.init(name: "status", reason: "must be pending, delivered or failed")])
+                    throw Problem.invalid(
+                        "unknown status", parameters: [.init(name: "status", reason: "must be pending, delivered or failed")])
                 }
                 return status
             }
@@ -94,14 +95,16 @@ struct ManagementRoutes {
         let projectId = try await keys.project(for: request, kind: .management)
         let body = try await request.body.collect(upTo: 64 << 10)
         guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
-            throw Problem.invalid("the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
+            throw Problem.invalid(
+                "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
         }
         guard let url = URL(string: endpoint.url), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw Problem.invalid("not an http(s) URL", parameters: [.init(name: "url", reason: "must be an absolute http or https URL")])
         }
         let secret = endpoint.secret ?? WebhookSecret.generate()
         guard (try? WebhookSecret(secret)) != nil else {
-            throw Problem.invalid("bad secret", parameters: [.init(name: "secret", reason: "must be whsec_ followed by 16 to 64 base64 bytes")])
+            throw Problem.invalid(
+                "bad secret", parameters: [.init(name: "secret", reason: "must be whsec_ followed by 16 to 64 base64 bytes")])
         }
         let created = try await dependencies.webhooks.addEndpoint(projectId: projectId, url: endpoint.url, secrets: [secret])
         return try json(EndpointView(id: created.id, url: created.url, enabled: true, secret: secret), status: .created)

@@ -58,7 +58,9 @@ import Testing
     }
 
     @Test func rejectsBooleansAsNumbers() {
-        guard case .failure(let invalid) = validate(#"{"projectId":"p","deviceId":"d","timestamp":"2026-11-22T10:00:00Z","lat":true,"lon":0}"#)
+        guard
+            case .failure(let invalid) = validate(
+                #"{"projectId":"p","deviceId":"d","timestamp":"2026-11-22T10:00:00Z","lat":true,"lon":0}"#)
         else {
             Issue.record("expected a failure")
             return

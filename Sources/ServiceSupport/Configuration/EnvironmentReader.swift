@@ -27,7 +27,10 @@ public struct EnvironmentReader: Sendable {
         return value
     }
 
-    public func double(_ name: String, default defaultValue: Double, range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude) throws -> Double {
+    public func double(
+        _ name: String, default defaultValue: Double,
+        range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
+    ) throws -> Double {
         guard let text = optionalString(name) else { return defaultValue }
         guard let value = Double(text), value.isFinite, range.contains(value) else {
             throw ConfigurationError(variable: name, value: text, expected: "a number in \(range.lowerBound)...\(range.upperBound)")

@@ -71,6 +71,7 @@ extension Problem {
     }
 
     public static func invalid(_ detail: String, parameters: [InvalidParameter] = []) -> Problem {
-        Problem(status: .badRequest, type: "invalid-request", title: "The request is invalid", detail: detail, invalidParameters: parameters)
+        Problem(
+            status: .badRequest, type: "invalid-request", title: "The request is invalid", detail: detail, invalidParameters: parameters)
     }
 }

@@ -129,11 +129,16 @@ struct PartnerReceiver: Sendable {
             "   device      \(event.deviceId)",
             "   zone        \(event.zone.name) (\(event.zone.id))",
         ]
-        if let fence = event.fence { lines.append("   fence       \(fence.name) (\(fence.geometry.typeName)\(fence.radius.map { ", \(Int($0)) m" } ?? ""))") }
+        if let fence = event.fence {
+            lines.append("   fence       \(fence.name) (\(fence.geometry.typeName)\(fence.radius.map { ", \(Int($0)) m" } ?? ""))")
+        }
         lines.append("   location    \(RFC3339.format(event.location.timestamp))  lat \(event.location.lat), lon \(event.location.lon)")
-        lines.append("   customData  " + event.zone.customData.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
+        lines.append(
+            "   customData  " + event.zone.customData.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))
         if event.type == .checkout {
-            lines.append("   checkInTime \(event.checkInTime.map(RFC3339.format) ?? "-")   dwell \(Int(event.dwellSeconds ?? 0)) s   reason \(event.reason?.rawValue ?? "-")")
+            lines.append(
+                "   checkInTime \(event.checkInTime.map(RFC3339.format) ?? "-")   dwell \(Int(event.dwellSeconds ?? 0)) s   reason \(event.reason?.rawValue ?? "-")"
+            )
         } else {
             lines.append("   willCheckOut \(event.willCheckOut)")
         }
@@ -173,7 +178,9 @@ struct DemoScript {
             }
             _ = try await webhooks.addEndpoint(projectId: Self.projectId, url: partnerURL, secrets: [secret])
         }
-        print("• demo project '\(Self.projectId)': zone 'Harbour Café' (60 m circle, customData storeId=042 offer=free-flat-white, check-out on)")
+        print(
+            "• demo project '\(Self.projectId)': zone 'Harbour Café' (60 m circle, customData storeId=042 offer=free-flat-white, check-out on)"
+        )
         print("• partner endpoint \(partnerURL) registered with a fresh whsec_ secret")
 
         let deviceId = "demo-phone-" + UUID().uuidString.prefix(6).lowercased()

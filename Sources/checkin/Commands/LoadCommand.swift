@@ -72,7 +72,10 @@ struct LoadCommand: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(100))
         }
         let total = seconds(ContinuousClock.now - started)
-        print(String(format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes, total, Double(fixes) / total))
+        print(
+            String(
+                format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes, total,
+                Double(fixes) / total))
     }
 
     /// Each device walks east in 5 s steps; fixes of a device are in time order.

@@ -103,7 +103,9 @@ struct ZonesCommand: AsyncParsableCommand {
                 guard try await projects.projectExists(project) else { throw ValidationError("no project '\(project)'") }
                 try await ZoneStore(database: database, logger: logger).replaceZones(projectId: project, with: document)
             }
-            print("imported \(document.zones.count) zone(s) with \(document.zones.reduce(0) { $0 + $1.fences.count }) fence(s) into \(project)")
+            print(
+                "imported \(document.zones.count) zone(s) with \(document.zones.reduce(0) { $0 + $1.fences.count }) fence(s) into \(project)"
+            )
         }
     }
 
@@ -189,7 +191,9 @@ struct DeliveriesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let status = try status.map { text in
-                guard let status = DeliveryStatus(rawValue: text) else { throw ValidationError("--status must be pending, delivered or failed") }
+                guard let status = DeliveryStatus(rawValue: text) else {
+                    throw ValidationError("--status must be pending, delivered or failed")
+                }
                 return status
             }
             let (project, limit) = (project, limit)
@@ -198,7 +202,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
             }
             for delivery in deliveries {
                 print(
-                    "\(delivery.id)\t\(delivery.status.rawValue)\t\(delivery.eventType)\t\(delivery.deviceId)\tattempts=\(delivery.attempts)\t\(delivery.lastError ?? "")")
+                    "\(delivery.id)\t\(delivery.status.rawValue)\t\(delivery.eventType)\t\(delivery.deviceId)\tattempts=\(delivery.attempts)\t\(delivery.lastError ?? "")"
+                )
             }
         }
     }

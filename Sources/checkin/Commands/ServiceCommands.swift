@@ -15,7 +15,9 @@ struct EvaluatorCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evaluator",
         abstract: "Run an evaluator worker: fixes in, check-in/check-out events out.",
-        discussion: "Workers share the partitions of checkin.fixes in one consumer group; run as many as needed. /health, /ready and /metrics on CHECKIN_HTTP_PORT (default 8081).")
+        discussion:
+            "Workers share the partitions of checkin.fixes in one consumer group; run as many as needed. /health, /ready and /metrics on CHECKIN_HTTP_PORT (default 8081)."
+    )
 
     func run() async throws {
         try await Pipeline(settings: try ProcessSettings(), stages: .evaluator, logger: ProcessBootstrap.logger("checkin.evaluator")).run()

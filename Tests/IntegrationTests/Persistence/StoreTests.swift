@@ -61,9 +61,12 @@ import Testing
                 fences: [
                     FenceDefinition(id: "c", name: "circle", geometry: .point(Position(lon: 2.35, lat: 48.85)), radius: 75),
                     FenceDefinition(
-                        id: "p", geometry: .polygon([[
-                            Position(lon: 0, lat: 0), Position(lon: 1, lat: 0), Position(lon: 1, lat: 1), Position(lon: 0, lat: 0),
-                        ]])),
+                        id: "p",
+                        geometry: .polygon([
+                            [
+                                Position(lon: 0, lat: 0), Position(lon: 1, lat: 0), Position(lon: 1, lat: 1), Position(lon: 0, lat: 0),
+                            ]
+                        ])),
                 ],
                 beacons: [BeaconDefinition(id: "b", uuid: "F7826DA6-4FA2-4E98-8024-BC5B71E0893E", major: 1, rssiThreshold: -70)]),
             ZoneDefinition(id: "b", name: "B", enabled: false),
@@ -105,7 +108,8 @@ import Testing
         try await withDatabase { database in
             try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Hooks")
             let webhooks = WebhookStore(database: database, logger: logger)
-            let endpoint = try await webhooks.addEndpoint(projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             let delivery = NewDelivery(
                 endpointId: endpoint.id, projectId: projectId, eventId: "e-\(projectId)", eventType: "checkin", deviceId: "d",
                 eventTime: Date(), payload: "{}")
@@ -118,7 +122,8 @@ import Testing
             // Leased: not handed out again while the attempt runs.
             #expect(try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).contains { $0.eventId == delivery.eventId } == false)
 
-            try await webhooks.markAttemptFailed(id: claimed[0].id, statusCode: 500, error: "HTTP 500", retryAt: Date().addingTimeInterval(-1))
+            try await webhooks.markAttemptFailed(
+                id: claimed[0].id, statusCode: 500, error: "HTTP 500", retryAt: Date().addingTimeInterval(-1))
             let retried = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId == delivery.eventId }
             #expect(retried.first?.attempt == 2)
 
@@ -140,7 +145,8 @@ import Testing
         try await withDatabase { database in
             try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Order")
             let webhooks = WebhookStore(database: database, logger: logger)
-            let endpoint = try await webhooks.addEndpoint(projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             func delivery(_ id: String, type: String, checkInId: String?) -> NewDelivery {
                 NewDelivery(
                     endpointId: endpoint.id, projectId: projectId, eventId: id, eventType: type, deviceId: "d",

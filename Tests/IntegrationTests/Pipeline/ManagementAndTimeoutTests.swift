@@ -32,7 +32,8 @@ import Testing
         let harness = PipelineHarness()
         try await harness.run { ingestPort, _ in
             let base = "http://127.0.0.1:\(ingestPort)/v1"
-            let invalid = #"{"zones":[{"id":"z","name":"Z","fences":[{"id":"f","geometry":{"type":"Point","coordinates":[0,0]},"radius":-5}]}]}"#
+            let invalid =
+                #"{"zones":[{"id":"z","name":"Z","fences":[{"id":"f","geometry":{"type":"Point","coordinates":[0,0]},"radius":-5}]}]}"#
             let refused = try await post(Data(invalid.utf8), to: "\(base)/zones", key: harness.managementKey, method: .PUT)
             #expect(refused.status == 400)
             #expect(refused.contentType == "application/problem+json")

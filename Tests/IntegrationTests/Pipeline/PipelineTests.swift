@@ -43,7 +43,8 @@ import Testing
             #expect(await received.rejected == 0)
 
             let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)
-            let headers = Dictionary(uniqueKeysWithValues: deadLetters[0].headers.map { ($0.key, String(decoding: $0.value ?? [], as: UTF8.self)) })
+            let headers = Dictionary(
+                uniqueKeysWithValues: deadLetters[0].headers.map { ($0.key, String(decoding: $0.value ?? [], as: UTF8.self)) })
             #expect(headers["checkin-origin-topic"] == harness.topics.fixes)
             #expect(headers["checkin-error"]?.contains("deviceId") == true)
         }
@@ -53,7 +54,8 @@ import Testing
         let harness = PipelineHarness()
         try await harness.run { ingestPort, _ in
             let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
-            let bad = #"{"fixes":[{"deviceId":"d","timestamp":"2026-11-22T10:00:00Z","lat":95,"lon":0},{"deviceId":"e","lat":0,"lon":0,"timestamp":"soon"}]}"#
+            let bad =
+                #"{"fixes":[{"deviceId":"d","timestamp":"2026-11-22T10:00:00Z","lat":95,"lon":0},{"deviceId":"e","lat":0,"lon":0,"timestamp":"soon"}]}"#
             let answer = try await post(Data(bad.utf8), to: url, key: harness.deviceKey)
             #expect(answer.status == 400)
             #expect(answer.contentType == "application/problem+json")
@@ -89,7 +91,8 @@ extension PipelineTests {
                         ], on: connection)
                 }
             }
-            #expect(try await post(try trip.batch(0..<9), to: "http://127.0.0.1:\(ingestPort)/v1/fixes", key: harness.deviceKey).status == 202)
+            #expect(
+                try await post(try trip.batch(0..<9), to: "http://127.0.0.1:\(ingestPort)/v1/fixes", key: harness.deviceKey).status == 202)
             try await received.wait(timeout: .seconds(90)) { trip.isComplete($0) }
             let metrics = MetricsBootstrap.prometheus().emitToString()
             let resets = metrics.split(separator: "\n").first { $0.hasPrefix("checkin_evaluator_state_resets_total ") }

@@ -11,7 +11,10 @@ struct TestTrip {
     let deviceId: String
     let start: Date
 
-    init(projectId: String, deviceId: String = "device-" + UUID().uuidString.prefix(8).lowercased(), start: Date = Date().addingTimeInterval(-900)) {
+    init(
+        projectId: String, deviceId: String = "device-" + UUID().uuidString.prefix(8).lowercased(),
+        start: Date = Date().addingTimeInterval(-900)
+    ) {
         self.projectId = projectId
         self.deviceId = deviceId
         self.start = start

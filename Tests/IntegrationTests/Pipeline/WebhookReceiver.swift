@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Shared
+import Testing
 
 /// A partner endpoint for tests: verifies every signature like a partner must,
 /// and keeps what it accepted (and how many it refused).
@@ -37,8 +38,6 @@ struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
-
-import Testing
 
 enum WebhookReceiver {
     static func application(
