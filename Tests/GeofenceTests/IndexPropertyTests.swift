@@ -74,7 +74,9 @@ import Testing
                 let lon = Double.random(in: -180..<180, using: &rng)
                 let lat = Double.random(in: -89...89, using: &rng)
                 let span = exp(Double.random(in: log(1e-5)...log(50), using: &rng))
-                boxes.append(BoundingBox(minLon: lon, minLat: lat, lonSpan: span, maxLat: min(90, lat + span * Double.random(in: 0.2...1, using: &rng))))
+                boxes.append(
+                    BoundingBox(
+                        minLon: lon, minLat: lat, lonSpan: span, maxLat: min(90, lat + span * Double.random(in: 0.2...1, using: &rng))))
             }
             let grid = GridIndex(
                 reach: boxes, tight: boxes, ids: (0..<Int32(boxes.count)).map { $0 },

@@ -31,7 +31,8 @@ import Testing
     }
 
     @Test func invalidZonesAreRefusedWithTheirProblems() {
-        let zones = Data(#"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": -1}]}]}"#.utf8)
+        let zones = Data(
+            #"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": -1}]}]}"#.utf8)
         #expect(throws: ZoneValidationError.self) {
             try Replay.run(zonesJSON: zones, fixLines: [String](), emitEvent: { _ in }, reportProblem: { _ in })
         }

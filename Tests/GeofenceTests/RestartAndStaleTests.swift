@@ -47,7 +47,8 @@ import Testing
         let checkIn = trip.at(0, lat: Self.lat, lon: Self.lon)
         let deadline = Scenario.start.addingTimeInterval(7200)
         #expect(trip.engine.staleDeadline(of: trip.state) == deadline)
-        #expect(trip.engine.checkOutStale(state: &trip.state, projectId: "p1", deviceId: "d1", now: deadline.addingTimeInterval(-1)).isEmpty)
+        #expect(
+            trip.engine.checkOutStale(state: &trip.state, projectId: "p1", deviceId: "d1", now: deadline.addingTimeInterval(-1)).isEmpty)
         let events = trip.engine.checkOutStale(state: &trip.state, projectId: "p1", deviceId: "d1", now: deadline.addingTimeInterval(99))
         #expect(summary(events) == ["checkout z timeout"])
         #expect(events.first?.checkOutTime == deadline)

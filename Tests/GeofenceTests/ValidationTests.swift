@@ -87,7 +87,8 @@ import Testing
             ZoneDefinition(id: "a", name: "A again", minimumRetriggerTime: -1),
             ZoneDefinition(
                 id: "b", name: "B",
-                conditions: ZoneConditions(minSpeed: 5, maxSpeed: 1, bearing: BearingRange(from: 0, to: 400),
+                conditions: ZoneConditions(
+                    minSpeed: 5, maxSpeed: 1, bearing: BearingRange(from: 0, to: 400),
                     percentageCrossed: 120, sequential: SequentialCondition(afterZoneId: "nope", withinSeconds: 0)),
                 activeSchedule: ActiveSchedule(timeZone: "Mars/Olympus", windows: [ScheduleWindow(days: [], start: "25:00", end: "10:00")]),
                 beacons: [BeaconDefinition(id: "x", rssiThreshold: -80)]),
@@ -106,7 +107,11 @@ import Testing
     @Test func engineRefusesInvalidZones() {
         #expect(throws: ZoneValidationError.self) {
             try GeofenceEngine(projects: [
-                ProjectZones(projectId: "p", zones: [ZoneDefinition(id: "z", name: "Z", fences: [FenceDefinition(id: "f", geometry: .point(Position(lon: 0, lat: 0)))])])
+                ProjectZones(
+                    projectId: "p",
+                    zones: [
+                        ZoneDefinition(id: "z", name: "Z", fences: [FenceDefinition(id: "f", geometry: .point(Position(lon: 0, lat: 0)))])
+                    ])
             ])
         }
     }
