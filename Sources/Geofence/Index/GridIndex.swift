@@ -147,8 +147,8 @@ struct GridIndex: Sendable {
         }
         levels = used.sorted()
         var capacity = 16
-        // Distinct cells are fewer than cell-entry pairs, so this keeps the load under ~0.77.
-        while capacity * 10 < keys.count * 13 { capacity <<= 1 }
+        // At most half full: a miss ends at the first empty slot, usually the next one.
+        while capacity < keys.count * 2 { capacity <<= 1 }
         shift = UInt64(64 - capacity.trailingZeroBitCount)
         var slots = [Slot](repeating: Slot(key: .max, start: 0, count: 0), count: capacity)
         var slotOfPair = [Int32](repeating: 0, count: keys.count)
