@@ -91,8 +91,10 @@ public enum World {
         var rng = Random(seed: seed)
         let half = region.side / 2
         var positions = (0..<devices).map { _ in
-            (x: Double.random(in: -half...half, using: &rng), y: Double.random(in: -half...half, using: &rng),
-             heading: Double.random(in: 0..<(2 * .pi), using: &rng))
+            (
+                x: Double.random(in: -half...half, using: &rng), y: Double.random(in: -half...half, using: &rng),
+                heading: Double.random(in: 0..<(2 * .pi), using: &rng)
+            )
         }
         let start = Date(timeIntervalSince1970: 1_780_308_000)
         var fixes: [Fix] = []
