@@ -51,6 +51,17 @@ public enum Earth {
         return value
     }
 
+    /// `lon` moved by whole turns to lie within 180° of `previous`, so that a path
+    /// crossing the antimeridian stays continuous (179 then -179 becomes 179 then 181).
+    @inlinable
+    public static func unwrapLongitude(_ lon: Double, after previous: Double?) -> Double {
+        guard let previous else { return lon }
+        var value = lon
+        while value - previous > 180 { value -= 360 }
+        while previous - value > 180 { value += 360 }
+        return value
+    }
+
     /// Degrees of longitude that span `metres` at every latitude up to `maxAbsLat`;
     /// nil when that reaches a pole and only the whole circle of longitude is safe.
     @inlinable

@@ -17,11 +17,7 @@ final class GeolineShape: Sendable {
         var ys: [Double] = []
         var previous: Double? = nil
         for position in positions {
-            var x = position.lon
-            if let previous {
-                while x - previous > 180 { x -= 360 }
-                while previous - x > 180 { x += 360 }
-            }
+            let x = Earth.unwrapLongitude(position.lon, after: previous)
             xs.append(x)
             ys.append(position.lat)
             previous = x

@@ -49,11 +49,7 @@ final class PolygonShape: Sendable {
         for ring in rings {
             starts.append(xs.count)
             for position in ring {
-                var x = position.lon
-                if let previous {
-                    while x - previous > 180 { x -= 360 }
-                    while previous - x > 180 { x += 360 }
-                }
+                let x = Earth.unwrapLongitude(position.lon, after: previous)
                 xs.append(x)
                 ys.append(position.lat)
                 previous = x

@@ -72,12 +72,7 @@ enum GeometryValidation {
         for (r, ring) in rings.enumerated() {
             var xs: [Double] = []
             for position in ring {
-                var x = position.lon
-                if let previous = xs.last ?? previous {
-                    while x - previous > 180 { x -= 360 }
-                    while previous - x > 180 { x += 360 }
-                }
-                xs.append(x)
+                xs.append(Earth.unwrapLongitude(position.lon, after: xs.last ?? previous))
             }
             if abs(xs[xs.count - 1] - xs[0]) > 1e-9 {
                 problems.append("\(label)ring \(r) goes round a pole, which a fence cannot do")
