@@ -21,9 +21,22 @@ struct FixBatchProcessor: Sendable {
     let catalog: ZoneCatalog
     let logger: Logger
 
-    var states: DeviceStateStore { DeviceStateStore(logger: logger) }
-    var stateResets: Counter { Counter(label: "checkin_evaluator_state_resets_total") }
-    var offsets: OffsetStore { OffsetStore(database: database, logger: logger) }
+    let states: DeviceStateStore
+    let offsets: OffsetStore
+    let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
+
+    init(
+        configuration: EvaluatorConfiguration, database: Database, producer: KafkaProducer, catalog: ZoneCatalog,
+        logger: Logger
+    ) {
+        self.configuration = configuration
+        self.database = database
+        self.producer = producer
+        self.catalog = catalog
+        self.logger = logger
+        self.states = DeviceStateStore(logger: logger)
+        self.offsets = OffsetStore(database: database, logger: logger)
+    }
 
     struct Outcome {
         var nextOffsets: [KafkaTopicPartition: Int64] = [:]

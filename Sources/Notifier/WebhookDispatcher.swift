@@ -41,13 +41,12 @@ public final class WebhookDispatcher: Service, Sendable {
 
     public func run() async throws {
         await withDiscardingTaskGroup { group in
-            group.addTask { [wakeUps, configuration] in
+            group.addTask { [configuration] in
                 // Turns the poll interval into wake-ups, so one loop below serves both.
                 while !Task.isCancelled {
                     try? await Task.sleep(for: configuration.pollInterval)
                     self.wake()
                 }
-                _ = wakeUps
             }
             for await _ in wakeUps.cancelOnGracefulShutdown() {
                 do {
