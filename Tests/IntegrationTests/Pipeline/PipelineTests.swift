@@ -40,6 +40,10 @@ import Testing
             #expect(checkOut.data.reason == .exit)
             #expect(checkOut.data.dwellSeconds == 90)
             #expect(payloads.map(\.data.type) == [.checkin, .checkout])
+            // The webhook-id header is the event id, so partners can drop redeliveries.
+            let all = await received.payloads
+            let ids = await received.webhookIds
+            #expect(zip(all, ids).filter { $0.0.data.deviceId == trip.deviceId }.map(\.1) == payloads.map(\.data.eventId))
             #expect(await received.rejected == 0)
 
             let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)

@@ -3,13 +3,13 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import Shared
-import Testing
 
 /// A partner endpoint for tests: verifies every signature like a partner must,
 /// and keeps what it accepted (and how many it refused).
 actor ReceivedWebhooks {
     private(set) var payloads: [WebhookPayload] = []
     private(set) var rejected = 0
+    /// The `webhook-id` header of each accepted payload, in the same order.
     private(set) var webhookIds: [String] = []
 
     func accept(_ payload: WebhookPayload, id: String) {
@@ -21,7 +21,7 @@ actor ReceivedWebhooks {
 
     /// Waits until the received payloads satisfy `condition`, or fails after `timeout`.
     func wait(
-        timeout: Duration, sourceLocation: SourceLocation = #_sourceLocation,
+        timeout: Duration,
         until condition: @Sendable ([WebhookPayload]) -> Bool
     ) async throws {
         let deadline = ContinuousClock.now + timeout
