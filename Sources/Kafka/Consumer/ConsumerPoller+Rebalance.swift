@@ -8,7 +8,9 @@ extension ConsumerPoller {
     func rebalance(
         handle: OpaquePointer, error: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
     ) {
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(handle)) == "COOPERATIVE"
+        // NULL while the group is being left (a consumer stopping on a failed listener
+        // gets its revocation then); the eager calls are the safe choice there.
+        let cooperative = rd_kafka_rebalance_protocol(handle).map { String(cString: $0) == "COOPERATIVE" } ?? false
         let changed = TopicPartitionList.partitions(partitions)
         switch error {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
