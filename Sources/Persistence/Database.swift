@@ -81,6 +81,7 @@ extension PSQLError {
 extension Database {
     /// Runs `body` with a database whose pool lives only for the call: for
     /// command-line tools and for start-up work before a process's services run.
+    @discardableResult
     public static func withTemporaryClient<Result: Sendable>(
         configuration: DatabaseConfiguration, logger: Logger, _ body: @Sendable (Database) async throws -> Result
     ) async throws -> Result {
