@@ -42,8 +42,8 @@ import Testing
     @Test func tenThousandVerticesUseBands() {
         let ring = RandomWorld.wobbly(lat: 10, lon: 10, radius: 5000, vertices: 9999)
         let shape = PolygonShape(rings: [ring])
-        #expect(shape.bandCount > 1000)
-        let average = Double(shape.bandEdges.count) / Double(shape.bandCount)
+        #expect(shape.record.bandCount > 1000)
+        let average = Double(shape.store.bandEdges.count) / Double(shape.record.bandCount)
         #expect(average < 16)
         #expect(shape.contains(lon: 10, lat: 10))
     }

@@ -2,7 +2,7 @@ import Foundation
 import Shared
 
 /// One fence as the hot path sees it: flat numbers, no strings, no optionals.
-struct CompiledFence: Sendable {
+struct CompiledFence: BitwiseCopyable, Sendable {
     enum Kind: UInt8, Sendable { case circle, polygon, geoline }
 
     var kind: Kind
@@ -10,65 +10,47 @@ struct CompiledFence: Sendable {
     var project: Int32
     /// Index into `polygons` or `geolines`; unused for circles.
     var shape: Int32
-    /// Where the fence can matter for a normal fix: its shape widened by the exit buffer.
-    var box: BoundingBox
     /// The circle's centre, or for other shapes the centre of the enclosing circle.
     var centre: UnitVector
     var centreLat: Double
     var centreLon: Double
     /// The circle's radius, or the enclosing circle's.
     var radius: Double
-    /// Squared chords of radius, radius + exit buffer, and the restart-mode equivalents.
+    /// Squared chords of radius and radius + exit buffer. (Restart-mode fixes are rare
+    /// enough to work theirs out when they come.)
     var insideChord2: Double
     var bandChord2: Double
-    var restartChord2: Double
-    var restartBandChord2: Double
 }
 
-/// What events tell about a fence; the geometry is rebuilt from the compiled shape.
+/// What events tell about a fence besides its geometry.
 struct FenceInfo: Sendable {
     var id: String
     var name: String
     var description: String
-    var radius: Double?
-    /// Kept as given only for geolines, which are few and small.
-    var lineGeometry: GeoJSONGeometry?
 }
 
-/// One zone as the rules see it; a class, so that the hot path reads it in place.
-final class CompiledZone: @unchecked Sendable {
-    let summary: ZoneSummary
-    let project: Int32
-    let enabled: Bool
-    let checkOutEnabled: Bool
-    let minimumRetriggerTime: Double
-    let conditions: ZoneConditions?
-    let needsPreciseFix: Bool
-    let schedule: CompiledSchedule?
-    let fences: [Int32]
-    let beacons: [Int32]
+/// One zone as the rules see it. What only some zones have (conditions, schedules)
+/// lives in `CompiledZones.rules`, so that a million plain zones stay small.
+struct CompiledZone: Sendable {
+    var summary: ZoneSummary
+    var project: Int32
+    var enabled: Bool
+    var checkOutEnabled: Bool
+    var needsPreciseFix: Bool
+    var minimumRetriggerTime: Double
     /// How long the zone's memory of a device must be kept after the device left:
     /// the MRT, and the longest sequential window of any zone that follows this one.
-    /// Set once while the zones are compiled, never after.
     var retention: Double
+    var fences: Range<Int32>
+    var beacons: Range<Int32>
+    /// Index into `CompiledZones.rules`, or -1 when the zone has no conditions and no schedule.
+    var rules: Int32
+}
 
-    init(
-        summary: ZoneSummary, project: Int32, enabled: Bool, checkOutEnabled: Bool, minimumRetriggerTime: Double,
-        conditions: ZoneConditions?, needsPreciseFix: Bool, schedule: CompiledSchedule?, fences: [Int32],
-        beacons: [Int32], retention: Double
-    ) {
-        self.summary = summary
-        self.project = project
-        self.enabled = enabled
-        self.checkOutEnabled = checkOutEnabled
-        self.minimumRetriggerTime = minimumRetriggerTime
-        self.conditions = conditions
-        self.needsPreciseFix = needsPreciseFix
-        self.schedule = schedule
-        self.fences = fences
-        self.beacons = beacons
-        self.retention = retention
-    }
+/// A zone's conditions and active schedule.
+struct ZoneRules: Sendable {
+    var conditions: ZoneConditions?
+    var schedule: CompiledSchedule?
 }
 
 /// One beacon of one zone.
@@ -101,9 +83,13 @@ struct CompiledZones: Sendable {
     var projectIds: [String] = []
     var zoneIndex: [[String: Int32]] = []
     var zones: [CompiledZone] = []
-    var fences: [CompiledFence] = []
+    var rules: [ZoneRules] = []
+    var fences: FixedBuffer<CompiledFence>
     var fenceInfos: [FenceInfo] = []
-    var polygons: [PolygonShape] = []
+    /// Radii given on fences other than circles (they mean nothing there, but events
+    /// repeat the fence as it was given).
+    var otherRadii: [Int32: Double] = [:]
+    var polygons: PolygonStore
     var geolines: [GeolineShape] = []
     /// Depth of the deepest interior point, for fences of zones with a percentage condition.
     var interiorDepth: [Int32: Double] = [:]
@@ -111,132 +97,100 @@ struct CompiledZones: Sendable {
     var beacons: [CompiledBeacon] = []
     var beaconsByKey: [BeaconKey: [Int32]] = [:]
 
-    init() {}
+    func conditions(of zone: CompiledZone) -> ZoneConditions? {
+        zone.rules < 0 ? nil : rules[Int(zone.rules)].conditions
+    }
 
-    init(projects input: [ProjectZones], configuration: EngineConfiguration) {
-        // Shapes, enclosing circles and depths are independent per fence: prepare them on
-        // every core, then assemble the tables in order.
-        let all = input.flatMap { $0.zones }
-        let prepared = ParallelMap.map(count: all.count) { z in
-            all[z].fences.map {
-                Self.prepare($0, needsDepth: all[z].conditions?.percentageCrossed != nil, configuration: configuration)
-            }
-        }
-        var next = 0
-        for project in input {
-            let p: Int32
+    func schedule(of zone: CompiledZone) -> CompiledSchedule? {
+        zone.rules < 0 ? nil : rules[Int(zone.rules)].schedule
+    }
+
+    /// Compiles validated zones in two passes: a cheap one in document order that
+    /// numbers every zone, fence, polygon and beacon and lays out the polygon store,
+    /// then one on every core that fills in shapes, enclosing circles and zone records
+    /// in place.
+    init(projects input: [ProjectZones], zoneIds: [ZoneIds], configuration: EngineConfiguration) {
+        var layout = Layout()
+        for (source, project) in input.enumerated() {
+            // The validator's index of zones by id, moved on by the zones numbered before.
+            let base = Int32(layout.sources.count)
+            let ids = base == 0 ? zoneIds[source].positions : zoneIds[source].positions.mapValues { $0 + base }
             if let existing = projects[project.projectId] {
-                p = existing
+                zoneIndex[Int(existing)].merge(ids) { _, later in later }
             } else {
-                p = Int32(projectIds.count)
-                projects[project.projectId] = p
+                projects[project.projectId] = Int32(projectIds.count)
                 projectIds.append(project.projectId)
-                zoneIndex.append([:])
+                zoneIndex.append(ids)
                 geolinesByProject.append([])
             }
-            for zone in project.zones {
-                add(zone, prepared: prepared[next], project: p)
-                next += 1
+            let p = projects[project.projectId]!
+            // By index: copying each zone definition out of the array would cost more than the layout itself.
+            for z in project.zones.indices {
+                layout.add(
+                    project.zones[z].fences, beacons: project.zones[z].beacons,
+                    source: ZoneSource(input: Int32(source), zone: Int32(z), project: p), compiledBeacons: &beacons)
+            }
+        }
+        let polygonBuilder = PolygonStore.Builder(layout.polygons)
+        let fences = FixedBuffer<CompiledFence>(count: Int(layout.fenceStarts.last ?? 0))
+        var zones: [CompiledZone] = []
+        var fenceInfos: [FenceInfo] = []
+        var chunks: [CompiledChunk] = []
+        zones = [CompiledZone](unsafeUninitializedCapacity: layout.sources.count) { zoneBuffer, zonesDone in
+            fenceInfos = [FenceInfo](unsafeUninitializedCapacity: fences.count) { infoBuffer, infosDone in
+                let writer = ChunkWriter(
+                    input: input, layout: layout, configuration: configuration, fences: fences,
+                    fenceInfos: infoBuffer, zones: zoneBuffer, polygons: polygonBuilder)
+                chunks = ParallelMap.chunks(count: layout.sources.count) { writer.compile(zones: $0) }
+                infosDone = fences.count
+            }
+            zonesDone = layout.sources.count
+        }
+        self.fences = fences
+        polygonBuilder.layOutBandEdges()
+        _ = ParallelMap.chunks(count: polygonBuilder.polygonCount) { range in
+            var cursors: [Int32] = []
+            for p in range { polygonBuilder.fillBandEdges(p, cursors: &cursors) }
+        }
+        polygons = polygonBuilder.finish(
+            originalLons: Dictionary(uniqueKeysWithValues: chunks.flatMap(\.originalLons)),
+            partRingCounts: Dictionary(uniqueKeysWithValues: chunks.flatMap(\.partRingCounts)))
+        for chunk in chunks {
+            for (f, line) in chunk.geolines {
+                var fence = fences[Int(f)]
+                fence.shape = Int32(geolines.count)
+                fences.set(Int(f), to: fence)
+                geolines.append(line)
+                geolinesByProject[Int(fence.project)].append(f)
+            }
+            for (z, zoneRules) in chunk.rules {
+                zones[Int(z)].rules = Int32(rules.count)
+                rules.append(zoneRules)
+            }
+            for (f, radius) in chunk.otherRadii { otherRadii[f] = radius }
+        }
+        let depthFences = chunks.flatMap(\.needsDepth)
+        let polygons = self.polygons
+        let depths = ParallelMap.map(count: depthFences.count) { i in
+            let fence = fences[Int(depthFences[i])]
+            return fence.kind == .polygon ? InteriorDepth.deepest(of: polygons[Int(fence.shape)]) : fence.radius
+        }
+        interiorDepth = Dictionary(uniqueKeysWithValues: zip(depthFences, depths))
+        for (b, beacon) in beacons.enumerated() {
+            for identifier in [beacon.summary.eddystoneId ?? beacon.summary.uuid].compactMap({ $0 }) {
+                let key = BeaconKey(project: zones[Int(beacon.zone)].project, identifier: identifier)
+                beaconsByKey[key, default: []].append(Int32(b))
             }
         }
         // A zone's memory must outlive the longest window in which another zone asks for it.
-        for z in zones.indices {
-            guard let sequential = zones[z].conditions?.sequential,
-                let after = zoneIndex[Int(zones[z].project)][sequential.afterZoneId]
+        for (z, zoneRules) in chunks.lazy.flatMap(\.rules) {
+            guard let sequential = zoneRules.conditions?.sequential,
+                let after = zoneIndex[Int(zones[Int(z)].project)][sequential.afterZoneId]
             else { continue }
             zones[Int(after)].retention = max(zones[Int(after)].retention, sequential.withinSeconds)
         }
-    }
-
-    private mutating func add(_ zone: ZoneDefinition, prepared: [PreparedFence], project: Int32) {
-        let z = Int32(zones.count)
-        zoneIndex[Int(project)][zone.id] = z
-        var fenceIndices: [Int32] = []
-        for (fence, ready) in zip(zone.fences, prepared) {
-            let f = Int32(fences.count)
-            var compiled = ready.fence
-            compiled.zone = z
-            compiled.project = project
-            if let polygon = ready.polygon {
-                compiled.shape = Int32(polygons.count)
-                polygons.append(polygon)
-            }
-            if let line = ready.geoline {
-                compiled.shape = Int32(geolines.count)
-                geolines.append(line)
-                geolinesByProject[Int(project)].append(f)
-            }
-            if let depth = ready.depth { interiorDepth[f] = depth }
-            fences.append(compiled)
-            var lineGeometry: GeoJSONGeometry? = nil
-            if case .lineString = fence.geometry { lineGeometry = fence.geometry }
-            fenceInfos.append(
-                FenceInfo(
-                    id: fence.id, name: fence.name, description: fence.description, radius: fence.radius,
-                    lineGeometry: lineGeometry))
-            fenceIndices.append(f)
-        }
-        var beaconIndices: [Int32] = []
-        for beacon in zone.beacons {
-            let b = Int32(beacons.count)
-            beacons.append(CompiledBeacon(zone: z, summary: BeaconSummary(beacon), rssiThreshold: beacon.rssiThreshold))
-            for identifier in [beacon.eddystoneId ?? beacon.uuid].compactMap({ $0 }) {
-                beaconsByKey[BeaconKey(project: project, identifier: identifier), default: []].append(b)
-            }
-            beaconIndices.append(b)
-        }
-        zones.append(
-            CompiledZone(
-                summary: ZoneSummary(zone), project: project, enabled: zone.enabled,
-                checkOutEnabled: zone.checkOutEnabled, minimumRetriggerTime: max(0, zone.minimumRetriggerTime),
-                conditions: zone.conditions, needsPreciseFix: zone.conditions?.needsPreciseFix ?? false,
-                schedule: zone.activeSchedule.flatMap(CompiledSchedule.init), fences: fenceIndices,
-                beacons: beaconIndices, retention: max(0, zone.minimumRetriggerTime)))
-    }
-
-    /// A fence compiled on its own, before it gets its place in the tables.
-    struct PreparedFence: Sendable {
-        var fence: CompiledFence
-        var polygon: PolygonShape?
-        var geoline: GeolineShape?
-        var depth: Double?
-    }
-
-    static func prepare(_ fence: FenceDefinition, needsDepth: Bool, configuration: EngineConfiguration) -> PreparedFence {
-        let buffer = max(0, configuration.exitBuffer)
-        let tolerance = max(0, configuration.restartTolerance)
-        func circle(_ kind: CompiledFence.Kind, _ box: BoundingBox, _ lat: Double, _ lon: Double, _ radius: Double)
-            -> CompiledFence
-        {
-            CompiledFence(
-                kind: kind, zone: -1, project: -1, shape: -1, box: box,
-                centre: UnitVector(lat: lat, lon: lon), centreLat: lat, centreLon: lon, radius: radius,
-                insideChord2: UnitVector.chordSquared(ofDistance: radius),
-                bandChord2: UnitVector.chordSquared(ofDistance: radius + buffer),
-                restartChord2: UnitVector.chordSquared(ofDistance: radius + tolerance),
-                restartBandChord2: UnitVector.chordSquared(ofDistance: radius + tolerance + buffer))
-        }
-        func polygon(_ shape: PolygonShape) -> PreparedFence {
-            let mec = EnclosingCircle.of(points: shape.positions)
-            let compiled = circle(.polygon, shape.boundingBox.expanded(byMetres: buffer), mec.lat, mec.lon, mec.radius)
-            return PreparedFence(
-                fence: compiled, polygon: shape, depth: needsDepth ? InteriorDepth.deepest(of: shape) : nil)
-        }
-        switch fence.geometry {
-        case .point(let centre):
-            let radius = fence.radius ?? 0
-            let box = BoundingBox.around(lat: centre.lat, lon: centre.lon, radius: radius + buffer)
-            return PreparedFence(
-                fence: circle(.circle, box, centre.lat, centre.lon, radius), depth: needsDepth ? radius : nil)
-        case .polygon(let rings):
-            return polygon(PolygonShape(rings: rings))
-        case .multiPolygon(let parts):
-            return polygon(PolygonShape(rings: parts.flatMap { $0 }, partRingCounts: parts.map(\.count)))
-        case .lineString(let positions):
-            let line = GeolineShape(positions: positions)
-            let mec = EnclosingCircle.of(points: positions.map { ($0.lon, $0.lat) })
-            return PreparedFence(fence: circle(.geoline, line.box, mec.lat, mec.lon, mec.radius), geoline: line)
-        }
+        self.zones = zones
+        self.fenceInfos = fenceInfos
     }
 
     /// The fence as events describe it.
@@ -244,21 +198,167 @@ struct CompiledZones: Sendable {
         let info = fenceInfos[Int(f)]
         let fence = fences[Int(f)]
         let geometry: GeoJSONGeometry
+        var radius = otherRadii[f]
         switch fence.kind {
-        case .circle: geometry = .point(Position(lon: fence.centreLon, lat: fence.centreLat))
-        case .polygon: geometry = polygons[Int(fence.shape)].geometry
-        case .geoline: geometry = info.lineGeometry ?? .lineString([])
+        case .circle:
+            geometry = .point(Position(lon: fence.centreLon, lat: fence.centreLat))
+            radius = fence.radius
+        case .polygon: geometry = polygons.geometry(Int(fence.shape))
+        case .geoline: geometry = .lineString(geolines[Int(fence.shape)].positions)
         }
         return FenceSummary(
-            id: info.id, name: info.name, description: info.description, geometry: geometry, radius: info.radius)
+            id: info.id, name: info.name, description: info.description, geometry: geometry, radius: radius)
+    }
+
+    /// The box in which a fence can matter for a normal fix: its shape widened by the exit buffer.
+    func box(of fence: CompiledFence, configuration: EngineConfiguration) -> BoundingBox {
+        let buffer = max(0, configuration.exitBuffer)
+        switch fence.kind {
+        case .circle: return BoundingBox.around(lat: fence.centreLat, lon: fence.centreLon, radius: fence.radius + buffer)
+        case .polygon: return polygons[Int(fence.shape)].boundingBox.expanded(byMetres: buffer)
+        case .geoline: return geolines[Int(fence.shape)].box
+        }
     }
 
     /// The box in which a fence can matter for any fix, normal or restart mode.
-    func reach(of fence: CompiledFence, configuration: EngineConfiguration) -> BoundingBox {
-        if fence.kind == .geoline { return fence.box }
+    func reach(of fence: CompiledFence, box: BoundingBox, configuration: EngineConfiguration) -> BoundingBox {
+        if fence.kind == .geoline { return box }
         let restart = BoundingBox.around(
             lat: fence.centreLat, lon: fence.centreLon,
             radius: fence.radius + max(0, configuration.restartTolerance) + max(0, configuration.exitBuffer))
-        return fence.box.union(restart)
+        return box.union(restart)
+    }
+}
+
+/// Where a zone comes from: its place in the input, and the project it belongs to.
+private struct ZoneSource {
+    var input: Int32
+    var zone: Int32
+    var project: Int32
+}
+
+/// The numbering of the first pass: for zone z, its fences are
+/// `fenceStarts[z]..<fenceStarts[z + 1]`, its polygons (in fence order) start at
+/// `polygonStarts[z]`, and its beacons are `beaconStarts[z]..<beaconStarts[z + 1]`.
+private struct Layout {
+    var sources: [ZoneSource] = []
+    var fenceStarts: [Int32] = [0]
+    var polygonStarts: [Int32] = [0]
+    var beaconStarts: [Int32] = [0]
+    var polygons = PolygonStore.Layout()
+
+    mutating func add(
+        _ fences: [FenceDefinition], beacons: [BeaconDefinition], source: ZoneSource,
+        compiledBeacons: inout [CompiledBeacon]
+    ) {
+        let z = Int32(sources.count)
+        sources.append(source)
+        for f in fences.indices {
+            switch fences[f].geometry {
+            case .polygon(let rings): _ = polygons.add(ringSizes: rings.lazy.map { $0.count })
+            case .multiPolygon(let parts): _ = polygons.add(ringSizes: parts.lazy.flatMap { $0 }.map { $0.count })
+            case .point, .lineString: break
+            }
+        }
+        // Beacons are few: compiled here, in order.
+        for beacon in beacons {
+            compiledBeacons.append(
+                CompiledBeacon(zone: z, summary: BeaconSummary(beacon), rssiThreshold: beacon.rssiThreshold))
+        }
+        fenceStarts.append(fenceStarts[Int(z)] + Int32(fences.count))
+        polygonStarts.append(Int32(polygons.polygonCount))
+        beaconStarts.append(Int32(compiledBeacons.count))
+    }
+}
+
+/// What a range of zones hands back besides what it wrote in place.
+private struct CompiledChunk {
+    var originalLons: [(Int32, [Double])] = []
+    var partRingCounts: [(Int32, [Int])] = []
+    /// Geolines by fence; they are numbered once every range is done.
+    var geolines: [(Int32, GeolineShape)] = []
+    var rules: [(Int32, ZoneRules)] = []
+    var otherRadii: [(Int32, Double)] = []
+    /// Fences of zones with a percentage condition; their depth needs the finished store.
+    var needsDepth: [Int32] = []
+}
+
+/// The second pass: compiles a range of zones, writing fences, fence infos, zones and
+/// polygons at the places the first pass gave them, so ranges run on any core.
+private struct ChunkWriter: @unchecked Sendable {
+    let input: [ProjectZones]
+    let layout: Layout
+    let configuration: EngineConfiguration
+    let fences: FixedBuffer<CompiledFence>
+    let fenceInfos: UnsafeMutableBufferPointer<FenceInfo>
+    let zones: UnsafeMutableBufferPointer<CompiledZone>
+    let polygons: PolygonStore.Builder
+
+    func compile(zones range: Range<Int>) -> CompiledChunk {
+        var chunk = CompiledChunk()
+        var circleScratch: [EnclosingCircle.PlanePoint] = []
+        var nextPolygon = layout.polygonStarts[range.lowerBound]
+        for z in range {
+            let source = layout.sources[z]
+            let zone = input[Int(source.input)].zones[Int(source.zone)]
+            let needsDepth = zone.conditions?.percentageCrossed != nil
+            var f = layout.fenceStarts[z]
+            for fence in zone.fences {
+                var compiled: CompiledFence
+                func polygon(_ rings: [[Position]], parts: [Int]?) -> CompiledFence {
+                    let p = nextPolygon
+                    nextPolygon += 1
+                    if let lons = polygons.fill(p, rings: rings) {
+                        chunk.originalLons.append((p, lons))
+                    }
+                    if let parts { chunk.partRingCounts.append((p, parts)) }
+                    let (xs, ys) = polygons.vertices(p)
+                    let mec = EnclosingCircle.of(lons: xs, lats: ys, scratch: &circleScratch)
+                    return circle(.polygon, lat: mec.lat, lon: mec.lon, radius: mec.radius, shape: p)
+                }
+                switch fence.geometry {
+                case .point(let centre):
+                    compiled = circle(.circle, lat: centre.lat, lon: centre.lon, radius: fence.radius ?? 0, shape: -1)
+                case .polygon(let rings):
+                    compiled = polygon(rings, parts: nil)
+                case .multiPolygon(let parts):
+                    compiled = polygon(parts.flatMap { $0 }, parts: parts.map(\.count))
+                case .lineString(let positions):
+                    let line = GeolineShape(positions: positions)
+                    let mec = line.xs.withUnsafeBufferPointer { xs in
+                        line.ys.withUnsafeBufferPointer { ys in EnclosingCircle.of(lons: xs, lats: ys, scratch: &circleScratch) }
+                    }
+                    compiled = circle(.geoline, lat: mec.lat, lon: mec.lon, radius: mec.radius, shape: -1)
+                    chunk.geolines.append((f, line))
+                }
+                compiled.zone = Int32(z)
+                compiled.project = source.project
+                if needsDepth, compiled.kind != .geoline { chunk.needsDepth.append(f) }
+                if compiled.kind != .circle, let radius = fence.radius { chunk.otherRadii.append((f, radius)) }
+                fences.set(Int(f), to: compiled)
+                (fenceInfos.baseAddress! + Int(f)).initialize(
+                    to: FenceInfo(id: fence.id, name: fence.name, description: fence.description))
+                f += 1
+            }
+            let schedule = zone.activeSchedule.flatMap(CompiledSchedule.init)
+            if zone.conditions != nil || schedule != nil {
+                chunk.rules.append((Int32(z), ZoneRules(conditions: zone.conditions, schedule: schedule)))
+            }
+            (zones.baseAddress! + z).initialize(
+                to: CompiledZone(
+                    summary: ZoneSummary(zone), project: source.project, enabled: zone.enabled,
+                    checkOutEnabled: zone.checkOutEnabled, needsPreciseFix: zone.conditions?.needsPreciseFix ?? false,
+                    minimumRetriggerTime: max(0, zone.minimumRetriggerTime), retention: max(0, zone.minimumRetriggerTime),
+                    fences: layout.fenceStarts[z]..<layout.fenceStarts[z + 1],
+                    beacons: layout.beaconStarts[z]..<layout.beaconStarts[z + 1], rules: -1))
+        }
+        return chunk
+    }
+
+    func circle(_ kind: CompiledFence.Kind, lat: Double, lon: Double, radius: Double, shape: Int32) -> CompiledFence {
+        CompiledFence(
+            kind: kind, zone: -1, project: -1, shape: shape, centre: UnitVector(lat: lat, lon: lon), centreLat: lat,
+            centreLon: lon, radius: radius, insideChord2: UnitVector.chordSquared(ofDistance: radius),
+            bandChord2: UnitVector.chordSquared(ofDistance: radius + max(0, configuration.exitBuffer)))
     }
 }

@@ -150,8 +150,8 @@ extension GeofenceEngine {
             if case .geoline = trigger { return false }
         }
         if let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime { return false }
-        if let schedule = zone.schedule, !schedule.isActive(at: time) { return false }
-        guard let conditions = zone.conditions else { return true }
+        if let schedule = tables.schedule(of: zone), !schedule.isActive(at: time) { return false }
+        guard let conditions = tables.conditions(of: zone) else { return true }
         guard ConditionRules.speedHolds(conditions, speed: context.fix.speed),
             ConditionRules.bearingHolds(conditions.bearing, bearing: context.fix.bearing)
         else { return false }

@@ -90,42 +90,42 @@ extension GeofenceEngine {
         let restart = context.fix.mode == .restart
         let project = context.project
         let buffer = configuration.exitBuffer
-        tables.fences.withUnsafeBufferPointer { fences in
-            areaIndex.forEachCandidate(lon: lon, lat: lat) { entry in
-                guard entry.project == project else { return }
-                if restart {
-                    let fence = fences[Int(entry.id)]
-                    let p = point ?? UnitVector(lat: lat, lon: lon)
-                    point = p
-                    let c2 = p.chordSquared(to: fence.centre)
-                    if c2 <= fence.restartChord2 {
-                        hits.append(Hit(zone: fence.zone, kind: .inside, reference: entry.id))
-                    } else if c2 <= fence.restartBandChord2 {
-                        hits.append(Hit(zone: fence.zone, kind: .band, reference: entry.id))
-                    }
-                    return
-                }
-                guard entry.contains(lon: lon, lat: lat) else { return }
+        let tolerance = max(0, configuration.restartTolerance)
+        let fences = tables.fences
+        areaIndex.forEachCandidate(lon: lon, lat: lat) { entry in
+            guard entry.project == project else { return }
+            if restart {
                 let fence = fences[Int(entry.id)]
-                switch fence.kind {
-                case .circle:
-                    let p = point ?? UnitVector(lat: lat, lon: lon)
-                    point = p
-                    let c2 = p.chordSquared(to: fence.centre)
-                    if within(c2, chord2: fence.insideChord2, lat: lat, lon: lon, fence: fence, metres: fence.radius) {
-                        hits.append(Hit(zone: fence.zone, kind: .inside, reference: entry.id))
-                    } else if within(
-                        c2, chord2: fence.bandChord2, lat: lat, lon: lon, fence: fence, metres: fence.radius + buffer)
-                    {
-                        hits.append(Hit(zone: fence.zone, kind: .band, reference: entry.id))
-                    }
-                case .polygon:
-                    guard fence.box.contains(lon: lon, lat: lat) else { return }
-                    let inside = tables.polygons[Int(fence.shape)].contains(lon: lon, lat: lat)
-                    hits.append(Hit(zone: fence.zone, kind: inside ? .inside : .nearPolygon, reference: entry.id))
-                case .geoline:
-                    break
+                let p = point ?? UnitVector(lat: lat, lon: lon)
+                point = p
+                let c2 = p.chordSquared(to: fence.centre)
+                if c2 <= UnitVector.chordSquared(ofDistance: fence.radius + tolerance) {
+                    hits.append(Hit(zone: fence.zone, kind: .inside, reference: entry.id))
+                } else if c2 <= UnitVector.chordSquared(ofDistance: fence.radius + tolerance + max(0, buffer)) {
+                    hits.append(Hit(zone: fence.zone, kind: .band, reference: entry.id))
                 }
+                return
+            }
+            guard entry.contains(lon: lon, lat: lat) else { return }
+            let fence = fences[Int(entry.id)]
+            switch fence.kind {
+            case .circle:
+                let p = point ?? UnitVector(lat: lat, lon: lon)
+                point = p
+                let c2 = p.chordSquared(to: fence.centre)
+                if within(c2, chord2: fence.insideChord2, lat: lat, lon: lon, fence: fence, metres: fence.radius) {
+                    hits.append(Hit(zone: fence.zone, kind: .inside, reference: entry.id))
+                } else if within(
+                    c2, chord2: fence.bandChord2, lat: lat, lon: lon, fence: fence, metres: fence.radius + buffer)
+                {
+                    hits.append(Hit(zone: fence.zone, kind: .band, reference: entry.id))
+                }
+            case .polygon:
+                // The entry's box is the polygon's, widened by the exit buffer.
+                let inside = tables.polygons.contains(Int(fence.shape), lon: lon, lat: lat)
+                hits.append(Hit(zone: fence.zone, kind: inside ? .inside : .nearPolygon, reference: entry.id))
+            case .geoline:
+                break
             }
         }
     }
@@ -155,11 +155,10 @@ extension GeofenceEngine {
         var seen: [Int32] = []
         func test(_ f: Int32) {
             let fence = tables.fences[Int(f)]
-            guard fence.project == context.project, fence.kind == .geoline, fence.box.intersects(box),
-                !seen.contains(f)
-            else { return }
-            seen.append(f)
+            guard fence.project == context.project, fence.kind == .geoline else { return }
             let line = tables.geolines[Int(fence.shape)]
+            guard line.box.intersects(box), !seen.contains(f) else { return }
+            seen.append(f)
             if let crossing = line.firstCrossing(fromLat: track.lat, fromLon: startLon, toLat: fix.lat, toLon: endLon) {
                 hits.append(Hit(zone: fence.zone, kind: .crossing, reference: Int32(crossings.count)))
                 crossings.append(Crossing(crossing: crossing, fence: f))

@@ -18,37 +18,37 @@ public final class GeofenceEngine: Sendable {
     /// Validates and indexes the zones; throws `ZoneValidationError` naming every problem.
     public init(projects: [ProjectZones], configuration: EngineConfiguration = .init()) throws {
         var problems: [ZoneProblem] = []
+        var zoneIds: [ZoneIds] = []
         for project in projects {
-            for var problem in ZoneValidator.validate(ZonesDocument(zones: project.zones)) {
+            let ids = ZoneIds(project.zones)
+            for var problem in ZoneValidator.validate(project.zones, ids: ids) {
                 problem.projectId = project.projectId
                 problems.append(problem)
             }
+            zoneIds.append(ids)
         }
         guard problems.isEmpty else { throw ZoneValidationError(problems: problems) }
         self.configuration = configuration
-        let tables = CompiledZones(projects: projects, configuration: configuration)
-        var areaReach: [BoundingBox] = [], areaBoxes: [BoundingBox] = []
-        var areaIds: [Int32] = [], areaProjects: [Int32] = []
-        var lineBoxes: [BoundingBox] = [], lineIds: [Int32] = [], lineProjects: [Int32] = []
-        areaReach.reserveCapacity(tables.fences.count)
-        areaBoxes.reserveCapacity(tables.fences.count)
-        areaIds.reserveCapacity(tables.fences.count)
-        areaProjects.reserveCapacity(tables.fences.count)
-        for (f, fence) in tables.fences.enumerated() {
-            if fence.kind == .geoline {
-                lineBoxes.append(fence.box)
-                lineIds.append(Int32(f))
-                lineProjects.append(fence.project)
-            } else {
-                areaReach.append(tables.reach(of: fence, configuration: configuration))
-                areaBoxes.append(fence.box)
-                areaIds.append(Int32(f))
-                areaProjects.append(fence.project)
-            }
-        }
+        let tables = CompiledZones(projects: projects, zoneIds: zoneIds, configuration: configuration)
         self.tables = tables
-        areaIndex = GridIndex(reach: areaReach, tight: areaBoxes, ids: areaIds, projects: areaProjects)
-        geolineIndex = GridIndex(reach: lineBoxes, tight: lineBoxes, ids: lineIds, projects: lineProjects)
+        var areaFences: [Int32] = [], lineFences: [Int32] = []
+        areaFences.reserveCapacity(tables.fences.count)
+        for (f, fence) in tables.fences.enumerated() {
+            if fence.kind == .geoline { lineFences.append(Int32(f)) } else { areaFences.append(Int32(f)) }
+        }
+        areaIndex = GridIndex(count: areaFences.count) { i in
+            let f = areaFences[i]
+            let fence = tables.fences[Int(f)]
+            let box = tables.box(of: fence, configuration: configuration)
+            let reach = tables.reach(of: fence, box: box, configuration: configuration)
+            return (reach, GridIndex.Entry(id: f, project: fence.project, box: box))
+        }
+        geolineIndex = GridIndex(count: lineFences.count) { i in
+            let f = lineFences[i]
+            let fence = tables.fences[Int(f)]
+            let box = tables.box(of: fence, configuration: configuration)
+            return (box, GridIndex.Entry(id: f, project: fence.project, box: box))
+        }
     }
 
     /// Number of fences (of every kind) across all projects.

@@ -75,7 +75,7 @@ public enum Earth {
 /// A point as a unit vector, so that "within r metres of a centre" becomes a chord
 /// comparison: three multiplications instead of five trigonometric calls per fence.
 @usableFromInline
-struct UnitVector: Sendable {
+struct UnitVector: BitwiseCopyable, Sendable {
     @usableFromInline var x: Double
     @usableFromInline var y: Double
     @usableFromInline var z: Double

@@ -7,12 +7,16 @@ import Shared
 /// unchanged by the affine maps between degrees and local metres, so the test runs
 /// in degrees with no projection error.
 final class GeolineShape: Sendable {
+    /// As given, for events.
+    let positions: [Position]
+    /// Longitudes unwrapped along the line, and latitudes.
     let xs: [Double]
     let ys: [Double]
     let centreX: Double
     let box: BoundingBox
 
     init(positions: [Position]) {
+        self.positions = positions
         var xs: [Double] = []
         var ys: [Double] = []
         var previous: Double? = nil

@@ -13,7 +13,7 @@
 /// outwards, so never too small), so that most candidates are rejected from the
 /// entries array itself, in cache order, without touching the fence.
 struct GridIndex: Sendable {
-    struct Entry: Sendable {
+    struct Entry: BitwiseCopyable, Sendable {
         var id: Int32
         var project: Int32
         var minLon: Float
@@ -60,7 +60,6 @@ struct GridIndex: Sendable {
     }
 
     private let slots: [Slot]
-    private let shift: UInt64
     let entries: [Entry]
 
     static func cellSize(_ level: Int) -> Double { 360 / Double(1 << level) }
@@ -93,9 +92,16 @@ struct GridIndex: Sendable {
         return levelBits | columnBits | UInt64(truncatingIfNeeded: row)
     }
 
+    /// A key mixed by a multiplicative hash; its top bits pick its home slot.
     @inline(__always)
-    private func slot(of key: UInt64) -> Int {
-        Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
+    static func hash(_ key: UInt64) -> UInt64 { key &* 0x9E37_79B9_7F4A_7C15 }
+
+    /// The home slot of a key in a table of `capacity` slots: the hash scaled to the
+    /// table (so the table can be exactly as large as it needs to be, not the next
+    /// power of two). It grows with the hash, whatever the capacity.
+    @inline(__always)
+    static func home(of key: UInt64, capacity: Int) -> Int {
+        Int(truncatingIfNeeded: hash(key).multipliedFullWidth(by: UInt64(capacity)).high)
     }
 
     /// The cells a box covers at its level, each once.
@@ -128,53 +134,65 @@ struct GridIndex: Sendable {
     /// Builds the index: `reach[i]` decides the cells of entry i, which stands for
     /// `ids[i]` of `projects[i]` and keeps the (smaller or equal) box `tight[i]`.
     init(reach boxes: [BoundingBox], tight: [BoundingBox], ids: [Int32], projects: [Int32]) {
-        var keys: [UInt64] = []
-        var owners: [Int32] = []
-        keys.reserveCapacity(boxes.count * 2)
-        owners.reserveCapacity(boxes.count * 2)
-        var used = Set<Int>()
-        for (i, box) in boxes.enumerated() {
-            let level = Self.level(forExtent: max(box.lonSpan, box.maxLat - box.minLat))
-            Self.forEachCell(of: box, level: level) { key in
-                // Written as loops over explicit shifts: a closed-range loop around the key
-                // arithmetic was miscompiled in release builds (keys lost their level and
-                // column), which would silently hide fences. A wrong key must stop the build.
-                precondition(key >> 56 == UInt64(level), "spatial index key corrupted")
-                keys.append(key)
-                owners.append(Int32(i))
-                used.insert(Int(key >> 56))
+        self.init(count: boxes.count) { i in
+            (boxes[i], Entry(id: ids[i], project: projects[i], box: tight[i]))
+        }
+    }
+
+    /// Builds the index over `count` entries; `describe(i)` gives the box that decides
+    /// entry i's cells (its reach) and the entry itself. `describe` runs on every core.
+    ///
+    /// The (cell, entry) pairs are sorted by their cell's hash before the table is
+    /// filled, so that filling it walks the table and the entries from start to end
+    /// instead of jumping to a random slot for every pair, and so that the table can
+    /// be sized by the cells actually used; a cell's entries then lie side by side.
+    init(count: Int, describe: (Int) -> (reach: BoundingBox, entry: Entry)) {
+        let compact = FixedBuffer<Entry>(count: count)
+        var chunks = ParallelMap.chunks(count: count) { range in
+            var pairs = CellPairs()
+            pairs.keys.reserveCapacity(range.count * 2)
+            pairs.owners.reserveCapacity(range.count * 2)
+            for i in range {
+                let (box, entry) = describe(i)
+                compact.set(i, to: entry)
+                let level = Self.level(forExtent: max(box.lonSpan, box.maxLat - box.minLat))
+                pairs.levels |= 1 << UInt64(level)
+                Self.forEachCell(of: box, level: level) { key in
+                    // Written as loops over explicit shifts: a closed-range loop around the key
+                    // arithmetic was miscompiled in release builds (keys lost their level and
+                    // column), which would silently hide fences. A wrong key must stop the build.
+                    precondition(key >> 56 == UInt64(level), "spatial index key corrupted")
+                    pairs.keys.append(key)
+                    pairs.owners.append(Int32(i))
+                }
             }
+            return pairs
         }
-        levels = used.sorted()
-        var capacity = 16
+        let usedLevels = chunks.reduce(0) { $0 | $1.levels }
+        levels = (0...Self.finestLevel).filter { usedLevels & (1 << UInt64($0)) != 0 }
+        let sorted = CellPairs.sortedByHash(&chunks)
+        let n = sorted.keys.count
+        var cells = 0
+        for i in 0..<n where i == 0 || sorted.keys[i] != sorted.keys[i - 1] { cells += 1 }
         // At most half full: a miss ends at the first empty slot, usually the next one.
-        while capacity < keys.count * 2 { capacity <<= 1 }
-        shift = UInt64(64 - capacity.trailingZeroBitCount)
+        let capacity = max(16, cells * 2)
         var slots = [Slot](repeating: Slot(key: .max, start: 0, count: 0), count: capacity)
-        var slotOfPair = [Int32](repeating: 0, count: keys.count)
-        let mask = capacity - 1
-        let shift = self.shift
-        for (i, key) in keys.enumerated() {
-            var s = Int(truncatingIfNeeded: (key &* 0x9E37_79B9_7F4A_7C15) >> shift)
-            while slots[s].key != key && slots[s].key != .max { s = (s + 1) & mask }
-            slots[s].key = key
-            slots[s].count += 1
-            slotOfPair[i] = Int32(s)
+        let entries = [Entry](unsafeUninitializedCapacity: n) { entries, initialized in
+            for i in 0..<n { entries[i] = compact[Int(sorted.owners[i])] }
+            initialized = n
         }
-        // Entries of a cell are contiguous, cells in slot order.
-        var next: Int32 = 0
-        for s in 0..<capacity where slots[s].key != .max {
-            slots[s].start = next
-            next += slots[s].count
-        }
-        var fill = slots.map(\.start)
-        let blank = Entry(id: -1, project: -1, box: BoundingBox(minLon: 0, minLat: 0, lonSpan: 0, maxLat: 0))
-        var entries = [Entry](repeating: blank, count: keys.count)
-        let compact = zip(tight, zip(ids, projects)).map { Entry(id: $0.1.0, project: $0.1.1, box: $0.0) }
-        for i in 0..<keys.count {
-            let s = Int(slotOfPair[i])
-            entries[Int(fill[s])] = compact[Int(owners[i])]
-            fill[s] += 1
+        var i = 0
+        while i < n {
+            let key = sorted.keys[i]
+            var j = i + 1
+            while j < n, sorted.keys[j] == key { j += 1 }
+            var s = Self.home(of: key, capacity: capacity)
+            while slots[s].key != .max {
+                s += 1
+                if s == capacity { s = 0 }
+            }
+            slots[s] = Slot(key: key, start: Int32(i), count: Int32(j - i))
+            i = j
         }
         self.slots = slots
         self.entries = entries
@@ -184,13 +202,13 @@ struct GridIndex: Sendable {
     @inline(__always)
     func range(of key: UInt64) -> Range<Int> {
         slots.withUnsafeBufferPointer { slots in
-            let mask = slots.count - 1
-            var s = slot(of: key)
+            var s = Self.home(of: key, capacity: slots.count)
             while true {
                 let found = slots[s]
                 if found.key == key { return Int(found.start)..<Int(found.start + found.count) }
                 if found.key == .max { return 0..<0 }
-                s = (s + 1) & mask
+                s += 1
+                if s == slots.count { s = 0 }
             }
         }
     }
@@ -215,5 +233,83 @@ struct GridIndex: Sendable {
                 for i in range(of: key) { body(entries[i]) }
             }
         }
+    }
+}
+
+/// (cell key, entry) pairs of the index while it is built.
+private struct CellPairs {
+    var keys: [UInt64] = []
+    var owners: [Int32] = []
+    /// Bit k set: some box went to level k.
+    var levels: UInt64 = 0
+
+    /// Bits of the hash the pairs are sorted by.
+    static let sortBits = 22
+
+    /// All pairs, ordered by the top bits of their key's hash, and pairs of one key
+    /// next to each other. A least-significant-digit radix sort, 11 bits a pass, so
+    /// that every pass writes to few enough places at once to stay in the cache.
+    /// Empties `chunks` as it goes, to free their memory.
+    static func sortedByHash(_ chunks: inout [CellPairs]) -> CellPairs {
+        let n = chunks.reduce(0) { $0 + $1.keys.count }
+        let digitBits = 11
+        let radix = 1 << digitBits
+        func prefix(_ key: UInt64) -> Int { Int(truncatingIfNeeded: GridIndex.hash(key) >> UInt64(64 - sortBits)) }
+        var sources = chunks
+        chunks = []
+        var result = CellPairs()
+        for pass in 0..<(sortBits / digitBits) {
+            let shift = pass * digitBits
+            func digit(_ key: UInt64) -> Int { (prefix(key) >> shift) & (radix - 1) }
+            var starts = [Int](repeating: 0, count: radix + 1)
+            for source in sources {
+                for key in source.keys { starts[digit(key) + 1] += 1 }
+            }
+            for d in 0..<radix { starts[d + 1] += starts[d] }
+            var keys = [UInt64](repeating: 0, count: n)
+            var owners = [Int32](repeating: 0, count: n)
+            keys.withUnsafeMutableBufferPointer { keys in
+                owners.withUnsafeMutableBufferPointer { owners in
+                    for source in sources {
+                        for (key, owner) in zip(source.keys, source.owners) {
+                            let d = digit(key)
+                            keys[starts[d]] = key
+                            owners[starts[d]] = owner
+                            starts[d] += 1
+                        }
+                    }
+                }
+            }
+            sources = []
+            result = CellPairs(keys: keys, owners: owners)
+            sources = [result]
+        }
+        // Keys that share those bits may still be interleaved: put each key's pairs together.
+        result.keys.withUnsafeMutableBufferPointer { keys in
+            result.owners.withUnsafeMutableBufferPointer { owners in
+                var i = 0
+                while i < n {
+                    let bits = prefix(keys[i])
+                    var j = i + 1
+                    while j < n, prefix(keys[j]) == bits { j += 1 }
+                    if j - i > 1 {
+                        // Insertion sort by key: runs are a few pairs long.
+                        for k in (i + 1)..<j {
+                            let key = keys[k], owner = owners[k]
+                            var m = k - 1
+                            while m >= i, keys[m] > key {
+                                keys[m + 1] = keys[m]
+                                owners[m + 1] = owners[m]
+                                m -= 1
+                            }
+                            keys[m + 1] = key
+                            owners[m + 1] = owner
+                        }
+                    }
+                    i = j
+                }
+            }
+        }
+        return result
     }
 }

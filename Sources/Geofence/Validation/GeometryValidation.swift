@@ -2,12 +2,29 @@ import Shared
 
 /// Geometry checks: everything that would make a fence's inside ill-defined or
 /// too costly to evaluate.
+///
+/// A million fences are checked whenever zones load, so the checks allocate
+/// nothing for a fence that passes: working memory comes from a `Scratch` that
+/// each worker keeps from one fence to the next, and problem texts are only
+/// written when there is a problem.
 enum GeometryValidation {
+    /// Working memory of one worker.
+    struct Scratch {
+        var segments: [Segment] = []
+        var buckets: [Int32] = []
+        var order: [Int32] = []
+    }
+
     static func problems(_ fence: FenceDefinition) -> [String] {
+        var scratch = Scratch()
+        return problems(fence, scratch: &scratch)
+    }
+
+    static func problems(_ fence: FenceDefinition, scratch: inout Scratch) -> [String] {
         var problems: [String] = []
         switch fence.geometry {
         case .point(let centre):
-            problems += coordinateProblems([centre], label: "the centre")
+            if let problem = coordinateProblem(centre, label: "the centre") { problems.append(problem) }
             if let radius = fence.radius {
                 if !radius.isFinite || radius <= 0 { problems.append("radius must be more than 0 metres") }
             } else {
@@ -18,13 +35,15 @@ enum GeometryValidation {
             if line.count > ZoneValidator.maximumVertices {
                 problems.append("\(line.count) vertices, at most \(ZoneValidator.maximumVertices) are allowed")
             }
-            problems += coordinateProblems(line, label: "a position")
+            if let problem = coordinateProblem(line, label: "a position") { problems.append(problem) }
         case .polygon(let rings):
-            problems += polygonProblems(rings, label: "")
+            problems += polygonProblems(rings, label: "", scratch: &scratch)
             problems += vertexCountProblems(rings.reduce(0) { $0 + $1.count })
         case .multiPolygon(let parts):
             if parts.isEmpty { problems.append("a MultiPolygon needs at least one polygon") }
-            for (i, rings) in parts.enumerated() { problems += polygonProblems(rings, label: "polygon \(i) ") }
+            for (i, rings) in parts.enumerated() {
+                problems += polygonProblems(rings, label: "polygon \(i) ", scratch: &scratch)
+            }
             problems += vertexCountProblems(parts.reduce(0) { $0 + $1.reduce(0) { $0 + $1.count } })
         }
         return problems
@@ -35,62 +54,73 @@ enum GeometryValidation {
             ? ["\(count) vertices, at most \(ZoneValidator.maximumVertices) are allowed"] : []
     }
 
-    static func coordinateProblems(_ positions: [Position], label: String) -> [String] {
-        for position in positions {
-            if !position.lon.isFinite || !position.lat.isFinite {
-                return ["\(label) has a coordinate that is not a finite number"]
-            }
-            if !(-180...180).contains(position.lon) || !(-90...90).contains(position.lat) {
-                return ["\(label) [\(position.lon), \(position.lat)] is out of range (longitude -180...180, latitude -90...90)"]
-            }
+    static func coordinateProblem(_ position: Position, label: @autoclosure () -> String) -> String? {
+        if !position.lon.isFinite || !position.lat.isFinite {
+            return "\(label()) has a coordinate that is not a finite number"
         }
-        return []
+        if !(-180...180).contains(position.lon) || !(-90...90).contains(position.lat) {
+            return "\(label()) [\(position.lon), \(position.lat)] is out of range (longitude -180...180, latitude -90...90)"
+        }
+        return nil
     }
 
-    static func polygonProblems(_ rings: [[Position]], label: String) -> [String] {
+    /// The first position's problem, if any has one.
+    static func coordinateProblem(_ positions: [Position], label: @autoclosure () -> String) -> String? {
+        for position in positions {
+            if let problem = coordinateProblem(position, label: label()) { return problem }
+        }
+        return nil
+    }
+
+    static func polygonProblems(_ rings: [[Position]], label: String, scratch: inout Scratch) -> [String] {
         var problems: [String] = []
         if rings.isEmpty { return ["\(label)has no rings"] }
         var wellFormed = true
         for (r, ring) in rings.enumerated() {
-            let name = "\(label)ring \(r)"
-            let coordinates = coordinateProblems(ring, label: "\(name) position")
-            problems += coordinates
-            if !coordinates.isEmpty { wellFormed = false; continue }
+            if let problem = coordinateProblem(ring, label: "\(label)ring \(r) position") {
+                problems.append(problem)
+                wellFormed = false
+                continue
+            }
             if ring.count < 4 {
-                problems.append("\(name) has \(ring.count) positions, a ring needs at least 4")
+                problems.append("\(label)ring \(r) has \(ring.count) positions, a ring needs at least 4")
                 wellFormed = false
             } else if ring.first != ring.last {
-                problems.append("\(name) is not closed: its last position must repeat its first")
+                problems.append("\(label)ring \(r) is not closed: its last position must repeat its first")
                 wellFormed = false
             }
         }
         guard wellFormed else { return problems }
         // Unwrap longitudes along each ring, as the engine does, to see the shape it will see.
-        var segments: [Segment] = []
+        scratch.segments.removeAll(keepingCapacity: true)
         var minX = Double.infinity, maxX = -Double.infinity
         var previous: Double? = nil
         for (r, ring) in rings.enumerated() {
-            var xs: [Double] = []
-            for position in ring {
-                xs.append(Earth.unwrapLongitude(position.lon, after: xs.last ?? previous))
+            let firstX = Earth.unwrapLongitude(ring[0].lon, after: previous)
+            var x = firstX
+            minX = min(minX, x)
+            maxX = max(maxX, x)
+            for k in 0..<(ring.count - 1) {
+                let nextX = Earth.unwrapLongitude(ring[k + 1].lon, after: x)
+                scratch.segments.append(
+                    Segment(
+                        ring: Int32(r), index: Int32(k), last: Int32(ring.count - 2), ax: x, ay: ring[k].lat, bx: nextX,
+                        by: ring[k + 1].lat))
+                x = nextX
+                minX = min(minX, x)
+                maxX = max(maxX, x)
             }
-            if abs(xs[xs.count - 1] - xs[0]) > 1e-9 {
+            if abs(x - firstX) > 1e-9 {
                 problems.append("\(label)ring \(r) goes round a pole, which a fence cannot do")
                 return problems
             }
-            previous = xs[0]
-            minX = min(minX, xs.min()!)
-            maxX = max(maxX, xs.max()!)
-            for k in 0..<(ring.count - 1) {
-                segments.append(
-                    Segment(ring: r, index: k, last: ring.count - 2, ax: xs[k], ay: ring[k].lat, bx: xs[k + 1], by: ring[k + 1].lat))
-            }
+            previous = firstX
         }
         if maxX - minX >= 180 {
             problems.append("\(label)spans \(Int(maxX - minX)) degrees of longitude, a fence must span less than 180")
             return problems
         }
-        if let (a, b) = SelfIntersection.find(segments) {
+        if let (a, b) = SelfIntersection.find(scratch.segments, buckets: &scratch.buckets, order: &scratch.order) {
             if a.ring == b.ring {
                 problems.append(
                     "\(label)ring \(a.ring) intersects itself (edges \(a.index) and \(b.index), near [\(a.ax), \(a.ay)])")
@@ -104,10 +134,10 @@ enum GeometryValidation {
 
 /// One edge of a ring.
 struct Segment {
-    var ring: Int
-    var index: Int
+    var ring: Int32
+    var index: Int32
     /// Index of the ring's last edge, to recognise the neighbours of its first.
-    var last: Int
+    var last: Int32
     var ax: Double, ay: Double, bx: Double, by: Double
 
     func isNeighbour(of other: Segment) -> Bool {
@@ -115,45 +145,90 @@ struct Segment {
         let d = abs(index - other.index)
         return d <= 1 || d == last
     }
+
+    func low(alongX: Bool) -> Double { alongX ? min(ax, bx) : min(ay, by) }
+    func high(alongX: Bool) -> Double { alongX ? max(ax, bx) : max(ay, by) }
 }
 
 /// Finds two edges that meet where they should not (anything but neighbours sharing
-/// their common vertex). Edges are bucketed in a grid so that a 10,000-vertex ring
-/// costs about n·√n tests, not n².
+/// their common vertex).
+///
+/// A sweep along one axis without sorting: edges are bucketed by where they start
+/// along it, and each is compared only with the edges that start within its own
+/// range (on that axis), and only when their ranges on the other axis overlap too.
+/// The axis is the one along which edges overlap least, so a ring of n edges costs
+/// about n, not n², unless it is folded on itself along both axes.
 enum SelfIntersection {
-    static func find(_ segments: [Segment]) -> (Segment, Segment)? {
+    static func find(_ segments: [Segment], buckets: inout [Int32], order: inout [Int32]) -> (Segment, Segment)? {
         let n = segments.count
-        if n <= 16 {
-            for i in 0..<n {
-                for j in (i + 1)..<max(i + 1, n) where intersects(segments[i], segments[j]) { return (segments[i], segments[j]) }
+        return segments.withUnsafeBufferPointer { segments in
+            if n <= 16 {
+                for i in 0..<n {
+                    for j in (i + 1)..<max(i + 1, n) where intersects(segments[i], segments[j]) {
+                        return (segments[i], segments[j])
+                    }
+                }
+                return nil
             }
-            return nil
-        }
-        var minX = Double.infinity, maxX = -Double.infinity, minY = Double.infinity, maxY = -Double.infinity
-        for s in segments {
-            minX = min(minX, s.ax, s.bx); maxX = max(maxX, s.ax, s.bx)
-            minY = min(minY, s.ay, s.by); maxY = max(maxY, s.ay, s.by)
-        }
-        let g = max(1, Int(Double(n).squareRoot()))
-        let sx = Double(g) / max(maxX - minX, 1e-12)
-        let sy = Double(g) / max(maxY - minY, 1e-12)
-        func cx(_ x: Double) -> Int { min(g - 1, max(0, Int((x - minX) * sx))) }
-        func cy(_ y: Double) -> Int { min(g - 1, max(0, Int((y - minY) * sy))) }
-        var cells = [[Int32]](repeating: [], count: g * g)
-        for (i, s) in segments.enumerated() {
-            for x in cx(min(s.ax, s.bx))...cx(max(s.ax, s.bx)) {
-                for y in cy(min(s.ay, s.by))...cy(max(s.ay, s.by)) { cells[y * g + x].append(Int32(i)) }
+            var minX = Double.infinity, maxX = -Double.infinity, minY = Double.infinity, maxY = -Double.infinity
+            var spanX = 0.0, spanY = 0.0
+            for s in segments {
+                minX = min(minX, s.ax, s.bx)
+                maxX = max(maxX, s.ax, s.bx)
+                minY = min(minY, s.ay, s.by)
+                maxY = max(maxY, s.ay, s.by)
+                spanX += abs(s.bx - s.ax)
+                spanY += abs(s.by - s.ay)
             }
-        }
-        for cell in cells where cell.count > 1 {
-            for i in 0..<cell.count {
-                for j in (i + 1)..<cell.count {
-                    let a = segments[Int(cell[i])], b = segments[Int(cell[j])]
-                    if intersects(a, b) { return cell[i] < cell[j] ? (a, b) : (b, a) }
+            // The share of the extent an average edge covers: the lower, the fewer pairs to compare.
+            let alongX = spanX * max(maxY - minY, .leastNormalMagnitude) <= spanY * max(maxX - minX, .leastNormalMagnitude)
+            let origin = alongX ? minX : minY
+            let extent = alongX ? maxX - minX : maxY - minY
+            let bucketCount = n
+            let scale = extent > 0 ? Double(bucketCount) / extent : 0
+            func bucket(_ v: Double) -> Int { min(bucketCount - 1, max(0, Int((v - origin) * scale))) }
+            // Counting sort by bucket: afterwards, bucket b holds order[ends[b - 1] ..< ends[b]].
+            buckets.removeAll(keepingCapacity: true)
+            buckets.append(contentsOf: repeatElement(0, count: bucketCount))
+            order.removeAll(keepingCapacity: true)
+            order.append(contentsOf: repeatElement(0, count: n))
+            return buckets.withUnsafeMutableBufferPointer { ends in
+                order.withUnsafeMutableBufferPointer { order in
+                    for s in segments { ends[bucket(s.low(alongX: alongX))] += 1 }
+                    var total: Int32 = 0
+                    for b in 0..<bucketCount {
+                        let count = ends[b]
+                        ends[b] = total
+                        total += count
+                    }
+                    for (i, s) in segments.enumerated() {
+                        let b = bucket(s.low(alongX: alongX))
+                        order[Int(ends[b])] = Int32(i)
+                        ends[b] += 1
+                    }
+                    for (i, first) in segments.enumerated() {
+                        let low = first.low(alongX: alongX), high = first.high(alongX: alongX)
+                        let crossLow = first.low(alongX: !alongX), crossHigh = first.high(alongX: !alongX)
+                        let firstBucket = bucket(low)
+                        for b in firstBucket...bucket(high) {
+                            for k in Int(b == 0 ? 0 : ends[b - 1])..<Int(ends[b]) {
+                                let j = Int(order[k])
+                                let second = segments[j]
+                                // Each pair once: the second starts after the first (or with it, and comes later).
+                                let start = second.low(alongX: alongX)
+                                if start < low || start > high || (start == low && j <= i) { continue }
+                                if second.low(alongX: !alongX) <= crossHigh, second.high(alongX: !alongX) >= crossLow,
+                                    intersects(first, second)
+                                {
+                                    return i < j ? (first, second) : (second, first)
+                                }
+                            }
+                        }
+                    }
+                    return nil
                 }
             }
         }
-        return nil
     }
 
     static func intersects(_ a: Segment, _ b: Segment) -> Bool {

@@ -9,61 +9,116 @@ public enum ZoneValidator {
     public static let maximumCustomDataKeys = 50
 
     public static func validate(_ document: ZonesDocument) -> [ZoneProblem] {
-        var problems: [ZoneProblem] = []
-        var zoneIds = Set<String>()
-        let allZoneIds = Set(document.zones.map(\.id))
-        // Geometry checks dominate and are independent: run them on every core first.
-        let geometryProblems = ParallelMap.map(count: document.zones.count) { z in
-            document.zones[z].fences.map { GeometryValidation.problems($0) }
+        validate(document.zones, ids: ZoneIds(document.zones))
+    }
+
+    /// Checks every zone, on every core: zones are independent once their ids are known.
+    /// Problems come zone by zone, in document order.
+    static func validate(_ zones: [ZoneDefinition], ids: ZoneIds) -> [ZoneProblem] {
+        let chunks = ParallelMap.chunks(count: zones.count) { range in
+            var scratch = GeometryValidation.Scratch()
+            var problems: [ZoneProblem] = []
+            for z in range {
+                problems += zoneProblems(zones[z], repeatsAnId: ids.repeated.contains(z), ids: ids, scratch: &scratch)
+            }
+            return problems
         }
-        for (z, zone) in document.zones.enumerated() {
-            func report(_ problem: String, _ fenceId: String? = nil) {
-                problems.append(ZoneProblem(zoneId: zone.id, fenceId: fenceId, problem: problem))
+        return chunks.flatMap { $0 }
+    }
+
+    private static func zoneProblems(
+        _ zone: ZoneDefinition, repeatsAnId: Bool, ids: ZoneIds, scratch: inout GeometryValidation.Scratch
+    ) -> [ZoneProblem] {
+        var problems: [ZoneProblem] = []
+        func report(_ problem: String, _ fenceId: String? = nil) {
+            problems.append(ZoneProblem(zoneId: zone.id, fenceId: fenceId, problem: problem))
+        }
+        if zone.id.isEmpty { report("the zone id is empty") }
+        if repeatsAnId { report("the zone id is used by another zone") }
+        if zone.customData.count > maximumCustomDataKeys {
+            report("customData has \(zone.customData.count) keys, at most \(maximumCustomDataKeys) are allowed")
+        }
+        if !zone.minimumRetriggerTime.isFinite || zone.minimumRetriggerTime < 0 {
+            report("minimumRetriggerTime must be a finite number of seconds, zero or more")
+        }
+        if let conditions = zone.conditions {
+            for problem in ConditionValidation.problems(conditions, zoneIds: ids) { report(problem) }
+        }
+        if let schedule = zone.activeSchedule {
+            for problem in ConditionValidation.problems(schedule) { report(problem) }
+        }
+        let repeatedFences = repeatedPositions(zone.fences) { $0.id }
+        for f in zone.fences.indices {
+            let fence = zone.fences[f]
+            if fence.id.isEmpty { report("a fence id is empty", fence.id) }
+            if repeatedFences.contains(f) { report("the fence id is used twice in this zone", fence.id) }
+            for problem in GeometryValidation.problems(fence, scratch: &scratch) { report(problem, fence.id) }
+        }
+        let repeatedBeacons = repeatedPositions(zone.beacons) { $0.id }
+        for (b, beacon) in zone.beacons.enumerated() {
+            if repeatedBeacons.contains(b) { report("the beacon id is used twice in this zone", beacon.id) }
+            if beacon.uuid == nil && beacon.eddystoneId == nil {
+                report("a beacon needs a uuid or an eddystoneId", beacon.id)
             }
-            if zone.id.isEmpty { report("the zone id is empty") }
-            if !zoneIds.insert(zone.id).inserted { report("the zone id is used by another zone") }
-            if zone.customData.count > maximumCustomDataKeys {
-                report("customData has \(zone.customData.count) keys, at most \(maximumCustomDataKeys) are allowed")
+            if let uuid = beacon.uuid, UUID(uuidString: uuid) == nil {
+                report("uuid '\(uuid)' is not a UUID", beacon.id)
             }
-            if !zone.minimumRetriggerTime.isFinite || zone.minimumRetriggerTime < 0 {
-                report("minimumRetriggerTime must be a finite number of seconds, zero or more")
+            for (name, value) in [("major", beacon.major), ("minor", beacon.minor)] {
+                if let value, !(0...65_535).contains(value) { report("\(name) must be in 0...65535", beacon.id) }
             }
-            if let conditions = zone.conditions {
-                for problem in ConditionValidation.problems(conditions, zoneIds: allZoneIds) { report(problem) }
-            }
-            if let schedule = zone.activeSchedule {
-                for problem in ConditionValidation.problems(schedule) { report(problem) }
-            }
-            var fenceIds = Set<String>()
-            for (f, fence) in zone.fences.enumerated() {
-                if fence.id.isEmpty { report("a fence id is empty", fence.id) }
-                if !fenceIds.insert(fence.id).inserted { report("the fence id is used twice in this zone", fence.id) }
-                for problem in geometryProblems[z][f] { report(problem, fence.id) }
-            }
-            var beaconIds = Set<String>()
-            for beacon in zone.beacons {
-                if !beaconIds.insert(beacon.id).inserted { report("the beacon id is used twice in this zone", beacon.id) }
-                if beacon.uuid == nil && beacon.eddystoneId == nil {
-                    report("a beacon needs a uuid or an eddystoneId", beacon.id)
-                }
-                if let uuid = beacon.uuid, UUID(uuidString: uuid) == nil {
-                    report("uuid '\(uuid)' is not a UUID", beacon.id)
-                }
-                for (name, value) in [("major", beacon.major), ("minor", beacon.minor)] {
-                    if let value, !(0...65_535).contains(value) { report("\(name) must be in 0...65535", beacon.id) }
-                }
-                if !(-200...20).contains(beacon.rssiThreshold) {
-                    report("rssiThreshold must be in -200...20 dBm", beacon.id)
-                }
+            if !(-200...20).contains(beacon.rssiThreshold) {
+                report("rssiThreshold must be in -200...20 dBm", beacon.id)
             }
         }
         return problems
     }
+
+    /// Positions of elements whose id an earlier element already has: empty for nearly
+    /// every zone, and found without building a set for the usual handful of fences.
+    private static func repeatedPositions<Element>(_ elements: [Element], id: (Element) -> String) -> Set<Int> {
+        var repeated: Set<Int> = []
+        if elements.count <= 32 {
+            for i in elements.indices {
+                let candidate = id(elements[i])
+                if elements[..<i].contains(where: { id($0) == candidate }) { repeated.insert(i) }
+            }
+        } else {
+            var seen = Set<String>(minimumCapacity: elements.count)
+            for i in elements.indices where !seen.insert(id(elements[i])).inserted { repeated.insert(i) }
+        }
+        return repeated
+    }
+}
+
+/// Where each zone id first appears in a document, and which zones repeat an id
+/// already taken; the engine keeps the positions as its index of zones by id.
+struct ZoneIds: Sendable {
+    var positions: [String: Int32] = [:]
+    var repeated: Set<Int> = []
+
+    init(_ zones: [ZoneDefinition]) {
+        positions.reserveCapacity(zones.count)
+        for z in zones.indices {
+            var isNew = false
+            Self.claim(&positions[zones[z].id, default: -1], for: Int32(z), isNew: &isNew)
+            if !isNew { repeated.insert(z) }
+        }
+    }
+
+    /// One hash lookup per zone: the slot is created empty (-1) and taken if still empty.
+    private static func claim(_ slot: inout Int32, for zone: Int32, isNew: inout Bool) {
+        if slot < 0 {
+            slot = zone
+            isNew = true
+        }
+    }
+
+    func contains(_ id: String) -> Bool { positions[id] != nil }
 }
 
 /// Conditions and schedules.
 enum ConditionValidation {
-    static func problems(_ conditions: ZoneConditions, zoneIds: Set<String>) -> [String] {
+    static func problems(_ conditions: ZoneConditions, zoneIds: ZoneIds) -> [String] {
         var problems: [String] = []
         for (name, value) in [("minSpeed", conditions.minSpeed), ("maxSpeed", conditions.maxSpeed)] {
             if let value, !value.isFinite || value < 0 { problems.append("conditions.\(name) must be zero or more m/s") }
