@@ -106,6 +106,12 @@ struct ZonesCommand: AsyncParsableCommand {
             print(
                 "imported \(document.zones.count) zone(s) with \(document.zones.reduce(0) { $0 + $1.fences.count }) fence(s) into \(project)"
             )
+            let lint = try FenceLint.check(document)
+            var warnings = lint.warnings.map { "warning: \($0)\n" }.joined()
+            if lint.total > lint.warnings.count {
+                warnings += "warning: \(lint.total - lint.warnings.count) more pair(s) of fences closer than 500 m\n"
+            }
+            FileHandle.standardError.write(Data(warnings.utf8))
         }
     }
 

@@ -42,9 +42,23 @@ import Testing
             let wrongKey = try await post(Data(invalid.utf8), to: "\(base)/zones", key: harness.deviceKey, method: .PUT)
             #expect(wrongKey.status == 401)
 
+            // Zones under 500 m apart are stored, with a warning naming both fences.
+            var crowded = TestTrip.zones
+            var neighbour = crowded.zones[0]
+            neighbour.id = "zone-bakery"
+            neighbour.fences[0].id = "fence-bakery"
+            neighbour.fences[0].geometry = .point(Position(lon: TestTrip.centre.lon + 0.003, lat: TestTrip.centre.lat))
+            crowded.zones.append(neighbour)
+            let warned = try await post(
+                try WireJSON.encoder().encode(crowded), to: "\(base)/zones", key: harness.managementKey, method: .PUT)
+            #expect(warned.status == 200)
+            #expect(warned.body.contains(#""warningCount":1"#))
+            #expect(warned.body.contains(#""fenceId":"fence-cafe""#) && warned.body.contains(#""otherFenceId":"fence-bakery""#))
+
             let document = try WireJSON.encoder().encode(TestTrip.zones)
             let replaced = try await post(document, to: "\(base)/zones", key: harness.managementKey, method: .PUT)
             #expect(replaced.status == 200)
+            #expect(replaced.body.contains(#""warningCount":0"#))
             let exported = try await post(Data(), to: "\(base)/zones", key: harness.managementKey, method: .GET)
             #expect(try WireJSON.decoder().decode(ZonesDocument.self, from: Data(exported.body.utf8)) == TestTrip.zones)
 
