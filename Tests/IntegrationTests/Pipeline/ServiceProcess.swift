@@ -34,7 +34,7 @@ final class ServiceProcess: @unchecked Sendable {
 
     func start() throws {
         if !FileManager.default.fileExists(atPath: logFile.path) {
-            FileManager.default.createFile(atPath: logFile.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: logFile.path, contents: nil)
         }
         let log = try FileHandle(forWritingTo: logFile)
         log.seekToEndOfFile()
