@@ -66,36 +66,46 @@ public enum FenceLint {
             let zone = tables.zones[Int(fence.zone)]
             return zone.enabled && !zone.needsPreciseFix
         }
-        var warnings: [FenceProximity] = []
-        var total = 0
-        var candidates: [Int32] = []
-        for f in 0..<tables.fences.count {
-            let fence = tables.fences[f]
-            guard isRestartCapable(fence) else { continue }
-            let near = BoundingBox.around(lat: fence.centreLat, lon: fence.centreLon, radius: fence.radius + separation)
-            candidates.removeAll(keepingCapacity: true)
-            // Each pair once, from its first fence in document order.
-            engine.areaIndex.forEachCandidate(in: near) { entry in
-                if entry.id > Int32(f) { candidates.append(entry.id) }
-            }
-            candidates.sort()
-            for (i, o) in candidates.enumerated() where i == 0 || candidates[i - 1] != o {
-                let other = tables.fences[Int(o)]
-                guard other.zone != fence.zone, isRestartCapable(other) else { continue }
-                let centres = Earth.distance(
-                    lat1: fence.centreLat, lon1: fence.centreLon, lat2: other.centreLat, lon2: other.centreLon)
-                let gap = max(0, centres - fence.radius - other.radius)
-                guard gap < separation else { continue }
-                total += 1
-                if warnings.count < limit {
-                    warnings.append(
-                        FenceProximity(
-                            zoneId: tables.zones[Int(fence.zone)].summary.id, fenceId: tables.fenceInfos[f].id,
-                            otherZoneId: tables.zones[Int(other.zone)].summary.id,
-                            otherFenceId: tables.fenceInfos[Int(o)].id, distance: gap))
+        // Fences are checked on every core; each range keeps its first `limit` pairs, in order.
+        let chunks = ParallelMap.chunks(count: tables.fences.count) { range in
+            var found: [FenceProximity] = []
+            var total = 0
+            var candidates: [Int32] = []
+            for f in range {
+                let fence = tables.fences[f]
+                guard isRestartCapable(fence) else { continue }
+                let near = BoundingBox.around(lat: fence.centreLat, lon: fence.centreLon, radius: fence.radius + separation)
+                candidates.removeAll(keepingCapacity: true)
+                // Each pair once, from its first fence in document order.
+                engine.areaIndex.forEachCandidate(in: near) { entry in
+                    if entry.id > Int32(f) { candidates.append(entry.id) }
+                }
+                candidates.sort()
+                for (i, o) in candidates.enumerated() where i == 0 || candidates[i - 1] != o {
+                    let other = tables.fences[Int(o)]
+                    let reach = fence.radius + other.radius + separation
+                    // Latitude alone bounds the distance from below: most candidates end here, without trigonometry.
+                    guard abs(other.centreLat - fence.centreLat) * Earth.metresPerDegree < reach,
+                        other.zone != fence.zone, isRestartCapable(other)
+                    else { continue }
+                    let centres = Earth.distance(
+                        lat1: fence.centreLat, lon1: fence.centreLon, lat2: other.centreLat, lon2: other.centreLon)
+                    guard centres < reach else { continue }
+                    total += 1
+                    if found.count < limit {
+                        found.append(
+                            FenceProximity(
+                                zoneId: tables.zones[Int(fence.zone)].summary.id, fenceId: tables.fenceInfos[f].id,
+                                otherZoneId: tables.zones[Int(other.zone)].summary.id,
+                                otherFenceId: tables.fenceInfos[Int(o)].id,
+                                distance: max(0, centres - fence.radius - other.radius)))
+                    }
                 }
             }
+            return (found, total)
         }
+        let warnings = Array(chunks.lazy.flatMap(\.0).prefix(limit))
+        let total = chunks.reduce(0) { $0 + $1.1 }
         return FenceLintReport(warnings: warnings, total: total)
     }
 }
