@@ -91,7 +91,7 @@ struct FixBatchProcessor: Sendable {
                     records.append(try record(for: event, encoder: encoder))
                 }
             }
-            try await publish(records)
+            try await producer.sendAll(records)
             let toSave = try current.map { key, state in
                 StoredDeviceState(
                     key: key, stateJSON: String(decoding: try encoder.encode(state), as: UTF8.self),
@@ -122,13 +122,6 @@ struct FixBatchProcessor: Sendable {
     }
 
     /// Publishes and waits until the broker has every record; any failure aborts the batch.
-    func publish(_ records: [KafkaRecord]) async throws {
-        guard !records.isEmpty else { return }
-        for result in await producer.send(records) {
-            if case .failure(let error) = result { throw error }
-        }
-    }
-
     func record(for event: CheckEvent, encoder: JSONEncoder) throws -> KafkaRecord {
         KafkaRecord(
             topic: event.type == .checkin ? configuration.topics.checkIns : configuration.topics.checkOuts,
@@ -142,12 +135,7 @@ struct FixBatchProcessor: Sendable {
     /// The original record, unchanged, with why it was refused and where it came from.
     func deadLetter(for message: KafkaConsumerMessage, reason: String) -> KafkaRecord {
         KafkaRecord(
-            topic: configuration.topics.fixesDeadLetter, key: message.key, value: message.value,
-            headers: message.headers + [
-                KafkaHeader(key: "checkin-error", value: Array(reason.utf8)),
-                KafkaHeader(key: "checkin-origin-topic", value: Array(message.topic.utf8)),
-                KafkaHeader(key: "checkin-origin-partition", value: Array(String(message.partition).utf8)),
-                KafkaHeader(key: "checkin-origin-offset", value: Array(String(message.offset).utf8)),
-            ])
+            deadLetterOf: message, topic: configuration.topics.fixesDeadLetter, reason: reason,
+            headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 }

@@ -59,7 +59,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
                 }
                 updated.append(next)
             }
-            try await processor.publish(records)
+            try await processor.producer.sendAll(records)
             try await processor.states.save(updated, on: connection)
             return (due.count, records.count)
         }

@@ -10,9 +10,13 @@ import Shared
 /// Consumes check-in and check-out events and turns each into one durable delivery
 /// per webhook endpoint of its project. Offsets are committed only after the
 /// deliveries are in Postgres, so an event is never acknowledged before it is safe;
-/// a redelivered event meets the (endpoint, event) unique key and is dropped.
+/// a redelivered event meets the (endpoint, event) unique key and is dropped. A
+/// record that is not an event goes, unchanged, to the events' dead-letter topic
+/// (acknowledged before the offsets move on) and stops nothing.
 public final class EventIntake: Service, Sendable {
     let consumer: KafkaConsumer
+    let producer: KafkaProducer
+    let deadLetterTopic: String
     let webhooks: WebhookStore
     let dispatcher: WebhookDispatcher
     let logger: Logger
@@ -22,8 +26,13 @@ public final class EventIntake: Service, Sendable {
     let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
     let queuedCounter = Counter(label: "checkin_notifier_deliveries_queued_total")
 
-    init(consumer: KafkaConsumer, webhooks: WebhookStore, dispatcher: WebhookDispatcher, logger: Logger) {
+    init(
+        consumer: KafkaConsumer, producer: KafkaProducer, deadLetterTopic: String, webhooks: WebhookStore,
+        dispatcher: WebhookDispatcher, logger: Logger
+    ) {
         self.consumer = consumer
+        self.producer = producer
+        self.deadLetterTopic = deadLetterTopic
         self.webhooks = webhooks
         self.dispatcher = dispatcher
         self.logger = logger
@@ -61,12 +70,19 @@ public final class EventIntake: Service, Sendable {
         let decoder = WireJSON.decoder()
         let encoder = WireJSON.encoder()
         var deliveries: [NewDelivery] = []
+        var deadLetters: [KafkaRecord] = []
         for message in batch {
-            guard let event = try? decoder.decode(CheckEvent.self, from: Data(message.value)) else {
-                malformedCounter.increment()
+            let event: CheckEvent
+            do {
+                event = try decoder.decode(CheckEvent.self, from: Data(message.value))
+            } catch {
                 logger.error(
-                    "skipping a record that is not an event",
+                    "dead-lettering a record that is not an event",
                     metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
+                deadLetters.append(
+                    KafkaRecord(
+                        deadLetterOf: message, topic: deadLetterTopic, reason: "not an event: \(DecodingErrorText.describe(error))",
+                        headerPrefix: Topics.deadLetterHeaderPrefix))
                 continue
             }
             eventsCounter.increment()
@@ -80,6 +96,8 @@ public final class EventIntake: Service, Sendable {
                         checkInId: event.type == .checkout ? event.checkInId : nil, payload: payload))
             }
         }
+        try await producer.sendAll(deadLetters)
+        if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
         let queued = try await webhooks.enqueue(deliveries)
         if queued > 0 { queuedCounter.increment(by: queued) }
     }

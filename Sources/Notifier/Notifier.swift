@@ -6,6 +6,7 @@ import ServiceLifecycle
 
 /// The notifier's services, in start order. Stopping in reverse: the dispatcher
 /// finishes its attempts, the intake its batch, then the consumer leaves the group.
+/// The producer (for the events' dead-letter topic) is the caller's, like the evaluator's.
 public struct Notifier: Sendable {
     public let intake: EventIntake
     public let consumer: KafkaConsumer
@@ -13,7 +14,7 @@ public struct Notifier: Sendable {
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
-        httpClient: HTTPClient = .shared, logger: Logger
+        producer: KafkaProducer, httpClient: HTTPClient = .shared, logger: Logger
     ) throws {
         var consumerConfiguration = consumerConfiguration
         consumerConfiguration.groupId = configuration.groupId
@@ -23,7 +24,9 @@ public struct Notifier: Sendable {
         let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, httpClient: httpClient, logger: logger)
         self.consumer = consumer
         self.dispatcher = dispatcher
-        self.intake = EventIntake(consumer: consumer, webhooks: webhooks, dispatcher: dispatcher, logger: logger)
+        self.intake = EventIntake(
+            consumer: consumer, producer: producer, deadLetterTopic: configuration.topics.eventsDeadLetter, webhooks: webhooks,
+            dispatcher: dispatcher, logger: logger)
     }
 
     public var services: [any Service] { [consumer, intake, dispatcher] }

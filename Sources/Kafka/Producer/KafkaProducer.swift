@@ -60,6 +60,14 @@ public final class KafkaProducer: Service, Sendable {
         return try await report(for: id).get()
     }
 
+    /// Sends all and waits until every one is acknowledged; throws the first failure.
+    public func sendAll(_ records: [KafkaRecord]) async throws {
+        guard !records.isEmpty else { return }
+        for result in await send(records) {
+            if case .failure(let error) = result { throw error }
+        }
+    }
+
     /// Enqueues all, then awaits all reports: one result per record, in order.
     public func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
         var enqueued: [Result<UInt, KafkaError>] = []

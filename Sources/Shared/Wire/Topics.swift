@@ -4,18 +4,26 @@ public struct Topics: Sendable, Equatable {
     public var fixesDeadLetter: String
     public var checkIns: String
     public var checkOuts: String
+    /// Records on the event topics that are not events, set aside by the notifier.
+    public var eventsDeadLetter: String
 
     public init(
         fixes: String = "checkin.fixes",
         fixesDeadLetter: String = "checkin.fixes.dlq",
         checkIns: String = "checkin.checkins",
-        checkOuts: String = "checkin.checkouts"
+        checkOuts: String = "checkin.checkouts",
+        eventsDeadLetter: String = "checkin.events.dlq"
     ) {
         self.fixes = fixes
         self.fixesDeadLetter = fixesDeadLetter
         self.checkIns = checkIns
         self.checkOuts = checkOuts
+        self.eventsDeadLetter = eventsDeadLetter
     }
 
-    public var all: [String] { [fixes, fixesDeadLetter, checkIns, checkOuts] }
+    public var all: [String] { [fixes, fixesDeadLetter, checkIns, checkOuts, eventsDeadLetter] }
+
+    /// Dead-letter records carry `checkin-error` and `checkin-origin-topic`,
+    /// `-partition` and `-offset` headers.
+    public static let deadLetterHeaderPrefix = "checkin-"
 }

@@ -33,7 +33,7 @@ struct Pipeline {
         let database = Database(configuration: settings.database, logger: logger)
         var services: [any Service] = [database]
         var producer: KafkaProducer?
-        if stages.contains(.ingest) || stages.contains(.evaluator) {
+        if !stages.isEmpty {
             let created = try KafkaProducer(configuration: settings.producerConfiguration(clientId: "checkin"), logger: logger)
             services.append(created)
             producer = created
@@ -47,11 +47,11 @@ struct Pipeline {
             readiness.set("zones", ready: false)
             services.append(contentsOf: evaluator.services)
         }
-        if stages.contains(.notifier) {
+        if stages.contains(.notifier), let producer {
             let notifier = try Notifier(
                 configuration: NotifierConfiguration(environment: settings.environment, topics: settings.topics),
                 consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-notifier"),
-                database: database, logger: logger)
+                database: database, producer: producer, logger: logger)
             services.append(contentsOf: notifier.services)
         }
         // `prepare()` has reached both before any service is built.

@@ -29,7 +29,8 @@ struct ProcessSettings {
             fixes: environment.string("CHECKIN_TOPIC_FIXES", default: "checkin.fixes"),
             fixesDeadLetter: environment.string("CHECKIN_TOPIC_FIXES_DLQ", default: "checkin.fixes.dlq"),
             checkIns: environment.string("CHECKIN_TOPIC_CHECKINS", default: "checkin.checkins"),
-            checkOuts: environment.string("CHECKIN_TOPIC_CHECKOUTS", default: "checkin.checkouts"))
+            checkOuts: environment.string("CHECKIN_TOPIC_CHECKOUTS", default: "checkin.checkouts"),
+            eventsDeadLetter: environment.string("CHECKIN_TOPIC_EVENTS_DLQ", default: "checkin.events.dlq"))
         partitions = Int32(try environment.int("CHECKIN_KAFKA_PARTITIONS", default: 8, range: 1...10_000))
         createTopics = try environment.bool("CHECKIN_KAFKA_CREATE_TOPICS", default: true)
         opsHost = environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1")

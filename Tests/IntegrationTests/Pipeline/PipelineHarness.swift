@@ -21,7 +21,7 @@ struct PipelineHarness {
     var topics: Topics {
         Topics(
             fixes: "test-\(suffix).fixes", fixesDeadLetter: "test-\(suffix).fixes.dlq", checkIns: "test-\(suffix).checkins",
-            checkOuts: "test-\(suffix).checkouts")
+            checkOuts: "test-\(suffix).checkouts", eventsDeadLetter: "test-\(suffix).events.dlq")
     }
     var projectId: String { "project-\(suffix)" }
     var deviceKey: String { "ck_device_test_\(suffix)" }
@@ -93,7 +93,8 @@ struct PipelineHarness {
             configuration: NotifierConfiguration(
                 groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
                 pollInterval: .milliseconds(100)),
-            consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database, logger: logger)
+            consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database,
+            producer: producer, logger: logger)
         let received = ReceivedWebhooks()
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let dependencies = IngestDependencies(

@@ -22,6 +22,9 @@ import Testing
                 tasks.addTask { try await producer.run() }
                 _ = try await producer.send(
                     KafkaRecord(topic: harness.topics.fixes, key: Array(trip.deviceId.utf8), value: Array(#"{"deviceId": 7}"#.utf8)))
+                // And one on the check-ins topic that is not an event: the notifier sets it aside too.
+                _ = try await producer.send(
+                    KafkaRecord(topic: harness.topics.checkIns, key: Array(trip.deviceId.utf8), value: Array("not json".utf8)))
                 tasks.cancelAll()
             }
 
@@ -51,6 +54,13 @@ import Testing
                 uniqueKeysWithValues: deadLetters[0].headers.map { ($0.key, String(decoding: $0.value ?? [], as: UTF8.self)) })
             #expect(headers["checkin-origin-topic"] == harness.topics.fixes)
             #expect(headers["checkin-error"]?.contains("deviceId") == true)
+
+            let eventDeadLetters = try await consume(topic: harness.topics.eventsDeadLetter, count: 1, logger: harness.logger)
+            #expect(eventDeadLetters[0].value == Array("not json".utf8))
+            let eventHeaders = Dictionary(
+                uniqueKeysWithValues: eventDeadLetters[0].headers.map { ($0.key, String(decoding: $0.value ?? [], as: UTF8.self)) })
+            #expect(eventHeaders["checkin-origin-topic"] == harness.topics.checkIns)
+            #expect(eventHeaders["checkin-error"]?.hasPrefix("not an event") == true)
         }
     }
 

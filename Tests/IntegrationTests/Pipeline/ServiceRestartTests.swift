@@ -37,6 +37,7 @@ import Testing
                 "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": TestEnvironment.databaseURL,
                 "CHECKIN_TOPIC_FIXES": harness.topics.fixes, "CHECKIN_TOPIC_FIXES_DLQ": harness.topics.fixesDeadLetter,
                 "CHECKIN_TOPIC_CHECKINS": harness.topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": harness.topics.checkOuts,
+                "CHECKIN_TOPIC_EVENTS_DLQ": harness.topics.eventsDeadLetter,
                 "CHECKIN_EVALUATOR_GROUP": harness.evaluatorGroup, "CHECKIN_NOTIFIER_GROUP": harness.notifierGroup,
                 "CHECKIN_KAFKA_PARTITIONS": "4", "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000",
                 "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000", "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000",
