@@ -37,7 +37,7 @@ public enum KafkaAdmin {
         }
     }
 
-    private static func adminClient(bootstrapServers: String, quietLogs: Bool, logger: Logger) throws(KafkaError)
+    static func adminClient(bootstrapServers: String, quietLogs: Bool, logger: Logger) throws(KafkaError)
         -> RDKafkaClient
     {
         let client = try RDKafkaClient.make(

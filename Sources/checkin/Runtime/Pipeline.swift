@@ -54,9 +54,13 @@ struct Pipeline {
                 database: database, producer: producer, logger: logger)
             services.append(contentsOf: notifier.services)
         }
-        // `prepare()` has reached both before any service is built.
+        // `prepare()` has reached both before any service is built; the probe follows the broker from then on.
         readiness.set("database", ready: true)
         readiness.set("broker", ready: true)
+        services.append(
+            KafkaBrokerProbe(bootstrapServers: settings.brokers, logger: logger) { [readiness] reachable in
+                readiness.set("broker", ready: reachable)
+            })
         if stages.contains(.ingest), let producer {
             let configuration = try IngestConfiguration(environment: settings.environment, topics: settings.topics)
             let dependencies = IngestDependencies(

@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import Synchronization
 import Testing
 
 @Suite("Kafka client against the real broker", .timeLimit(.minutes(2)))
@@ -149,5 +150,26 @@ struct KafkaBrokerTests {
         }
         #expect(sendError?.name == "_MSG_TIMED_OUT")
         #expect(ContinuousClock.now - sendStarted < .seconds(30))
+    }
+
+    @Test("the broker probe reports a broker that answers and one that does not")
+    func brokerProbe() async throws {
+        let seen = Mutex<[String: [Bool]]>([:])
+        let probes = [("up", TestEnvironment.kafkaBrokers), ("down", "127.0.0.1:1")].map { name, brokers in
+            KafkaBrokerProbe(
+                bootstrapServers: brokers, interval: .milliseconds(200), timeout: .milliseconds(500),
+                logger: KafkaIntegration.logger
+            ) { reachable in seen.withLock { $0[name, default: []].append(reachable) } }
+        }
+        try await KafkaIntegration.withRunning(probes) {
+            let deadline = ContinuousClock.now + .seconds(30)
+            while seen.withLock({ $0.count < 2 }), ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(100))
+            }
+            // Changes only: a steady broker is reported once, however many times it is asked.
+            try await Task.sleep(for: .seconds(1))
+        }
+        #expect(seen.withLock { $0["up"] } == [true])
+        #expect(seen.withLock { $0["down"] } == [false])
     }
 }

@@ -1,0 +1,56 @@
+import Crdkafka
+import Logging
+import ServiceLifecycle
+
+/// Asks the broker for its metadata every `interval` and reports each change between
+/// answering and not answering, so that a readiness check follows the broker for as
+/// long as the process runs, not only at start-up.
+public final class KafkaBrokerProbe: Service, Sendable {
+    let bootstrapServers: String
+    let interval: Duration
+    let timeout: Duration
+    let logger: Logger
+    let onChange: @Sendable (_ reachable: Bool) -> Void
+
+    public init(
+        bootstrapServers: String, interval: Duration = .seconds(5), timeout: Duration = .seconds(2), logger: Logger,
+        onChange: @escaping @Sendable (_ reachable: Bool) -> Void
+    ) {
+        self.bootstrapServers = bootstrapServers
+        self.interval = interval
+        self.timeout = timeout
+        self.logger = logger
+        self.onChange = onChange
+    }
+
+    public func run() async throws {
+        // One client for the process's life: librdkafka keeps its connection and reconnects by itself.
+        let client = try KafkaAdmin.adminClient(bootstrapServers: bootstrapServers, quietLogs: true, logger: logger)
+        var last: Bool? = nil
+        while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            let reachable = await answers(client)
+            if reachable != last {
+                if reachable {
+                    logger.info("the Kafka broker answers", metadata: ["brokers": "\(bootstrapServers)"])
+                } else {
+                    logger.error("the Kafka broker does not answer", metadata: ["brokers": "\(bootstrapServers)"])
+                }
+                onChange(reachable)
+                last = reachable
+            }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+        }
+    }
+
+    private func answers(_ client: RDKafkaClient) async -> Bool {
+        let timeout = Int32(clamping: timeout.milliseconds)
+        let answered = try? await Blocking.run { () throws(KafkaError) -> Bool in
+            var metadata: UnsafePointer<rd_kafka_metadata>?
+            let error = rd_kafka_metadata(client.handle, 0, nil, &metadata, timeout)
+            rd_kafka_poll(client.handle, 0)
+            if let metadata { rd_kafka_metadata_destroy(metadata) }
+            return error == RD_KAFKA_RESP_ERR_NO_ERROR
+        }
+        return answered ?? false
+    }
+}
