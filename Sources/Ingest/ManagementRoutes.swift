@@ -80,33 +80,15 @@ struct ManagementRoutes {
             "zones replaced",
             metadata: ["projectId": "\(projectId)", "zones": "\(document.zones.count)", "lintWarnings": "\(lint.total)"])
         return try json(
-            ZonesReplaced(zones: document.zones.count, warnings: lint.warnings.map(ProximityWarning.init), warningCount: lint.total))
+            ZonesReplaced(zones: document.zones.count, warnings: lint.warnings, warningCount: lint.total))
     }
 
     /// The answer to a zones replacement: how many zones, and the fence lint's warnings
     /// (the first 100, and how many there are in all).
     struct ZonesReplaced: Encodable {
         var zones: Int
-        var warnings: [ProximityWarning]
+        var warnings: [FenceProximity]
         var warningCount: Int
-    }
-
-    struct ProximityWarning: Encodable {
-        var zoneId: String
-        var fenceId: String
-        var otherZoneId: String
-        var otherFenceId: String
-        var distance: Double
-        var message: String
-
-        init(_ proximity: FenceProximity) {
-            zoneId = proximity.zoneId
-            fenceId = proximity.fenceId
-            otherZoneId = proximity.otherZoneId
-            otherFenceId = proximity.otherFenceId
-            distance = (proximity.distance * 10).rounded() / 10
-            message = proximity.description
-        }
     }
 
     struct EndpointRequest: Decodable {

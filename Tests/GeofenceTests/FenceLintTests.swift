@@ -27,7 +27,7 @@ import Testing
             let warning = try #require(report.warnings.first)
             #expect(warning.zoneId == "a" && warning.fenceId == "a-f")
             #expect(warning.otherZoneId == "b" && warning.otherFenceId == "b-f")
-            #expect(abs(warning.distance - (centres - 200)) < 0.01)
+            #expect(abs(warning.distance - (centres - 200)) <= 0.05)
             #expect(warning.description.contains("500 m"))
         }
     }

@@ -13,22 +13,25 @@ public struct FenceProximity: Sendable, Equatable, Codable, CustomStringConverti
     public var fenceId: String
     public var otherZoneId: String
     public var otherFenceId: String
-    /// Metres between the two fences' enclosing circles, perimeter to perimeter; 0 when they overlap.
+    /// Metres between the two fences' enclosing circles, perimeter to perimeter, to
+    /// a tenth of a metre; 0 when they overlap.
     public var distance: Double
+    /// The warning in words, for people reading the API's answer.
+    public var message: String
 
     public init(zoneId: String, fenceId: String, otherZoneId: String, otherFenceId: String, distance: Double) {
         self.zoneId = zoneId
         self.fenceId = fenceId
         self.otherZoneId = otherZoneId
         self.otherFenceId = otherFenceId
-        self.distance = distance
-    }
-
-    public var description: String {
-        "fence '\(fenceId)' of zone '\(zoneId)' and fence '\(otherFenceId)' of zone '\(otherZoneId)' are "
+        self.distance = (distance * 10).rounded() / 10
+        message =
+            "fence '\(fenceId)' of zone '\(zoneId)' and fence '\(otherFenceId)' of zone '\(otherZoneId)' are "
             + "\(Int(distance.rounded())) m apart; restart-mode fixes cannot tell fences closer than "
             + "\(Int(FenceLint.separation)) m apart"
     }
+
+    public var description: String { message }
 }
 
 /// What the fence lint found: the first pairs, in document order, and how many there are in all.
