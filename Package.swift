@@ -125,7 +125,7 @@ let package = Package(
         ),
         .testTarget(
             name: "KafkaTests",
-            dependencies: ["Kafka"]
+            dependencies: ["Kafka", "ServiceSupport"]
         ),
         .testTarget(
             name: "IntegrationTests",

@@ -1,4 +1,5 @@
 import Kafka
+import ServiceSupport
 import Synchronization
 import Testing
 
@@ -14,7 +15,7 @@ struct ConsumerTests {
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: cluster.bootstrapServers),
             logger: KafkaTestSupport.logger)
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             let records = (0..<count).map {
                 KafkaRecord(
                     topic: topic, key: Array("key-\($0 % 7)".utf8), value: Array("\($0)".utf8),
@@ -43,7 +44,7 @@ struct ConsumerTests {
         try await produce(300, to: topic)
         let consumer = try makeConsumer(topic: topic, group: KafkaTestSupport.uniqueName("group"), maxBatchSize: 40)
         let received = ReceivedMessages(consumer)
-        let messages = try await KafkaTestSupport.withRunning([consumer]) {
+        let messages = try await withServicesRunning([consumer]) {
             let messages = try await received.waitFor(count: 300)
             #expect(consumer.assignment.count == 3)
             return messages
@@ -75,7 +76,7 @@ struct ConsumerTests {
         let consumer = try makeConsumer(
             topic: topic, group: KafkaTestSupport.uniqueName("group"), listener: listener, strategy: strategy)
         let received = ReceivedMessages(consumer)
-        let messages = try await KafkaTestSupport.withRunning([consumer]) {
+        let messages = try await withServicesRunning([consumer]) {
             try await received.waitFor(count: 3)
         }
         #expect(messages.map(\.offset) == [7, 8, 9])
@@ -95,7 +96,7 @@ struct ConsumerTests {
 
         let first = try makeConsumer(topic: topic, group: group)
         let firstReceived = ReceivedMessages(first)
-        try await KafkaTestSupport.withRunning([first]) {
+        try await withServicesRunning([first]) {
             _ = try await firstReceived.waitFor(count: 10)
             // Processed offsets 0...5 only.
             try await first.commit([partition: 6])
@@ -103,7 +104,7 @@ struct ConsumerTests {
 
         let second = try makeConsumer(topic: topic, group: group)
         let secondReceived = ReceivedMessages(second)
-        let messages = try await KafkaTestSupport.withRunning([second]) {
+        let messages = try await withServicesRunning([second]) {
             try await secondReceived.waitFor(count: 4)
         }
         #expect(messages.map(\.offset) == [6, 7, 8, 9])
@@ -128,7 +129,7 @@ struct ConsumerTests {
         let topic = KafkaTestSupport.uniqueName("closed")
         try cluster.createTopic(topic, partitions: 1)
         let consumer = try makeConsumer(topic: topic, group: KafkaTestSupport.uniqueName("group"))
-        try await KafkaTestSupport.withRunning([consumer]) {}
+        try await withServicesRunning([consumer]) {}
         await #expect(throws: KafkaError.self) {
             try await consumer.commit([KafkaTopicPartition(topic: topic, partition: 0): 1])
         }

@@ -25,25 +25,6 @@ enum KafkaTestSupport {
             bootstrapServers: bootstrapServers, groupId: groupId, clientId: groupId, topics: topics,
             sessionTimeout: .seconds(6), heartbeatInterval: .seconds(1), maxPollInterval: .seconds(10))
     }
-
-    /// Runs `services` while `body` runs, then stops them the way a cancelled service group would.
-    static func withRunning<Result: Sendable>(
-        _ services: [any Service], _ body: () async throws -> Result
-    ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services { group.addTask { try await service.run() } }
-            do {
-                let result = try await body()
-                group.cancelAll()
-                try await group.waitForAll()
-                return result
-            } catch {
-                group.cancelAll()
-                try? await group.waitForAll()
-                throw error
-            }
-        }
-    }
 }
 
 struct TestTimeout: Error, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Kafka
+import ServiceSupport
 import Testing
 
 @Suite("Producer against the in-process mock cluster", .timeLimit(.minutes(1)))
@@ -21,7 +22,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("produce")
         try cluster.createTopic(topic, partitions: 3)
         let producer = try makeProducer()
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             let first = try await producer.send(KafkaRecord(topic: topic, key: Array("device-1".utf8), value: [1]))
             let second = try await producer.send(KafkaRecord(topic: topic, key: Array("device-1".utf8), value: [2]))
             #expect(first.topic == topic)
@@ -38,7 +39,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("batch")
         try cluster.createTopic(topic, partitions: 4)
         let producer = try makeProducer()
-        let results = try await KafkaTestSupport.withRunning([producer]) {
+        let results = try await withServicesRunning([producer]) {
             await producer.send(
                 (0..<500).map {
                     KafkaRecord(
@@ -64,7 +65,7 @@ struct ProducerTests {
             configuration: KafkaProducerConfiguration(
                 bootstrapServers: cluster.bootstrapServers, properties: ["queue.buffering.max.messages": "10"]),
             logger: KafkaTestSupport.logger)
-        let results = try await KafkaTestSupport.withRunning([producer]) {
+        let results = try await withServicesRunning([producer]) {
             await producer.send((0..<300).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8)) })
         }
         #expect(try results.map { try $0.get() }.count == 300)
@@ -75,7 +76,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("rejected")
         try cluster.createTopic(topic, partitions: 1)
         let producer = try makeProducer()
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
             cluster.failProduceRequests(.topicAuthorizationFailed)
             let error = await #expect(throws: KafkaError.self) {
@@ -91,7 +92,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("retried")
         try cluster.createTopic(topic, partitions: 1)
         let producer = try makeProducer()
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
             cluster.failProduceRequests(.notLeaderForPartition, count: 2)
             let receipt = try await producer.send(KafkaRecord(topic: topic, value: [1]))
@@ -104,7 +105,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("partitions")
         try cluster.createTopic(topic, partitions: 2)
         let producer = try makeProducer()
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             _ = try await producer.send(KafkaRecord(topic: topic, value: [0], partition: 0))
             let error = await #expect(throws: KafkaError.self) {
                 try await producer.send(KafkaRecord(topic: topic, value: [1], partition: 7))
@@ -118,7 +119,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("down")
         try cluster.createTopic(topic, partitions: 1)
         let producer = try makeProducer(messageTimeout: .seconds(2))
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
             cluster.setBroker(1, up: false)
             let started = ContinuousClock.now
@@ -138,7 +139,7 @@ struct ProducerTests {
         let topic = KafkaTestSupport.uniqueName("closed")
         try cluster.createTopic(topic, partitions: 1)
         let producer = try makeProducer()
-        try await KafkaTestSupport.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             _ = try await producer.send(KafkaRecord(topic: topic, value: [0]))
         }
         await #expect(throws: KafkaError.self) {

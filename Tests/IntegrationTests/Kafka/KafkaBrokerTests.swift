@@ -1,5 +1,6 @@
 import Foundation
 import Kafka
+import ServiceSupport
 import Synchronization
 import Testing
 
@@ -17,7 +18,7 @@ struct KafkaBrokerTests {
             [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
 
         let producer = try KafkaIntegration.makeProducer()
-        let receipts = try await KafkaIntegration.withRunning([producer]) {
+        let receipts = try await withServicesRunning([producer]) {
             try await producer.send(
                 (0..<200).map {
                     KafkaRecord(
@@ -33,7 +34,7 @@ struct KafkaBrokerTests {
             configuration: KafkaIntegration.consumerConfiguration(groupId: KafkaIntegration.uniqueName("g"), topics: [topic]),
             logger: KafkaIntegration.logger)
         let received = KafkaReceivedMessages(consumer)
-        let messages = try await KafkaIntegration.withRunning([consumer]) { try await received.waitFor(count: 200) }
+        let messages = try await withServicesRunning([consumer]) { try await received.waitFor(count: 200) }
         #expect(received.values == Set((0..<200).map { "\($0)" }))
         for message in messages {
             #expect(message.headers == [KafkaHeader(key: "n", value: message.value)])
@@ -68,9 +69,9 @@ struct KafkaBrokerTests {
             }
         }
 
-        try await KafkaIntegration.withRunning([producer, first]) {
+        try await withServicesRunning([producer, first]) {
             let joined = try await KafkaIntegration.waitUntil("the first member holds every partition") { first.assignment == all }
-            try await KafkaIntegration.withRunning([second]) {
+            try await withServicesRunning([second]) {
                 let split = try await KafkaIntegration.waitUntil("both members hold partitions") {
                     let a = first.assignment
                     let b = second.assignment
@@ -101,7 +102,7 @@ struct KafkaBrokerTests {
             [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
             logger: KafkaIntegration.logger)
         let producer = try KafkaIntegration.makeProducer()
-        try await KafkaIntegration.withRunning([producer]) {
+        try await withServicesRunning([producer]) {
             for result in await producer.send(
                 (0..<40).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) })
             {
@@ -114,7 +115,7 @@ struct KafkaBrokerTests {
         let before = try KafkaConsumer(
             configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
         let beforeReceived = KafkaReceivedMessages(before)
-        try await KafkaIntegration.withRunning([before]) {
+        try await withServicesRunning([before]) {
             _ = try await beforeReceived.waitFor(count: 40)
             // Processed 0...11 of partition 0 and 0...4 of partition 1.
             try await before.commit([p0: 12, p1: 5])
@@ -123,7 +124,7 @@ struct KafkaBrokerTests {
         let after = try KafkaConsumer(
             configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
         let afterReceived = KafkaReceivedMessages(after)
-        let messages = try await KafkaIntegration.withRunning([after]) { try await afterReceived.waitFor(count: 23) }
+        let messages = try await withServicesRunning([after]) { try await afterReceived.waitFor(count: 23) }
         #expect(messages.filter { $0.partition == 0 }.map(\.offset) == Array(12..<20))
         #expect(messages.filter { $0.partition == 1 }.map(\.offset) == Array(5..<20))
     }
@@ -143,7 +144,7 @@ struct KafkaBrokerTests {
             configuration: KafkaProducerConfiguration(bootstrapServers: nowhere, messageTimeout: .seconds(2)),
             logger: KafkaIntegration.logger)
         let sendStarted = ContinuousClock.now
-        let sendError = try await KafkaIntegration.withRunning([producer]) {
+        let sendError = try await withServicesRunning([producer]) {
             await #expect(throws: KafkaError.self) {
                 try await producer.send(KafkaRecord(topic: "kafka-it-nowhere", value: [1]))
             }
@@ -161,7 +162,7 @@ struct KafkaBrokerTests {
                 logger: KafkaIntegration.logger
             ) { reachable in seen.withLock { $0[name, default: []].append(reachable) } }
         }
-        try await KafkaIntegration.withRunning(probes) {
+        try await withServicesRunning(probes) {
             let deadline = ContinuousClock.now + .seconds(30)
             while seen.withLock({ $0.count < 2 }), ContinuousClock.now < deadline {
                 try await Task.sleep(for: .milliseconds(100))

@@ -30,25 +30,6 @@ enum KafkaIntegration {
             logger: logger)
     }
 
-    /// Runs `services` while `body` runs, then stops them as a cancelled service group would.
-    static func withRunning<Result: Sendable>(
-        _ services: [any Service], _ body: () async throws -> Result
-    ) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for service in services { group.addTask { try await service.run() } }
-            do {
-                let result = try await body()
-                group.cancelAll()
-                try await group.waitForAll()
-                return result
-            } catch {
-                group.cancelAll()
-                try? await group.waitForAll()
-                throw error
-            }
-        }
-    }
-
     /// Polls `condition` until it holds; throws naming `what` after `timeout`. Returns the time it took.
     @discardableResult
     static func waitUntil(

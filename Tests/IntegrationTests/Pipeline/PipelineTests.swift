@@ -18,14 +18,12 @@ import Testing
             let producer = try KafkaProducer(
                 configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-raw"),
                 logger: harness.logger)
-            try await withThrowingTaskGroup(of: Void.self) { tasks in
-                tasks.addTask { try await producer.run() }
+            try await withServicesRunning([producer]) {
                 _ = try await producer.send(
                     KafkaRecord(topic: harness.topics.fixes, key: Array(trip.deviceId.utf8), value: Array(#"{"deviceId": 7}"#.utf8)))
                 // And one on the check-ins topic that is not an event: the notifier sets it aside too.
                 _ = try await producer.send(
                     KafkaRecord(topic: harness.topics.checkIns, key: Array(trip.deviceId.utf8), value: Array("not json".utf8)))
-                tasks.cancelAll()
             }
 
             let answer = try await post(try trip.batch(0..<9), to: url, key: harness.deviceKey)
