@@ -10,6 +10,7 @@ import PackageDescription
 /// Persistence  Postgres: migrations and the stores the services share
 /// ServiceSupport  what every service needs to be operated: configuration, metrics, health endpoints
 /// Ingest, Evaluator, Notifier  the three services
+/// KafkaTesting  helpers the Kafka client's tests and the integration tests share (Tests/)
 let package = Package(
     name: "checkin",
     platforms: [.macOS(.v15)],
@@ -112,6 +113,16 @@ let package = Package(
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
             ]
         ),
+        /// Helpers for tests of Kafka clients (mock cluster or real broker); no product ships it.
+        .target(
+            name: "KafkaTesting",
+            dependencies: [
+                "Kafka",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            path: "Tests/KafkaTesting"
+        ),
         .testTarget(
             name: "SharedTests",
             dependencies: ["Shared"]
@@ -125,12 +136,12 @@ let package = Package(
         ),
         .testTarget(
             name: "KafkaTests",
-            dependencies: ["Kafka", "ServiceSupport"]
+            dependencies: ["Kafka", "KafkaTesting"]
         ),
         .testTarget(
             name: "IntegrationTests",
             dependencies: [
-                "Shared", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "Geofence",
+                "Shared", "Kafka", "KafkaTesting", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "Geofence",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

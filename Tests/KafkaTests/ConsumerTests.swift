@@ -1,5 +1,5 @@
 import Kafka
-import ServiceSupport
+import KafkaTesting
 import Synchronization
 import Testing
 

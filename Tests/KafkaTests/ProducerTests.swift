@@ -1,5 +1,5 @@
 import Kafka
-import ServiceSupport
+import KafkaTesting
 import Testing
 
 @Suite("Producer against the in-process mock cluster", .timeLimit(.minutes(1)))

@@ -1,6 +1,6 @@
 import Foundation
 import Kafka
-import ServiceSupport
+import KafkaTesting
 import Synchronization
 import Testing
 
@@ -8,14 +8,14 @@ import Testing
 struct KafkaBrokerTests {
     @Test("records produced are consumed with keys, values and headers intact")
     func roundTrip() async throws {
-        let topic = KafkaIntegration.uniqueName("kafka-it-roundtrip")
+        let topic = KafkaTestSupport.uniqueName("kafka-it-roundtrip")
         let brokers = TestEnvironment.kafkaBrokers
-        try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+        try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaTestSupport.logger)
         try await KafkaAdmin.createTopics(
-            [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+            [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaTestSupport.logger)
         // An existing topic is fine.
         try await KafkaAdmin.createTopics(
-            [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaIntegration.logger)
+            [(name: topic, partitions: 4)], bootstrapServers: brokers, timeout: .seconds(10), logger: KafkaTestSupport.logger)
 
         let producer = try KafkaIntegration.makeProducer()
         let receipts = try await withServicesRunning([producer]) {
@@ -31,9 +31,9 @@ struct KafkaBrokerTests {
         #expect(receipts[0].partition == receipts[13].partition)
 
         let consumer = try KafkaConsumer(
-            configuration: KafkaIntegration.consumerConfiguration(groupId: KafkaIntegration.uniqueName("g"), topics: [topic]),
-            logger: KafkaIntegration.logger)
-        let received = KafkaReceivedMessages(consumer)
+            configuration: KafkaIntegration.consumerConfiguration(groupId: KafkaTestSupport.uniqueName("g"), topics: [topic]),
+            logger: KafkaTestSupport.logger)
+        let received = ReceivedMessages(consumer)
         let messages = try await withServicesRunning([consumer]) { try await received.waitFor(count: 200) }
         #expect(received.values == Set((0..<200).map { "\($0)" }))
         for message in messages {
@@ -46,20 +46,20 @@ struct KafkaBrokerTests {
 
     @Test("two members split the partitions; the one left takes them all over")
     func groupSplitAndTakeover() async throws {
-        let topic = KafkaIntegration.uniqueName("kafka-it-group")
-        let group = KafkaIntegration.uniqueName("g")
+        let topic = KafkaTestSupport.uniqueName("kafka-it-group")
+        let group = KafkaTestSupport.uniqueName("g")
         let partitions = 8
         try await KafkaAdmin.createTopics(
             [(name: topic, partitions: Int32(partitions))], bootstrapServers: TestEnvironment.kafkaBrokers,
-            timeout: .seconds(10), logger: KafkaIntegration.logger)
+            timeout: .seconds(10), logger: KafkaTestSupport.logger)
         let all = Set((0..<Int32(partitions)).map { KafkaTopicPartition(topic: topic, partition: $0) })
         let producer = try KafkaIntegration.makeProducer()
         let first = try KafkaConsumer(
-            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaTestSupport.logger)
         let second = try KafkaConsumer(
-            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
-        let firstReceived = KafkaReceivedMessages(first)
-        let secondReceived = KafkaReceivedMessages(second)
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaTestSupport.logger)
+        let firstReceived = ReceivedMessages(first)
+        let secondReceived = ReceivedMessages(second)
 
         func produce(_ range: Range<Int>) async throws {
             for result in await producer.send(
@@ -70,25 +70,25 @@ struct KafkaBrokerTests {
         }
 
         try await withServicesRunning([producer, first]) {
-            let joined = try await KafkaIntegration.waitUntil("the first member holds every partition") { first.assignment == all }
+            let joined = try await KafkaTestSupport.waitUntil("the first member holds every partition") { first.assignment == all }
             try await withServicesRunning([second]) {
-                let split = try await KafkaIntegration.waitUntil("both members hold partitions") {
+                let split = try await KafkaTestSupport.waitUntil("both members hold partitions") {
                     let a = first.assignment
                     let b = second.assignment
                     return !a.isEmpty && !b.isEmpty && a.isDisjoint(with: b) && a.union(b) == all
                 }
                 try await produce(0..<100)
-                try await KafkaIntegration.waitUntil("both members together receive everything") {
+                try await KafkaTestSupport.waitUntil("both members together receive everything") {
                     firstReceived.values.union(secondReceived.values).isSuperset(of: (0..<100).map { "\($0)" })
                 }
                 #expect(!secondReceived.all.isEmpty)
                 print("kafka-it: first join \(joined), split after second joined \(split)")
             }
             // The second member left the group on shutdown.
-            let takeover = try await KafkaIntegration.waitUntil("the first member takes every partition back") { first.assignment == all }
+            let takeover = try await KafkaTestSupport.waitUntil("the first member takes every partition back") { first.assignment == all }
             print("kafka-it: takeover after leave \(takeover)")
             try await produce(100..<200)
-            try await KafkaIntegration.waitUntil("the first member receives what was produced after") {
+            try await KafkaTestSupport.waitUntil("the first member receives what was produced after") {
                 firstReceived.values.isSuperset(of: (100..<200).map { "\($0)" })
             }
         }
@@ -96,11 +96,11 @@ struct KafkaBrokerTests {
 
     @Test("a restarted member resumes after the last committed offset")
     func resumeAfterCommit() async throws {
-        let topic = KafkaIntegration.uniqueName("kafka-it-commit")
-        let group = KafkaIntegration.uniqueName("g")
+        let topic = KafkaTestSupport.uniqueName("kafka-it-commit")
+        let group = KafkaTestSupport.uniqueName("g")
         try await KafkaAdmin.createTopics(
             [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
-            logger: KafkaIntegration.logger)
+            logger: KafkaTestSupport.logger)
         let producer = try KafkaIntegration.makeProducer()
         try await withServicesRunning([producer]) {
             for result in await producer.send(
@@ -113,8 +113,8 @@ struct KafkaBrokerTests {
         let p1 = KafkaTopicPartition(topic: topic, partition: 1)
 
         let before = try KafkaConsumer(
-            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
-        let beforeReceived = KafkaReceivedMessages(before)
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaTestSupport.logger)
+        let beforeReceived = ReceivedMessages(before)
         try await withServicesRunning([before]) {
             _ = try await beforeReceived.waitFor(count: 40)
             // Processed 0...11 of partition 0 and 0...4 of partition 1.
@@ -122,8 +122,8 @@ struct KafkaBrokerTests {
         }
 
         let after = try KafkaConsumer(
-            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaIntegration.logger)
-        let afterReceived = KafkaReceivedMessages(after)
+            configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]), logger: KafkaTestSupport.logger)
+        let afterReceived = ReceivedMessages(after)
         let messages = try await withServicesRunning([after]) { try await afterReceived.waitFor(count: 23) }
         #expect(messages.filter { $0.partition == 0 }.map(\.offset) == Array(12..<20))
         #expect(messages.filter { $0.partition == 1 }.map(\.offset) == Array(5..<20))
@@ -134,7 +134,7 @@ struct KafkaBrokerTests {
         let nowhere = "127.0.0.1:1"
         let started = ContinuousClock.now
         let error = await #expect(throws: KafkaError.self) {
-            try await KafkaAdmin.waitUntilReachable(bootstrapServers: nowhere, timeout: .seconds(2), logger: KafkaIntegration.logger)
+            try await KafkaAdmin.waitUntilReachable(bootstrapServers: nowhere, timeout: .seconds(2), logger: KafkaTestSupport.logger)
         }
         #expect(error?.description.contains(nowhere) == true)
         // Bounds tell a configured timeout (2 s) from a hang, with room for a loaded machine.
@@ -142,7 +142,7 @@ struct KafkaBrokerTests {
 
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: nowhere, messageTimeout: .seconds(2)),
-            logger: KafkaIntegration.logger)
+            logger: KafkaTestSupport.logger)
         let sendStarted = ContinuousClock.now
         let sendError = try await withServicesRunning([producer]) {
             await #expect(throws: KafkaError.self) {
@@ -159,7 +159,7 @@ struct KafkaBrokerTests {
         let probes = [("up", TestEnvironment.kafkaBrokers), ("down", "127.0.0.1:1")].map { name, brokers in
             KafkaBrokerProbe(
                 bootstrapServers: brokers, interval: .milliseconds(200), timeout: .milliseconds(500),
-                logger: KafkaIntegration.logger
+                logger: KafkaTestSupport.logger
             ) { reachable in seen.withLock { $0[name, default: []].append(reachable) } }
         }
         try await withServicesRunning(probes) {

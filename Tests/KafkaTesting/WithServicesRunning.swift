@@ -1,8 +1,8 @@
 import ServiceLifecycle
 
 /// Runs `services` while `body` runs, then cancels them, as a stopping service group
-/// would, and waits for them to finish: for a producer or consumer needed only for
-/// the length of one task (a tool's command, a test).
+/// would, and waits for them to finish: for a producer or consumer a test needs only
+/// for the length of its body.
 public func withServicesRunning<Result: Sendable>(
     _ services: [any Service], _ body: () async throws -> Result
 ) async throws -> Result {
