@@ -8,6 +8,7 @@ import PackageDescription
 /// Crdkafka     the librdkafka C headers, nothing else
 /// Kafka        a Kafka client over librdkafka with no domain knowledge
 /// Persistence  Postgres: migrations and the stores the services share
+/// BatchProcessing  how a consumer's batch succeeds or sets aside exactly the records that cannot
 /// ServiceSupport  what every service needs to be operated: configuration, metrics, health endpoints
 /// Ingest, Evaluator, Notifier  the three services
 /// KafkaTesting  helpers the Kafka client's tests and the integration tests share (Tests/)
@@ -69,6 +70,19 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
+        /// How a consumer's batch succeeds or sets aside exactly the records that cannot:
+        /// transient failures retried, poison records isolated and dead-lettered.
+        .target(
+            name: "BatchProcessing",
+            dependencies: [
+                "Kafka", "Persistence", "ServiceSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ]
+        ),
         .target(
             name: "ServiceSupport",
             dependencies: [
@@ -91,14 +105,15 @@ let package = Package(
         .target(
             name: "Evaluator",
             dependencies: [
-                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport",
+                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport", "BatchProcessing",
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .target(
             name: "Notifier",
             dependencies: [
-                "Shared", "Kafka", "Persistence", "ServiceSupport",
+                "Shared", "Kafka", "Persistence", "ServiceSupport", "BatchProcessing",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Metrics", package: "swift-metrics"),
             ]
@@ -142,6 +157,7 @@ let package = Package(
             name: "IntegrationTests",
             dependencies: [
                 "Shared", "Kafka", "KafkaTesting", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "Geofence",
+                "BatchProcessing",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

@@ -1,21 +1,27 @@
+import BatchProcessing
+import Foundation
 import Geofence
 import Kafka
 import Logging
 import Persistence
 import ServiceLifecycle
+import ServiceSupport
 
 /// The evaluator's services, in start order. A `ServiceGroup` stops them in reverse:
-/// the processing loop first (it finishes the batch in flight), then the consumer
-/// leaves the group, and the producer and the database go after them.
+/// the processing loop first (it finishes or abandons the batch in flight), then the
+/// consumer leaves the group, and the producer and the database go after them.
 public struct Evaluator: Sendable {
     public let catalog: ZoneCatalog
     public let sweeper: StaleCheckOutSweeper
     public let service: EvaluatorService
     public let consumer: KafkaConsumer
+    let consumerAfterZones: ConsumerAfterZonesLoaded
+    let watchdog: PartitionStallWatchdog
 
     public init(
         configuration: EvaluatorConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
-        producer: KafkaProducer, logger: Logger, onZonesLoaded: @escaping @Sendable () -> Void = {}
+        producer: KafkaProducer, readiness: Readiness? = nil, logger: Logger,
+        onZonesLoaded: @escaping @Sendable () -> Void = {}
     ) throws {
         var consumerConfiguration = consumerConfiguration
         consumerConfiguration.groupId = configuration.groupId
@@ -23,19 +29,49 @@ public struct Evaluator: Sendable {
         consumerConfiguration.maxBatchSize = configuration.maximumBatchSize
         let catalog = ZoneCatalog(
             zones: ZoneStore(database: database, logger: logger), configuration: configuration.engine,
-            refreshInterval: configuration.zoneRefreshInterval, logger: logger, onFirstLoad: onZonesLoaded)
+            refreshInterval: configuration.zoneRefreshInterval, loadTimeout: configuration.zoneLoadTimeout,
+            logger: logger, onFirstLoad: onZonesLoaded)
         let gate = BatchGate()
+        let leases = PartitionLeases()
         let listener = EvaluatorRebalanceListener(
-            group: configuration.groupId, offsets: OffsetStore(database: database, logger: logger), gate: gate,
+            group: configuration.groupId, owner: Self.ownerName(),
+            ownership: PartitionOwnershipStore(database: database, logger: logger), leases: leases, gate: gate,
             logger: logger)
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: listener, logger: logger)
         let processor = FixBatchProcessor(
-            configuration: configuration, database: database, producer: producer, catalog: catalog, logger: logger)
+            configuration: configuration, database: database, producer: producer, catalog: catalog, leases: leases,
+            logger: logger)
         self.catalog = catalog
         self.consumer = consumer
-        self.service = EvaluatorService(consumer: consumer, processor: processor, gate: gate, logger: logger)
+        self.consumerAfterZones = ConsumerAfterZonesLoaded(catalog: catalog, consumer: consumer, logger: logger)
+        self.service = EvaluatorService(
+            consumer: consumer, processor: processor, gate: gate,
+            health: ProcessingHealth(service: "evaluator", readiness: readiness),
+            attemptTimeout: configuration.batchTimeout, logger: logger)
         self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
+        self.watchdog = PartitionStallWatchdog(
+            consumer: consumer, leases: leases, readiness: readiness,
+            stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
     }
 
-    public var services: [any Service] { [catalog, consumer, sweeper, service] }
+    public var services: [any Service] { [catalog, consumerAfterZones, sweeper, service, watchdog] }
+
+    /// Names this process in `partition_epochs`, for operators reading who holds what.
+    static func ownerName() -> String {
+        "\(ProcessInfo.processInfo.hostName):\(ProcessInfo.processInfo.processIdentifier):\(UUID().uuidString.prefix(8))"
+    }
+}
+
+/// Joins the group only once the zones are loaded: a worker that cannot evaluate
+/// must not hold partitions (it is not ready, and the others keep them).
+struct ConsumerAfterZonesLoaded: Service {
+    let catalog: ZoneCatalog
+    let consumer: KafkaConsumer
+    let logger: Logger
+
+    func run() async throws {
+        guard await catalog.waitUntilLoaded() else { return }
+        logger.info("zones loaded; joining the consumer group")
+        try await consumer.run()
+    }
 }

@@ -12,11 +12,15 @@ public struct EvaluatorConfiguration: Sendable {
     /// How often devices due a stale check-out are looked for.
     public var staleSweepInterval: Duration
     public var maximumBatchSize: Int
+    /// An attempt at a batch that takes longer is abandoned (rolled back) and retried.
+    public var batchTimeout: Duration
+    /// A zones load that takes longer is abandoned and tried again.
+    public var zoneLoadTimeout: Duration
 
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
-        maximumBatchSize: Int = 500
+        maximumBatchSize: Int = 500, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120)
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -24,6 +28,8 @@ public struct EvaluatorConfiguration: Sendable {
         self.zoneRefreshInterval = zoneRefreshInterval
         self.staleSweepInterval = staleSweepInterval
         self.maximumBatchSize = maximumBatchSize
+        self.batchTimeout = batchTimeout
+        self.zoneLoadTimeout = zoneLoadTimeout
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -39,6 +45,8 @@ public struct EvaluatorConfiguration: Sendable {
             engine: engine,
             zoneRefreshInterval: try environment.duration("CHECKIN_ZONE_REFRESH_INTERVAL", default: .seconds(2)),
             staleSweepInterval: try environment.duration("CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15)),
-            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000))
+            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000),
+            batchTimeout: try environment.duration("CHECKIN_EVALUATOR_BATCH_TIMEOUT", default: .seconds(30)),
+            zoneLoadTimeout: try environment.duration("CHECKIN_ZONE_LOAD_TIMEOUT", default: .seconds(120)))
     }
 }

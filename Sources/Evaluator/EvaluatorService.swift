@@ -1,3 +1,4 @@
+import BatchProcessing
 import Dispatch
 import Foundation
 import Geofence
@@ -9,11 +10,14 @@ import ServiceLifecycle
 import Shared
 
 /// Consumes `checkin.fixes` in the evaluator group and processes batch after batch.
-/// A batch that fails (database or broker away) is retried until it succeeds; it
-/// is never skipped, because skipping would lose check-ins.
+/// A batch that fails because Postgres or the broker is away is retried until it
+/// succeeds, never skipped, because skipping would lose check-ins; a record that
+/// fails for any other reason is isolated and dead-lettered, so that one tenant's
+/// record never stops another's.
 public final class EvaluatorService: Service, Sendable {
     let consumer: KafkaConsumer
     let processor: FixBatchProcessor
+    let isolator: PoisonIsolator<FixBatchProcessor.Outcome>
     let gate: BatchGate
     let logger: Logger
 
@@ -21,59 +25,49 @@ public final class EvaluatorService: Service, Sendable {
     let lateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "late")])
     let duplicateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "duplicate")])
     let invalidCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "invalid")])
+    let invalidDeadLetters = Counter(label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "invalid-fix")])
     let checkInCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkin")])
     let checkOutCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout")])
     let batchTimer = Metrics.Timer(label: "checkin_evaluator_batch_seconds")
-    let retryCounter = Counter(label: "checkin_evaluator_batch_retries_total")
 
-    init(consumer: KafkaConsumer, processor: FixBatchProcessor, gate: BatchGate, logger: Logger) {
+    init(
+        consumer: KafkaConsumer, processor: FixBatchProcessor, gate: BatchGate, health: ProcessingHealth,
+        attemptTimeout: Duration, logger: Logger
+    ) {
         self.consumer = consumer
         self.processor = processor
         self.gate = gate
         self.logger = logger
+        let database = processor.database
+        self.isolator = PoisonIsolator(
+            attemptTimeout: attemptTimeout, health: health, logger: logger,
+            attempt: { try await processor.process($0) },
+            deadLetter: { try await processor.setAside($0, reason: $1) },
+            stillOwned: { processor.leases.owns($0.topicPartition) },
+            unhealthyComponent: { await database.isReachable(within: .seconds(2)) ? nil : "database" })
+        invalidDeadLetters.increment(by: 0)
     }
 
     public func run() async throws {
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
+            let started = DispatchTime.now()
             await gate.enter()
-            let outcome = await processUntilDone(batch)
+            let settlement = await isolator.settle(batch)
             await gate.leave()
-            guard let outcome else { return }
-            record(outcome)
+            guard let settlement else { return }
+            batchTimer.recordInterval(since: started)
+            for outcome in settlement.outcomes { record(outcome) }
+            // Every record of a partition still held is now processed or dead-lettered.
+            var done: [KafkaTopicPartition: Int64] = [:]
+            for message in batch where processor.leases.owns(message.topicPartition) {
+                done[message.topicPartition] = max(done[message.topicPartition] ?? 0, message.offset + 1)
+            }
+            processor.leases.processed(upTo: done)
             do {
                 // Postgres holds the authoritative offsets; the group's copy is for lag monitoring.
-                try await consumer.commit(outcome.nextOffsets)
+                try await consumer.commit(done)
             } catch {
                 logger.debug("could not commit offsets to the group", metadata: ["error": "\(error)"])
-            }
-        }
-    }
-
-    /// Nil when the process is stopping before the batch could be processed; it will
-    /// be read again from the last committed offsets.
-    private func processUntilDone(_ batch: [KafkaConsumerMessage]) async -> FixBatchProcessor.Outcome? {
-        var delay = Duration.milliseconds(200)
-        while true {
-            let started = DispatchTime.now()
-            do {
-                let outcome = try await processor.process(batch)
-                batchTimer.recordInterval(since: started)
-                return outcome
-            } catch {
-                retryCounter.increment()
-                logger.error(
-                    "batch failed; retrying",
-                    metadata: [
-                        "error": "\(String(reflecting: error))", "messages": "\(batch.count)",
-                        "partition": "\(batch.first?.partition ?? -1)", "offset": "\(batch.first?.offset ?? -1)",
-                    ])
-                if Task.isCancelled { return nil }
-                do {
-                    try await Task.sleep(for: delay)
-                } catch {
-                    return nil
-                }
-                delay = min(delay * 2, .seconds(5))
             }
         }
     }
@@ -82,7 +76,10 @@ public final class EvaluatorService: Service, Sendable {
         if outcome.evaluated > 0 { fixesCounter.increment(by: outcome.evaluated) }
         if outcome.late > 0 { lateCounter.increment(by: outcome.late) }
         if outcome.duplicate > 0 { duplicateCounter.increment(by: outcome.duplicate) }
-        if outcome.invalid > 0 { invalidCounter.increment(by: outcome.invalid) }
+        if outcome.invalid > 0 {
+            invalidCounter.increment(by: outcome.invalid)
+            invalidDeadLetters.increment(by: outcome.invalid)
+        }
         if outcome.checkIns > 0 { checkInCounter.increment(by: outcome.checkIns) }
         if outcome.checkOuts > 0 { checkOutCounter.increment(by: outcome.checkOuts) }
     }
@@ -111,27 +108,57 @@ actor BatchGate {
     }
 }
 
-/// Starts newly assigned partitions at the offsets recorded in Postgres with the
-/// state they produced, and lets revocations wait for the batch in flight.
+/// Takes newly assigned partitions under a new epoch and starts them at the offsets
+/// recorded in Postgres with the state they produced; on revocation lets go of them
+/// first (a batch retrying against an unreachable database drops their records),
+/// then waits for the batch in flight.
 struct EvaluatorRebalanceListener: KafkaRebalanceListener {
     let group: String
-    let offsets: OffsetStore
+    let owner: String
+    let ownership: PartitionOwnershipStore
+    let leases: PartitionLeases
     let gate: BatchGate
     let logger: Logger
 
     func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
+        var epochs: [KafkaTopicPartition: Int64] = [:]
         var result: [KafkaTopicPartition: Int64] = [:]
         for (topic, group) in Dictionary(grouping: partitions, by: \.topic) {
-            let stored = try await offsets.nextOffsets(group: self.group, topic: topic, partitions: group.map(\.partition))
+            let taken = try await acquire(topic: topic, partitions: group.map(\.partition))
             for partition in group {
-                if let offset = stored[partition.partition] { result[partition] = offset }
+                if let epoch = taken.epochs[partition.partition] { epochs[partition] = epoch }
+                if let offset = taken.nextOffsets[partition.partition] { result[partition] = offset }
             }
         }
-        logger.info("partitions assigned", metadata: ["partitions": "\(partitions.map(\.partition).sorted())", "seek": "\(result.count)"])
+        leases.granted(epochs, nextOffsets: result)
+        logger.info(
+            "partitions assigned",
+            metadata: [
+                "partitions": "\(partitions.map(\.partition).sorted())", "seek": "\(result.count)",
+                "epochs": "\(epochs.values.sorted())",
+            ])
         return result
     }
 
+    /// Retries while the database is away: failing here would stop the consumer.
+    private func acquire(topic: String, partitions: [Int32]) async throws
+        -> (epochs: [Int32: Int64], nextOffsets: [Int32: Int64])
+    {
+        var retry = 0
+        while true {
+            do {
+                return try await ownership.acquire(group: group, topic: topic, partitions: partitions, owner: owner)
+            } catch {
+                retry += 1
+                if retry >= 10 || Task.isCancelled { throw error }
+                logger.warning("could not take partitions; retrying", metadata: ["error": "\(String(reflecting: error))"])
+                try await Task.sleep(for: Backoff().delay(beforeRetry: retry))
+            }
+        }
+    }
+
     func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {
+        leases.released(partitions)
         await gate.waitUntilIdle()
         logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.partition).sorted())"])
     }

@@ -11,9 +11,11 @@ import Shared
 /// Inside one Postgres transaction it locks the batch's device states, runs the
 /// engine, publishes the resulting events (and dead letters) and waits for the
 /// broker's acknowledgements, then saves the new states together with the
-/// partitions' next offsets. A crash anywhere before the commit replays the batch
-/// from the old state, which yields the same events with the same ids, so
-/// consumers downstream see duplicates at worst, never a gap.
+/// partitions' next offsets, and commits only if this worker's epochs for those
+/// partitions are still current. A crash anywhere before the commit replays the
+/// batch from the old state, which yields the same events with the same ids, so
+/// consumers downstream see duplicates at worst, never a gap; a worker that lost
+/// its partitions while it stalled rolls back instead of overwriting newer states.
 struct FixBatchProcessor: Sendable {
     let configuration: EvaluatorConfiguration
     let database: Database
@@ -23,11 +25,13 @@ struct FixBatchProcessor: Sendable {
 
     let states: DeviceStateStore
     let offsets: OffsetStore
+    let ownership: PartitionOwnershipStore
+    let leases: PartitionLeases
     let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
 
     init(
         configuration: EvaluatorConfiguration, database: Database, producer: KafkaProducer, catalog: ZoneCatalog,
-        logger: Logger
+        leases: PartitionLeases, logger: Logger
     ) {
         self.configuration = configuration
         self.database = database
@@ -36,6 +40,8 @@ struct FixBatchProcessor: Sendable {
         self.logger = logger
         self.states = DeviceStateStore(logger: logger)
         self.offsets = OffsetStore(database: database, logger: logger)
+        self.ownership = PartitionOwnershipStore(database: database, logger: logger)
+        self.leases = leases
     }
 
     struct Outcome {
@@ -49,6 +55,17 @@ struct FixBatchProcessor: Sendable {
     }
 
     func process(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
+        do {
+            return try await evaluate(batch)
+        } catch let lost as PartitionOwnershipLost {
+            // Not ours any more: later batches of these partitions are left to their owner at once.
+            leases.released(lost.topicPartitions)
+            throw lost
+        }
+    }
+
+    private func evaluate(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
+        let epochs = try leases.epochs(covering: batch.map(\.topicPartition))
         var outcome = Outcome()
         var fixes: [(message: KafkaConsumerMessage, fix: Fix)] = []
         var deadLetters: [KafkaRecord] = []
@@ -102,9 +119,29 @@ struct FixBatchProcessor: Sendable {
                 group: configuration.groupId,
                 offsets: result.nextOffsets.map { (topic: $0.key.topic, partition: $0.key.partition, nextOffset: $0.value) },
                 on: connection)
+            try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
             return result
         }
         return committed
+    }
+
+    /// Sends a record that cannot be processed to the dead-letter topic, then moves its
+    /// partition past it (under the same epoch check as a batch).
+    func setAside(_ message: KafkaConsumerMessage, reason: String) async throws {
+        do {
+            let epochs = try leases.epochs(covering: [message.topicPartition])
+            try await producer.sendAll([deadLetter(for: message, reason: reason)])
+            try await database.withTransaction { connection in
+                try await offsets.save(
+                    group: configuration.groupId,
+                    offsets: [(topic: message.topic, partition: message.partition, nextOffset: message.offset + 1)],
+                    on: connection)
+                try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
+            }
+        } catch let lost as PartitionOwnershipLost {
+            leases.released(lost.topicPartitions)
+            throw lost
+        }
     }
 
     /// A stored state that no longer decodes would fail its batch on every retry and

@@ -1,3 +1,4 @@
+import BatchProcessing
 import Geofence
 import Logging
 import NIOConcurrencyHelpers
@@ -17,6 +18,8 @@ public final class ZoneCatalog: Service, Sendable {
     let zones: ZoneStore
     let configuration: EngineConfiguration
     let refreshInterval: Duration
+    /// A load that takes longer (Postgres restarting, say) is abandoned and tried again.
+    let loadTimeout: Duration
     let logger: Logger
     /// Told once the first engine is in place, for `/ready`.
     let onFirstLoad: @Sendable () -> Void
@@ -25,12 +28,13 @@ public final class ZoneCatalog: Service, Sendable {
     private let rebuilding = RefreshLock()
 
     public init(
-        zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration, logger: Logger,
-        onFirstLoad: @escaping @Sendable () -> Void = {}
+        zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration,
+        loadTimeout: Duration = .seconds(120), logger: Logger, onFirstLoad: @escaping @Sendable () -> Void = {}
     ) {
         self.zones = zones
         self.configuration = configuration
         self.refreshInterval = refreshInterval
+        self.loadTimeout = loadTimeout
         self.logger = logger
         self.onFirstLoad = onFirstLoad
     }
@@ -38,12 +42,21 @@ public final class ZoneCatalog: Service, Sendable {
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                try await refresh()
+                try await withTimeout(loadTimeout, component: "database") { try await self.refresh() }
             } catch {
                 logger.error("could not refresh zones", metadata: ["error": "\(String(reflecting: error))"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.refreshInterval) }
         }
+    }
+
+    /// Waits until the first engine is in place; false when the process stops first.
+    public func waitUntilLoaded() async -> Bool {
+        while loaded.withLockedValue({ $0 == nil }) {
+            if Task.isCancelled || Task.isShuttingDownGracefully { return false }
+            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(100)) }
+        }
+        return true
     }
 
     /// The current engine, loading it first if nothing has been loaded yet.

@@ -1,9 +1,11 @@
+import BatchProcessing
 import Foundation
 import Kafka
 import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import Persistence
+import ServiceSupport
 import ServiceLifecycle
 import Shared
 
@@ -18,6 +20,7 @@ public final class EventIntake: Service, Sendable {
     let producer: KafkaProducer
     let deadLetterTopic: String
     let webhooks: WebhookStore
+    let database: Database
     let dispatcher: WebhookDispatcher
     let logger: Logger
     let endpointCache = NIOLockedValueBox<[String: (endpoints: [WebhookEndpoint], expires: ContinuousClock.Instant)]>([:])
@@ -25,32 +28,37 @@ public final class EventIntake: Service, Sendable {
     let eventsCounter = Counter(label: "checkin_notifier_events_total")
     let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
     let queuedCounter = Counter(label: "checkin_notifier_deliveries_queued_total")
+    let notAnEventCounter = Counter(label: "checkin_notifier_dead_letters_total", dimensions: [("reason", "not-an-event")])
+    let health: ProcessingHealth
+    let attemptTimeout: Duration
 
     init(
         consumer: KafkaConsumer, producer: KafkaProducer, deadLetterTopic: String, webhooks: WebhookStore,
-        dispatcher: WebhookDispatcher, logger: Logger
+        dispatcher: WebhookDispatcher, database: Database, readiness: Readiness? = nil, attemptTimeout: Duration = .seconds(30),
+        logger: Logger
     ) {
         self.consumer = consumer
         self.producer = producer
         self.deadLetterTopic = deadLetterTopic
         self.webhooks = webhooks
         self.dispatcher = dispatcher
+        self.database = database
         self.logger = logger
+        self.health = ProcessingHealth(service: "notifier", readiness: readiness)
+        self.attemptTimeout = attemptTimeout
+        notAnEventCounter.increment(by: 0)
     }
 
     public func run() async throws {
+        let isolator = PoisonIsolator<Void>(
+            attemptTimeout: attemptTimeout, health: health, logger: logger,
+            attempt: { try await self.accept($0) },
+            deadLetter: { try await self.producer.sendAll([self.deadLetter($0, reason: $1)]) },
+            unhealthyComponent: { [database] in await database.isReachable(within: .seconds(2)) ? nil : "database" })
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
-            var delay = Duration.milliseconds(200)
-            while true {
-                do {
-                    try await accept(batch)
-                    break
-                } catch {
-                    logger.error("could not queue deliveries; retrying", metadata: ["error": "\(String(reflecting: error))"])
-                    guard (try? await Task.sleep(for: delay)) != nil else { return }
-                    delay = min(delay * 2, .seconds(5))
-                }
-            }
+            // Retried while Postgres or the broker is away; a record that fails for any
+            // other reason (one the database refuses) is isolated and dead-lettered.
+            guard await isolator.settle(batch) != nil else { return }
             var offsets: [KafkaTopicPartition: Int64] = [:]
             for message in batch {
                 let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
@@ -64,6 +72,12 @@ public final class EventIntake: Service, Sendable {
             }
             dispatcher.wake()
         }
+    }
+
+    /// The original record, unchanged, on the events' dead-letter topic with why and whence.
+    func deadLetter(_ message: KafkaConsumerMessage, reason: String) -> KafkaRecord {
+        KafkaRecord(
+            deadLetterOf: message, topic: deadLetterTopic, reason: reason, headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 
     func accept(_ batch: [KafkaConsumerMessage]) async throws {
@@ -80,9 +94,7 @@ public final class EventIntake: Service, Sendable {
                     "dead-lettering a record that is not an event",
                     metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
                 deadLetters.append(
-                    KafkaRecord(
-                        deadLetterOf: message, topic: deadLetterTopic, reason: "not an event: \(DecodingErrorText.describe(error))",
-                        headerPrefix: Topics.deadLetterHeaderPrefix))
+                    deadLetter(message, reason: "not an event: \(DecodingErrorText.describe(error))"))
                 continue
             }
             eventsCounter.increment()
@@ -97,7 +109,10 @@ public final class EventIntake: Service, Sendable {
             }
         }
         try await producer.sendAll(deadLetters)
-        if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
+        if !deadLetters.isEmpty {
+            malformedCounter.increment(by: deadLetters.count)
+            notAnEventCounter.increment(by: deadLetters.count)
+        }
         let queued = try await webhooks.enqueue(deliveries)
         if queued > 0 { queuedCounter.increment(by: queued) }
     }

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Kafka
 import Logging
 import Persistence
+import ServiceSupport
 import ServiceLifecycle
 
 /// The notifier's services, in start order. Stopping in reverse: the dispatcher
@@ -14,7 +15,7 @@ public struct Notifier: Sendable {
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
-        producer: KafkaProducer, httpClient: HTTPClient = .shared, logger: Logger
+        producer: KafkaProducer, httpClient: HTTPClient = .shared, readiness: Readiness? = nil, logger: Logger
     ) throws {
         var consumerConfiguration = consumerConfiguration
         consumerConfiguration.groupId = configuration.groupId
@@ -26,7 +27,7 @@ public struct Notifier: Sendable {
         self.dispatcher = dispatcher
         self.intake = EventIntake(
             consumer: consumer, producer: producer, deadLetterTopic: configuration.topics.eventsDeadLetter, webhooks: webhooks,
-            dispatcher: dispatcher, logger: logger)
+            dispatcher: dispatcher, database: database, readiness: readiness, logger: logger)
     }
 
     public var services: [any Service] { [consumer, intake, dispatcher] }

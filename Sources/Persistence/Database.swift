@@ -66,6 +66,22 @@ public final class Database: Service, Sendable {
     }
 }
 
+extension Database {
+    /// Whether the database answers a trivial query within `limit`: tells a failing
+    /// dependency from a failing record.
+    public func isReachable(within limit: Duration) async -> Bool {
+        await withTaskGroup(of: Bool.self) { group in
+            group.addTask { (try? await self.client.query("SELECT 1", logger: self.logger)) != nil }
+            group.addTask {
+                try? await Task.sleep(for: limit)
+                return false
+            }
+            defer { group.cancelAll() }
+            return await group.next() ?? false
+        }
+    }
+}
+
 public struct DatabaseUnreachableError: Error, CustomStringConvertible {
     public var underlying: String
     public var description: String { "Postgres is not reachable (check CHECKIN_DATABASE_URL): \(underlying)" }

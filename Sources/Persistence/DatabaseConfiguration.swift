@@ -11,10 +11,13 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     public var database: String
     public var requireTLS: Bool
     public var maximumConnections: Int
+    /// Postgres ends a session left idle inside a transaction this long (releasing its
+    /// locks): a worker frozen mid-batch cannot hold device rows for ever.
+    public var idleInTransactionTimeout: Duration?
 
     public static let defaultURL = "postgres://checkin@127.0.0.1:5433/checkin"
 
-    public init(url: String, maximumConnections: Int = 10) throws {
+    public init(url: String, maximumConnections: Int = 10, idleInTransactionTimeout: Duration? = .seconds(15)) throws {
         guard let components = URLComponents(string: url),
             ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty
@@ -30,6 +33,7 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         let sslMode = components.queryItems?.first { $0.name == "sslmode" }?.value ?? "disable"
         self.requireTLS = ["require", "verify-ca", "verify-full"].contains(sslMode)
         self.maximumConnections = maximumConnections
+        self.idleInTransactionTimeout = idleInTransactionTimeout
     }
 
     var clientConfiguration: PostgresClient.Configuration {
@@ -37,6 +41,12 @@ public struct DatabaseConfiguration: Sendable, Equatable {
             host: host, port: port, username: username, password: password, database: database,
             tls: requireTLS ? .require(.clientDefault) : .disable)
         configuration.options.maximumConnections = maximumConnections
+        if let idleInTransactionTimeout {
+            let milliseconds = idleInTransactionTimeout.components.seconds * 1000
+                + idleInTransactionTimeout.components.attoseconds / 1_000_000_000_000_000
+            configuration.options.additionalStartupParameters.append(
+                ("idle_in_transaction_session_timeout", String(milliseconds)))
+        }
         return configuration
     }
 }

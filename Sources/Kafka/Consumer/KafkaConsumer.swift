@@ -87,6 +87,9 @@ public final class KafkaConsumer: Service, Sendable {
         }
     }
 
+    /// For reads of librdkafka's cached state (watermarks), which need no poll thread.
+    var clientHandle: OpaquePointer { client.handle }
+
     /// The partitions this member holds now (for metrics and tests).
     public var assignment: Set<KafkaTopicPartition> {
         state.withLockedValue { $0.assignment }

@@ -42,7 +42,7 @@ struct Pipeline {
             let evaluator = try Evaluator(
                 configuration: EvaluatorConfiguration(environment: settings.environment, topics: settings.topics),
                 consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-evaluator"),
-                database: database, producer: producer, logger: logger,
+                database: database, producer: producer, readiness: readiness, logger: logger,
                 onZonesLoaded: { [readiness] in readiness.set("zones", ready: true) })
             readiness.set("zones", ready: false)
             services.append(contentsOf: evaluator.services)
@@ -51,7 +51,7 @@ struct Pipeline {
             let notifier = try Notifier(
                 configuration: NotifierConfiguration(environment: settings.environment, topics: settings.topics),
                 consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-notifier"),
-                database: database, producer: producer, logger: logger)
+                database: database, producer: producer, readiness: readiness, logger: logger)
             services.append(contentsOf: notifier.services)
         }
         // `prepare()` has reached both before any service is built; the probe follows the broker from then on.
@@ -84,10 +84,14 @@ struct Pipeline {
     /// Prepares dependencies, then runs until SIGINT/SIGTERM and stops gracefully.
     func run() async throws {
         try await settings.prepare(logger: logger)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: try services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],
-                logger: logger))
+        var configuration = ServiceGroupConfiguration(
+            services: try services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],
+            logger: logger)
+        // Work in flight gets the grace period to finish; then it is cancelled, and the
+        // process ends even if a dependency never answers.
+        configuration.maximumGracefulShutdownDuration = settings.shutdownGrace
+        configuration.maximumCancellationDuration = .seconds(5)
+        let group = ServiceGroup(configuration: configuration)
         try await group.run()
     }
 }

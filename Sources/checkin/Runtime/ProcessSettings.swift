@@ -16,6 +16,8 @@ struct ProcessSettings {
     var createTopics: Bool
     var opsHost: String
     var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
+    /// How long a SIGTERM waits for work in flight before it is cancelled.
+    var shutdownGrace: Duration
 
     /// - Parameter localBroker: the process runs against the embedded local broker,
     ///   whose consumer groups need short timeouts (see the README).
@@ -23,7 +25,10 @@ struct ProcessSettings {
         self.environment = environment
         let url = environment.string("CHECKIN_DATABASE_URL", default: DatabaseConfiguration.defaultURL)
         database = try DatabaseConfiguration(
-            url: url, maximumConnections: try environment.int("CHECKIN_DATABASE_POOL_SIZE", default: 10, range: 1...500))
+            url: url, maximumConnections: try environment.int("CHECKIN_DATABASE_POOL_SIZE", default: 10, range: 1...500),
+            idleInTransactionTimeout: try environment.duration(
+                "CHECKIN_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", default: .seconds(15)))
+        shutdownGrace = try environment.duration("CHECKIN_SHUTDOWN_GRACE", default: .seconds(30))
         brokers = environment.string("CHECKIN_KAFKA_BROKERS", default: "127.0.0.1:9092")
         topics = Topics(
             fixes: environment.string("CHECKIN_TOPIC_FIXES", default: "checkin.fixes"),

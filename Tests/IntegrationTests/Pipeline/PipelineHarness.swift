@@ -32,6 +32,8 @@ struct PipelineHarness {
     var evaluatorGroup: String { "evaluator-\(suffix)" }
     var notifierGroup: String { "notifier-\(suffix)" }
     let secret = WebhookSecret.generate()
+    /// What the in-process services report on `/ready`.
+    let readiness = Readiness()
     let logger: Logger = {
         var logger = Logger(label: "test.pipeline")
         logger.logLevel = .warning
@@ -88,13 +90,13 @@ struct PipelineHarness {
                 groupId: evaluatorGroup, topics: topics, engine: engine, zoneRefreshInterval: .milliseconds(500),
                 staleSweepInterval: staleSweepInterval),
             consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
-            producer: producer, logger: logger)
+            producer: producer, readiness: readiness, logger: logger)
         let notifier = try Notifier(
             configuration: NotifierConfiguration(
                 groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
                 pollInterval: .milliseconds(100)),
             consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database,
-            producer: producer, logger: logger)
+            producer: producer, readiness: readiness, logger: logger)
         let received = ReceivedWebhooks()
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let dependencies = IngestDependencies(

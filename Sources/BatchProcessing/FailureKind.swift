@@ -1,0 +1,90 @@
+import Kafka
+import Persistence
+import PostgresNIO
+
+/// What a failed attempt at a batch means for the worker, decided once, here, for
+/// every consumer in the pipeline: wait for a dependency, give the work up to the
+/// partition's new owner, or set one record aside so that its partition moves on.
+public enum FailureKind: Sendable, Equatable {
+    /// A dependency (`database`, `broker`) is unreachable, overloaded or slow: the same
+    /// work succeeds once it is back, so the batch is retried and nothing is skipped.
+    case transient(component: String)
+    /// Another worker owns the partition now; its transaction was rolled back and the
+    /// new owner processes the records from the committed offsets.
+    case ownershipLost
+    /// Something about the records themselves: retrying cannot help.
+    case poison(reason: String)
+}
+
+/// Sorts errors into ``FailureKind``s. Only errors known to be about the input are
+/// poison outright; anything unrecognised is checked against the dependencies'
+/// health by the caller before a record is set aside (see ``PoisonIsolator``).
+public enum FailureClassifier {
+    public static func classify(_ error: any Error) -> FailureKind {
+        switch error {
+        case is PartitionOwnershipLost:
+            return .ownershipLost
+        case let error as AttemptTimedOut:
+            return .transient(component: error.component)
+        case let error as PSQLError:
+            return classify(error)
+        case let error as KafkaError:
+            return classify(error)
+        case is DatabaseUnreachableError:
+            return .transient(component: "database")
+        default:
+            // The connection pool's own errors (timeouts, circuit breaker) and the like.
+            let described = String(reflecting: error)
+            if described.contains("ConnectionPool") || described.contains("PostgresNIO") {
+                return .transient(component: "database")
+            }
+            return .poison(reason: described)
+        }
+    }
+
+    /// SQLSTATE classes that say the server or the connection is in trouble, not the data:
+    /// 08 connection exception, 40 transaction rollback (serialization, deadlock),
+    /// 53 insufficient resources, 55 object not in prerequisite state (lock not available),
+    /// 57 operator intervention (shutdown, statement timeout), 58 system error,
+    /// 25P03 idle-in-transaction timeout, XX internal error.
+    static let transientSQLStateClasses: Set<String> = ["08", "40", "53", "55", "57", "58", "XX"]
+
+    static func classify(_ error: PSQLError) -> FailureKind {
+        guard error.code == .server, let state = error.serverInfo?[.sqlState] else {
+            // Everything but a server's answer is the connection failing or closing.
+            return .transient(component: "database")
+        }
+        if state == "25P03" || transientSQLStateClasses.contains(String(state.prefix(2))) {
+            return .transient(component: "database")
+        }
+        let message = error.serverInfo?[.message] ?? ""
+        return .poison(reason: "database refused the record (SQLSTATE \(state)): \(message)")
+    }
+
+    /// librdkafka errors that are about the record itself; every other broker error
+    /// (transport, time-outs, leadership changes, a full queue) passes with time.
+    static let recordErrors: Set<String> = [
+        "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD", "RECORD_LIST_TOO_LARGE", "CORRUPT_MESSAGE",
+        "INVALID_MSG", "INVALID_MSG_SIZE", "_INVALID_ARG", "_BAD_MSG", "INVALID_REQUIRED_ACKS",
+    ]
+
+    static func classify(_ error: KafkaError) -> FailureKind {
+        if let name = error.name, recordErrors.contains(name) {
+            return .poison(reason: "broker refused the record: \(error)")
+        }
+        return .transient(component: "broker")
+    }
+}
+
+/// An attempt that took longer than it may: treated as its dependency being unavailable.
+public struct AttemptTimedOut: Error, Sendable, CustomStringConvertible {
+    public var component: String
+    public var limit: Duration
+
+    public init(component: String, limit: Duration) {
+        self.component = component
+        self.limit = limit
+    }
+
+    public var description: String { "the attempt did not finish within \(limit)" }
+}

@@ -1,0 +1,208 @@
+import Kafka
+import Logging
+import ServiceLifecycle
+
+/// Makes a consumer's batch succeed, or sets aside exactly the records that cannot.
+///
+/// A batch is processed as a unit (`attempt`). When that fails:
+/// - transiently (a dependency is away): the batch is retried with capped exponential
+///   back-off, the component is reported unhealthy until an attempt succeeds again;
+/// - because the worker lost a partition: the records of partitions it still owns
+///   are processed, the others are left to their new owner;
+/// - for anything else: the batch is split in halves, processed in order, until the
+///   record at fault stands alone; it goes to the dead-letter topic and its
+///   partition moves on, while every other record is processed as usual.
+/// Splitting keeps each partition's records in order, and every part commits on its
+/// own, so whatever was processed before the bad record stays processed.
+public struct PoisonIsolator<Outcome: Sendable>: Sendable {
+    public typealias Message = KafkaConsumerMessage
+
+    /// Processes records atomically: all of their effects commit, or none.
+    let attempt: @Sendable ([Message]) async throws -> Outcome
+    /// Sends a record to the dead-letter topic with the reason, and records that its
+    /// partition moved past it; retried while it fails.
+    let deadLetter: @Sendable (Message, String) async throws -> Void
+    /// Whether the worker still owns a record's partition (after ``FailureKind/ownershipLost``).
+    let stillOwned: @Sendable (Message) -> Bool
+    /// A dependency that does not answer right now, if any: asked before a record that
+    /// failed for an unrecognised reason is called poison.
+    let unhealthyComponent: @Sendable () async -> String?
+    let health: ProcessingHealth
+    let backoff: Backoff
+    let attemptTimeout: Duration
+    let logger: Logger
+
+    public init(
+        attemptTimeout: Duration, backoff: Backoff = Backoff(), health: ProcessingHealth, logger: Logger,
+        attempt: @escaping @Sendable ([Message]) async throws -> Outcome,
+        deadLetter: @escaping @Sendable (Message, String) async throws -> Void,
+        stillOwned: @escaping @Sendable (Message) -> Bool = { _ in true },
+        unhealthyComponent: @escaping @Sendable () async -> String? = { nil }
+    ) {
+        self.attempt = attempt
+        self.deadLetter = deadLetter
+        self.stillOwned = stillOwned
+        self.unhealthyComponent = unhealthyComponent
+        self.health = health
+        self.backoff = backoff
+        self.attemptTimeout = attemptTimeout
+        self.logger = logger
+    }
+
+    /// What became of a batch.
+    public struct Settlement: Sendable {
+        /// One outcome per part that was processed (one part unless the batch was split).
+        public var outcomes: [Outcome] = []
+        public var deadLettered = 0
+        /// Records left to the partitions' new owners.
+        public var abandoned = 0
+    }
+
+    /// Nil when the process is stopping before the batch was settled: nothing of the
+    /// unsettled part was committed, so it is read again from the committed offsets.
+    public func settle(_ batch: [Message]) async -> Settlement? {
+        var settlement = Settlement()
+        guard await settle(batch, into: &settlement) else { return nil }
+        return settlement
+    }
+
+    private func settle(_ batch: [Message], into settlement: inout Settlement) async -> Bool {
+        var batch = batch
+        var retries = 0
+        while !batch.isEmpty {
+            let failure: any Error
+            let records = batch
+            do {
+                let outcome = try await withTimeout(attemptTimeout) { try await attempt(records) }
+                health.succeeded()
+                settlement.outcomes.append(outcome)
+                return true
+            } catch {
+                failure = error
+            }
+            switch await classify(failure) {
+            case .transient(let component):
+                health.failedTransiently(component: component)
+                logger.warning(
+                    "batch failed transiently; retrying",
+                    metadata: [
+                        "component": "\(component)", "error": "\(String(reflecting: failure))",
+                        "messages": "\(batch.count)", "retry": "\(retries + 1)",
+                    ])
+                guard await pause(before: retries) else { return false }
+                retries += 1
+                // Partitions revoked meanwhile are their new owner's to process.
+                let owned = batch.filter(stillOwned)
+                settlement.abandoned += batch.count - owned.count
+                batch = owned
+            case .ownershipLost:
+                let owned = batch.filter(stillOwned)
+                settlement.abandoned += batch.count - owned.count
+                logger.info(
+                    "partitions moved to another worker; leaving their records to it",
+                    metadata: ["abandoned": "\(batch.count - owned.count)", "kept": "\(owned.count)"])
+                batch = owned
+            case .poison(let reason):
+                guard batch.count > 1 else {
+                    return await setAside(batch[0], reason: reason, into: &settlement)
+                }
+                let middle = batch.count / 2
+                guard await settle(Array(batch[..<middle]), into: &settlement) else { return false }
+                return await settle(Array(batch[middle...]), into: &settlement)
+            }
+        }
+        return true
+    }
+
+    /// Poison only when the dependencies answer: an unrecognised error while one of them
+    /// is away is that dependency's fault, not the record's.
+    private func classify(_ error: any Error) async -> FailureKind {
+        let kind = FailureClassifier.classify(error)
+        if case .poison = kind, let component = await unhealthyComponent() {
+            return .transient(component: component)
+        }
+        return kind
+    }
+
+    private func setAside(_ message: Message, reason: String, into settlement: inout Settlement) async -> Bool {
+        logger.error(
+            "dead-lettering a record that cannot be processed",
+            metadata: [
+                "topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)",
+                "reason": "\(reason)",
+            ])
+        var retries = 0
+        while true {
+            do {
+                try await withTimeout(attemptTimeout) { try await deadLetter(message, reason) }
+                health.deadLettered()
+                settlement.deadLettered += 1
+                return true
+            } catch {
+                let component: String
+                switch FailureClassifier.classify(error) {
+                case .transient(let failing): component = failing
+                case .ownershipLost:
+                    settlement.abandoned += 1
+                    return true
+                case .poison: component = "broker"
+                }
+                health.failedTransiently(component: component)
+                logger.warning(
+                    "could not dead-letter a record; retrying",
+                    metadata: ["error": "\(String(reflecting: error))", "offset": "\(message.offset)"])
+                guard await pause(before: retries) else { return false }
+                retries += 1
+            }
+        }
+    }
+
+    /// Sleeps before a retry; false when the process is stopping instead.
+    private func pause(before retry: Int) async -> Bool {
+        if Task.isCancelled || Task.isShuttingDownGracefully { return false }
+        do {
+            try await cancelWhenGracefulShutdown { try await Task.sleep(for: backoff.delay(beforeRetry: retry)) }
+        } catch {
+            return false
+        }
+        return !(Task.isCancelled || Task.isShuttingDownGracefully)
+    }
+}
+
+/// Capped exponential back-off with jitter, so that workers retrying after the same
+/// outage do not come back in step.
+public struct Backoff: Sendable {
+    public var initial: Duration
+    public var maximum: Duration
+
+    public init(initial: Duration = .milliseconds(200), maximum: Duration = .seconds(5)) {
+        self.initial = initial
+        self.maximum = maximum
+    }
+
+    /// Between half and all of `initial * 2^retry`, never more than `maximum`.
+    public func delay(beforeRetry retry: Int) -> Duration {
+        let exponential = initial * (1 << min(retry, 20))
+        let capped = min(exponential, maximum)
+        return capped * Double.random(in: 0.5...1.0)
+    }
+}
+
+/// Runs `body`, failing with ``AttemptTimedOut`` if it takes longer than `limit`; the
+/// body is cancelled then (a transaction in flight is rolled back with its connection).
+public func withTimeout<Result: Sendable>(
+    _ limit: Duration, component: String = "processing", _ body: @escaping @Sendable () async throws -> Result
+) async throws -> Result {
+    try await withThrowingTaskGroup(of: Result?.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            return nil
+        }
+        defer { group.cancelAll() }
+        guard let first = try await group.next(), let result = first else {
+            throw AttemptTimedOut(component: component, limit: limit)
+        }
+        return result
+    }
+}

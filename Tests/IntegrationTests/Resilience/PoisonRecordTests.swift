@@ -1,0 +1,187 @@
+import Foundation
+import Kafka
+import KafkaTesting
+import Logging
+import Persistence
+import Shared
+import Testing
+
+/// One tenant's record that cannot be processed goes to a dead-letter topic; its
+/// partition moves on, and every other tenant's devices are decided.
+@Suite(.serialized) struct PoisonRecordTests {
+    /// A NUL in a device id passes JSON but not Postgres: before, the batch was retried
+    /// for ever and nobody on the partition was evaluated again.
+    @Test func fixTheDatabaseRefusesIsDeadLetteredAndThePartitionMovesOn() async throws {
+        let harness = PipelineHarness()
+        try await harness.run { _, _ in
+            let otherProject = try await addProject(harness, name: "other")
+            let poison = TestTrip(projectId: harness.projectId, deviceId: "nul\u{0}device")
+            let good = TestTrip(projectId: otherProject)
+            try await produce([poison.fix(3)] + (0..<9).map(good.fix), to: harness.topics.fixes, partition: 0, harness)
+
+            let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)
+            let headers = deadLetters[0].headerTexts
+            #expect(headers["checkin-origin-topic"] == harness.topics.fixes)
+            #expect(headers["checkin-origin-partition"] == "0")
+            #expect(headers["checkin-origin-offset"] == "0")
+            #expect(headers["checkin-error"]?.isEmpty == false)
+            #expect(try JSONSerialization.jsonObject(with: Data(deadLetters[0].value)) as? [String: Any] != nil)
+
+            let events = try await consumeEvents(of: good.deviceId, count: 2, harness)
+            #expect(events.map(\.type) == [.checkin, .checkout])
+            try await expectCommittedOffset(10, partition: 0, harness)
+        }
+    }
+
+    /// A zone whose description makes every event larger than the broker takes (stored
+    /// before limits were checked, or written around the API): the fix that would check
+    /// in is dead-lettered, the partition and other tenants go on.
+    @Test func fixWhoseEventTheBrokerRefusesIsDeadLettered() async throws {
+        let harness = PipelineHarness()
+        try await harness.run { _, _ in
+            let otherProject = try await addProject(harness, name: "other")
+            try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
+                database in
+                try await database.client.query(
+                    "UPDATE zones SET description = repeat('x', 2000000) WHERE project_id = \(harness.projectId)",
+                    logger: harness.logger)
+                try await database.client.query(
+                    "UPDATE zone_catalog_version SET version = version + 1", logger: harness.logger)
+            }
+            // The evaluator refreshes its zones every 0.5 s in the harness.
+            try await Task.sleep(for: .seconds(2))
+            let poison = TestTrip(projectId: harness.projectId)
+            let good = TestTrip(projectId: otherProject)
+            try await produce([poison.fix(3)] + (0..<9).map(good.fix), to: harness.topics.fixes, partition: 0, harness)
+
+            let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)
+            let headers = deadLetters[0].headerTexts
+            #expect(headers["checkin-origin-offset"] == "0")
+            #expect(headers["checkin-error"]?.contains("MSG_SIZE_TOO_LARGE") == true)
+
+            let events = try await consumeEvents(of: good.deviceId, count: 2, harness)
+            #expect(events.map(\.type) == [.checkin, .checkout])
+            try await expectCommittedOffset(10, partition: 0, harness)
+        }
+    }
+
+    /// The notifier's intake: an event the database refuses goes to the events'
+    /// dead-letter topic, and the device's next events are still delivered.
+    @Test func eventTheDatabaseRefusesIsDeadLetteredByTheNotifier() async throws {
+        let harness = PipelineHarness()
+        try await harness.run { ingestPort, received in
+            let trip = TestTrip(projectId: harness.projectId)
+            let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
+            #expect(try await post(try trip.batch(0..<5), to: url, key: harness.deviceKey).status == 202)
+            let checkIn = try await consume(topic: harness.topics.checkIns, count: 1, logger: harness.logger)[0]
+            var event = try #require(try JSONSerialization.jsonObject(with: Data(checkIn.value)) as? [String: Any])
+            event["deviceId"] = "nul\u{0}device"
+            event["eventId"] = "poison-" + UUID().uuidString
+            let poison = try JSONSerialization.data(withJSONObject: event)
+            try await produceRaw([Array(poison)], to: harness.topics.checkIns, partition: checkIn.partition, harness)
+
+            #expect(try await post(try trip.batch(5..<9), to: url, key: harness.deviceKey).status == 202)
+            try await received.wait(timeout: .seconds(90)) { trip.isComplete($0) }
+            let deadLetters = try await consume(topic: harness.topics.eventsDeadLetter, count: 1, logger: harness.logger)
+            #expect(deadLetters[0].value == Array(poison))
+            #expect(deadLetters[0].headerTexts["checkin-origin-topic"] == harness.topics.checkIns)
+        }
+    }
+}
+
+extension KafkaConsumerMessage {
+    var headerTexts: [String: String] {
+        Dictionary(headers.map { ($0.key, String(decoding: $0.value ?? [], as: UTF8.self)) }) { $1 }
+    }
+}
+
+/// Another tenant, with the trip's zones, beside the harness's own project.
+func addProject(_ harness: PipelineHarness, name: String) async throws -> String {
+    let projectId = "\(name)-\(harness.suffix)"
+    let logger = harness.logger
+    try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) { database in
+        try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: name)
+        try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: TestTrip.zones)
+    }
+    // The evaluator refreshes its zones every 0.5 s in the harness.
+    try await Task.sleep(for: .seconds(1.5))
+    return projectId
+}
+
+/// Produces fixes (as JSON objects) straight to the fixes topic, in order, on one partition.
+func produce(_ fixes: [[String: Any]], to topic: String, partition: Int32, _ harness: PipelineHarness) async throws {
+    try await produceRaw(
+        try fixes.map { Array(try JSONSerialization.data(withJSONObject: $0)) }, to: topic, partition: partition, harness)
+}
+
+func produceRaw(_ values: [[UInt8]], to topic: String, partition: Int32, _ harness: PipelineHarness) async throws {
+    let producer = try KafkaProducer(
+        configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-raw"),
+        logger: harness.logger)
+    try await withServicesRunning([producer]) {
+        for value in values {
+            _ = try await producer.send(KafkaRecord(topic: topic, key: nil, value: value, partition: partition))
+        }
+    }
+}
+
+/// The events of one device on both event topics, once `count` of them are there.
+func consumeEvents(of deviceId: String, count: Int, _ harness: PipelineHarness) async throws -> [CheckEvent] {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while true {
+        let checkIns = try await consumeAll(topic: harness.topics.checkIns, logger: harness.logger)
+        let checkOuts = try await consumeAll(topic: harness.topics.checkOuts, logger: harness.logger)
+        let events = try (checkIns + checkOuts).map { try WireJSON.decoder().decode(CheckEvent.self, from: Data($0.value)) }
+            .filter { $0.deviceId == deviceId }
+        // At-least-once: an attempt that failed may have published some events already; their ids repeat.
+        var seen: Set<String> = []
+        let distinct = events.filter { seen.insert($0.eventId).inserted }
+        if distinct.count >= count {
+            return distinct.sorted { ($0.checkOutTime ?? $0.location.timestamp) < ($1.checkOutTime ?? $1.location.timestamp) }
+        }
+        if ContinuousClock.now > deadline { throw TestFailure("\(count) events of \(deviceId) did not arrive in 60 s") }
+        try await Task.sleep(for: .seconds(1))
+    }
+}
+
+/// Every record a topic holds now (read from the beginning until a poll finds nothing more).
+func consumeAll(topic: String, logger: Logger) async throws -> [KafkaConsumerMessage] {
+    var configuration = KafkaConsumerConfiguration(
+        bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "reader-" + UUID().uuidString, clientId: "test-reader",
+        topics: [topic])
+    configuration.sessionTimeout = .seconds(6)
+    configuration.heartbeatInterval = .seconds(1)
+    configuration.maxPollInterval = .seconds(10)
+    let consumer = try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
+    let received = ReceivedMessages(consumer)
+    return try await withServicesRunning([consumer]) {
+        // Joining the group takes a few seconds on the local broker; then the topic is read out.
+        var last = -1
+        let deadline = ContinuousClock.now + .seconds(20)
+        try await Task.sleep(for: .seconds(4))
+        while received.all.count != last && ContinuousClock.now < deadline {
+            last = received.all.count
+            try await Task.sleep(for: .seconds(1))
+        }
+        return received.all
+    }
+}
+
+/// The evaluator's offset for a partition of the fixes topic, as committed in Postgres.
+func expectCommittedOffset(_ expected: Int64, partition: Int32, _ harness: PipelineHarness) async throws {
+    let logger = harness.logger
+    let deadline = ContinuousClock.now + .seconds(30)
+    while true {
+        let offsets = try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) {
+            database in
+            try await OffsetStore(database: database, logger: logger).nextOffsets(
+                group: harness.evaluatorGroup, topic: harness.topics.fixes, partitions: [partition])
+        }
+        if offsets[partition] == expected { return }
+        if ContinuousClock.now > deadline {
+            Issue.record("the committed offset of partition \(partition) is \(String(describing: offsets[partition])), not \(expected)")
+            return
+        }
+        try await Task.sleep(for: .milliseconds(250))
+    }
+}
