@@ -78,6 +78,9 @@ public enum FailureClassifier {
 
 /// An attempt that took longer than it may: treated as its dependency being unavailable.
 public struct AttemptTimedOut: Error, Sendable, CustomStringConvertible {
+    /// Blamed when the dependency at fault is not known.
+    public static let unknownComponent = "processing"
+
     public var component: String
     public var limit: Duration
 

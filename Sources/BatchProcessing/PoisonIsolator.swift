@@ -30,10 +30,13 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     let health: ProcessingHealth
     let backoff: Backoff
     let attemptTimeout: Duration
+    /// How long an attempt in flight may go on once the process is asked to stop.
+    let drainAfterShutdown: Duration
     let logger: Logger
 
     public init(
-        attemptTimeout: Duration, backoff: Backoff = Backoff(), health: ProcessingHealth, logger: Logger,
+        attemptTimeout: Duration, drainAfterShutdown: Duration = .seconds(10), backoff: Backoff = Backoff(),
+        health: ProcessingHealth, logger: Logger,
         attempt: @escaping @Sendable ([Message]) async throws -> Outcome,
         deadLetter: @escaping @Sendable (Message, String) async throws -> Void,
         stillOwned: @escaping @Sendable (Message) -> Bool = { _ in true },
@@ -46,6 +49,7 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
         self.health = health
         self.backoff = backoff
         self.attemptTimeout = attemptTimeout
+        self.drainAfterShutdown = drainAfterShutdown
         self.logger = logger
     }
 
@@ -73,10 +77,15 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
             let failure: any Error
             let records = batch
             do {
-                let outcome = try await withTimeout(attemptTimeout) { try await attempt(records) }
+                let outcome = try await withTimeout(attemptTimeout, drainAfterShutdown: drainAfterShutdown) {
+                    try await watchingDependencies { try await attempt(records) }
+                }
                 health.succeeded()
                 settlement.outcomes.append(outcome)
                 return true
+            } catch is AttemptAbandoned {
+                logger.info("abandoning the batch in flight to stop; it is read again from the committed offsets")
+                return false
             } catch {
                 failure = error
             }
@@ -114,14 +123,38 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
         return true
     }
 
+    /// Runs an attempt; while it takes long, asks every few seconds whether a dependency
+    /// is away, so that `/ready` says so before the attempt times out.
+    private func watchingDependencies(_ body: @escaping @Sendable () async throws -> Outcome) async throws -> Outcome {
+        try await withThrowingTaskGroup(of: Outcome?.self) { group in
+            group.addTask { try await body() }
+            group.addTask { [health, unhealthyComponent] in
+                while true {
+                    try await Task.sleep(for: .seconds(5))
+                    if let component = await unhealthyComponent() { health.failedTransiently(component: component) }
+                }
+            }
+            defer { group.cancelAll() }
+            while let result = try await group.next() {
+                if let outcome = result { return outcome }
+            }
+            throw CancellationError()
+        }
+    }
+
     /// Poison only when the dependencies answer: an unrecognised error while one of them
     /// is away is that dependency's fault, not the record's.
     private func classify(_ error: any Error) async -> FailureKind {
         let kind = FailureClassifier.classify(error)
-        if case .poison = kind, let component = await unhealthyComponent() {
-            return .transient(component: component)
+        switch kind {
+        case .poison, .transient(component: AttemptTimedOut.unknownComponent):
+            // A record is poison, and a slow attempt is blamed on "processing", only while
+            // the dependencies answer.
+            if let component = await unhealthyComponent() { return .transient(component: component) }
+            return kind
+        default:
+            return kind
         }
-        return kind
     }
 
     private func setAside(_ message: Message, reason: String, into settlement: inout Settlement) async -> Bool {
@@ -134,10 +167,14 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
         var retries = 0
         while true {
             do {
-                try await withTimeout(attemptTimeout) { try await deadLetter(message, reason) }
+                try await withTimeout(attemptTimeout, drainAfterShutdown: drainAfterShutdown) {
+                    try await deadLetter(message, reason)
+                }
                 health.deadLettered()
                 settlement.deadLettered += 1
                 return true
+            } catch is AttemptAbandoned {
+                return false
             } catch {
                 let component: String
                 switch FailureClassifier.classify(error) {
@@ -188,16 +225,26 @@ public struct Backoff: Sendable {
     }
 }
 
-/// Runs `body`, failing with ``AttemptTimedOut`` if it takes longer than `limit`; the
-/// body is cancelled then (a transaction in flight is rolled back with its connection).
+/// Runs `body`, failing with ``AttemptTimedOut`` if it takes longer than `limit`, and
+/// with ``AttemptAbandoned`` if the process is asked to stop and `body` has not finished
+/// `drainAfterShutdown` later. The body is cancelled then (a transaction in flight is
+/// rolled back with its connection).
 public func withTimeout<Result: Sendable>(
-    _ limit: Duration, component: String = "processing", _ body: @escaping @Sendable () async throws -> Result
+    _ limit: Duration, component: String = AttemptTimedOut.unknownComponent, drainAfterShutdown: Duration? = nil,
+    _ body: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {
     try await withThrowingTaskGroup(of: Result?.self) { group in
         group.addTask { try await body() }
         group.addTask {
             try await Task.sleep(for: limit)
-            return nil
+            throw AttemptTimedOut(component: component, limit: limit)
+        }
+        if let drainAfterShutdown {
+            group.addTask {
+                try await gracefulShutdown()
+                try await Task.sleep(for: drainAfterShutdown)
+                throw AttemptAbandoned()
+            }
         }
         defer { group.cancelAll() }
         guard let first = try await group.next(), let result = first else {
@@ -206,3 +253,6 @@ public func withTimeout<Result: Sendable>(
         return result
     }
 }
+
+/// The process is stopping and the attempt did not finish in the time it was given.
+public struct AttemptAbandoned: Error, Sendable {}

@@ -27,7 +27,10 @@ public final class StaleCheckOutSweeper: Service, Sendable {
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                while try await sweep(now: Date()) == batchSize {}
+                // A sweep waiting on an unreachable database must not hold up a shutdown.
+                try await cancelWhenGracefulShutdown {
+                    while try await self.sweep(now: Date()) == self.batchSize {}
+                }
             } catch {
                 logger.error("stale check-out sweep failed", metadata: ["error": "\(String(reflecting: error))"])
             }

@@ -42,7 +42,10 @@ public final class ZoneCatalog: Service, Sendable {
     public func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                try await withTimeout(loadTimeout, component: "database") { try await self.refresh() }
+                // A load waiting on an unreachable database must not hold up a shutdown.
+                try await cancelWhenGracefulShutdown {
+                    try await withTimeout(self.loadTimeout, component: "database") { try await self.refresh() }
+                }
             } catch {
                 logger.error("could not refresh zones", metadata: ["error": "\(String(reflecting: error))"])
             }

@@ -55,6 +55,27 @@ final class ServiceProcess: @unchecked Sendable {
         process.waitUntilExit()
     }
 
+    /// Sends a signal: SIGSTOP freezes the process (no heartbeats, nothing), SIGCONT resumes it.
+    func signal(_ number: Int32) {
+        guard let process, process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, number)
+    }
+
+    var isRunning: Bool { process?.isRunning ?? false }
+
+    /// SIGTERM, then how long the process took to exit (nil: it did not within `limit`, and was killed).
+    func terminate(within limit: TimeInterval) async -> TimeInterval? {
+        guard let process, process.isRunning else { return 0 }
+        let started = Date()
+        process.terminate()
+        while process.isRunning && Date().timeIntervalSince(started) < limit { try? await Task.sleep(for: .milliseconds(20)) }
+        if process.isRunning {
+            kill()
+            return nil
+        }
+        return Date().timeIntervalSince(started)
+    }
+
     /// SIGTERM, then SIGKILL if it has not stopped within `grace`.
     func stop(grace: TimeInterval = 10) {
         guard let process, process.isRunning else { return }

@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// A Postgres cluster of one test's own, started by the project's script, so that the
 /// test can stop and restart it without disturbing the tests that share the other one.
 final class PrivatePostgres: @unchecked Sendable {
@@ -14,40 +18,69 @@ final class PrivatePostgres: @unchecked Sendable {
     }
 
     /// Starts the cluster (created on first start); keeps its port across restarts.
-    func start() throws {
-        let output = try run("start")
+    func start() async throws {
+        let output = try await run("start")
         url = output.split(separator: "\n").last.map(String.init) ?? ""
         guard url.hasPrefix("postgres://") else { throw TestFailure("private Postgres did not start: \(output)") }
     }
 
-    func stop() throws {
-        _ = try run("stop")
+    func stop() async throws {
+        _ = try await run("stop")
     }
 
     /// Stops it for good and removes its files.
     func destroy() {
-        _ = try? run("stop")
+        // Synchronous, for `defer`: the script stops the server and waits for it.
+        let stop = Process()
+        stop.executableURL = URL(fileURLWithPath: "/bin/bash")
+        stop.arguments = [Self.repositoryRoot.appendingPathComponent("scripts/postgres.sh").path, "stop"]
+        stop.environment = scriptEnvironment
+        stop.standardOutput = FileHandle.nullDevice
+        stop.standardError = FileHandle.nullDevice
+        if (try? stop.run()) != nil {
+            var status: Int32 = 0
+            for _ in 0..<600 where waitpid(stop.processIdentifier, &status, WNOHANG) == 0 { usleep(50_000) }
+        }
         try? FileManager.default.removeItem(at: directory)
     }
 
-    private func run(_ command: String) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/bash")
-        process.arguments = [Self.repositoryRoot.appendingPathComponent("scripts/postgres.sh").path, command]
+    private var scriptEnvironment: [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment["CHECKIN_POSTGRES_DIR"] = directory.appendingPathComponent("cluster").path
         environment["CHECKIN_RUN_DIR"] = directory.path
-        // A restart keeps the port the first start picked (read from the run directory).
-        environment["CHECKIN_POSTGRES_PORT"] = url.isEmpty ? "0" : String(url.split(separator: ":").last?.split(separator: "/").first ?? "0")
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
+        // A restart keeps the port the first start picked.
+        environment["CHECKIN_POSTGRES_PORT"] =
+            url.isEmpty ? "0" : String(url.split(separator: ":").last?.split(separator: "/").first ?? "0")
+        return environment
+    }
+
+    /// Runs the script and waits for it without blocking a thread of the concurrency pool.
+    private func run(_ command: String) async throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/bash")
+        process.arguments = [Self.repositoryRoot.appendingPathComponent("scripts/postgres.sh").path, command]
+        process.environment = scriptEnvironment
+        // A file, not a pipe: the server the script starts must not hold our end open.
+        let outputFile = directory.appendingPathComponent("\(command).out")
+        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+        let output = try FileHandle(forWritingTo: outputFile)
+        defer { try? output.close() }
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
         try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else { throw TestFailure("postgres.sh \(command) failed: \(text)") }
+        // Reaped here rather than through Foundation's child monitoring, which was seen
+        // never to report this script's end while the server it started lives on.
+        let pid = process.processIdentifier
+        var status: Int32 = 0
+        let deadline = ContinuousClock.now + .seconds(90)
+        while waitpid(pid, &status, WNOHANG) == 0 {
+            if ContinuousClock.now > deadline { throw TestFailure("postgres.sh \(command) did not finish in 90 s") }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
+        let exitedCleanly = (status & 0x7f) == 0 && ((status >> 8) & 0xff) == 0
+        guard exitedCleanly else { throw TestFailure("postgres.sh \(command) failed: \(text)") }
         return text.trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
