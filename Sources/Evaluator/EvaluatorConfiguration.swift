@@ -12,11 +12,13 @@ public struct EvaluatorConfiguration: Sendable {
     /// How often devices due a stale check-out are looked for.
     public var staleSweepInterval: Duration
     public var maximumBatchSize: Int
+    /// Checked again on every record, for producers that write to Kafka directly.
+    public var limits: InputLimits
 
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
-        maximumBatchSize: Int = 500
+        maximumBatchSize: Int = 500, limits: InputLimits = InputLimits()
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -24,6 +26,7 @@ public struct EvaluatorConfiguration: Sendable {
         self.zoneRefreshInterval = zoneRefreshInterval
         self.staleSweepInterval = staleSweepInterval
         self.maximumBatchSize = maximumBatchSize
+        self.limits = limits
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -39,6 +42,10 @@ public struct EvaluatorConfiguration: Sendable {
             engine: engine,
             zoneRefreshInterval: try environment.duration("CHECKIN_ZONE_REFRESH_INTERVAL", default: .seconds(2)),
             staleSweepInterval: try environment.duration("CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15)),
-            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000))
+            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000),
+            limits: InputLimits(
+                maxClockSkew: try environment.double(
+                    InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
+                    range: InputLimits.maxClockSkewRange)))
     }
 }

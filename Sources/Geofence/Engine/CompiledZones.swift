@@ -193,21 +193,26 @@ struct CompiledZones: Sendable {
         self.fenceInfos = fenceInfos
     }
 
-    /// The fence as events describe it.
+    /// The fence as events describe it; a geometry too large for an event is left out.
     func fenceSummary(_ f: Int32) -> FenceSummary {
         let info = fenceInfos[Int(f)]
         let fence = fences[Int(f)]
-        let geometry: GeoJSONGeometry
+        let limit = InputLimits.maximumEventGeometryPositions
+        var geometry: GeoJSONGeometry? = nil
         var radius = otherRadii[f]
         switch fence.kind {
         case .circle:
             geometry = .point(Position(lon: fence.centreLon, lat: fence.centreLat))
             radius = fence.radius
-        case .polygon: geometry = polygons.geometry(Int(fence.shape))
-        case .geoline: geometry = .lineString(geolines[Int(fence.shape)].positions)
+        case .polygon:
+            if polygons.positionCount(Int(fence.shape)) <= limit { geometry = polygons.geometry(Int(fence.shape)) }
+        case .geoline:
+            let positions = geolines[Int(fence.shape)].positions
+            if positions.count <= limit { geometry = .lineString(positions) }
         }
         return FenceSummary(
-            id: info.id, name: info.name, description: info.description, geometry: geometry, radius: radius)
+            id: info.id, name: info.name, description: info.description, geometry: geometry,
+            geometryOmitted: geometry == nil ? true : nil, radius: radius)
     }
 
     /// The box in which a fence can matter for a normal fix: its shape widened by the exit buffer.
