@@ -43,6 +43,9 @@ struct CompiledZone: Sendable {
     var retention: Double
     var fences: Range<Int32>
     var beacons: Range<Int32>
+    /// How many zones the chain of sequential conditions from this one runs through
+    /// (0: none): a fix decides a zone after those it follows (`SequentialOrder`).
+    var sequentialDepth: Int32 = 0
     /// Index into `CompiledZones.rules`, or -1 when the zone has no conditions and no schedule.
     var rules: Int32
 }
@@ -183,12 +186,15 @@ struct CompiledZones: Sendable {
             }
         }
         // A zone's memory must outlive the longest window in which another zone asks for it.
+        var follows: [Int32: Int32] = [:]
         for (z, zoneRules) in chunks.lazy.flatMap(\.rules) {
             guard let sequential = zoneRules.conditions?.sequential,
                 let after = zoneIndex[Int(zones[Int(z)].project)][sequential.afterZoneId]
             else { continue }
             zones[Int(after)].retention = max(zones[Int(after)].retention, sequential.withinSeconds)
+            follows[z] = after
         }
+        for (z, depth) in SequentialOrder.depths(follows: follows) { zones[Int(z)].sequentialDepth = depth }
         self.zones = zones
         self.fenceInfos = fenceInfos
     }
