@@ -16,11 +16,14 @@ public struct EvaluatorConfiguration: Sendable {
     public var batchTimeout: Duration
     /// A zones load that takes longer is abandoned and tried again.
     public var zoneLoadTimeout: Duration
+    /// Checked again on every record, for producers that write to Kafka directly.
+    public var limits: InputLimits
 
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
-        maximumBatchSize: Int = 500, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120)
+        maximumBatchSize: Int = 500, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
+        limits: InputLimits = InputLimits()
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -30,6 +33,7 @@ public struct EvaluatorConfiguration: Sendable {
         self.maximumBatchSize = maximumBatchSize
         self.batchTimeout = batchTimeout
         self.zoneLoadTimeout = zoneLoadTimeout
+        self.limits = limits
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -47,6 +51,10 @@ public struct EvaluatorConfiguration: Sendable {
             staleSweepInterval: try environment.duration("CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15)),
             maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000),
             batchTimeout: try environment.duration("CHECKIN_EVALUATOR_BATCH_TIMEOUT", default: .seconds(30)),
-            zoneLoadTimeout: try environment.duration("CHECKIN_ZONE_LOAD_TIMEOUT", default: .seconds(120)))
+            zoneLoadTimeout: try environment.duration("CHECKIN_ZONE_LOAD_TIMEOUT", default: .seconds(120)),
+            limits: InputLimits(
+                maxClockSkew: try environment.double(
+                    InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
+                    range: InputLimits.maxClockSkewRange)))
     }
 }

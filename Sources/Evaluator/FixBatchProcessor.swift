@@ -72,7 +72,7 @@ struct FixBatchProcessor: Sendable {
         for message in batch {
             let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
             outcome.nextOffsets[key] = max(outcome.nextOffsets[key] ?? 0, message.offset + 1)
-            switch FixValidator.validate(json: message.value) {
+            switch FixValidator.validate(json: message.value, receivedAt: message.timestamp ?? Date(), limits: configuration.limits) {
             case .success(let fix): fixes.append((message, fix))
             case .failure(let invalid):
                 outcome.invalid += 1

@@ -8,8 +8,10 @@ import Shared
 /// each fix: it is then the API key's project; when given it must be that project.
 struct FixBatchDecoder {
     var maximumBatchSize: Int
+    var limits: InputLimits
 
-    func decode(_ body: Data, projectId: String?) throws -> [Fix] {
+    /// `receivedAt`: when the request arrived, which bounds how far ahead fix timestamps may be.
+    func decode(_ body: Data, projectId: String?, receivedAt: Date) throws -> [Fix] {
         guard let json = try? JSONSerialization.jsonObject(with: body, options: []) else {
             throw Problem.invalid("the body is not valid JSON")
         }
@@ -44,7 +46,7 @@ struct FixBatchDecoder {
                     continue
                 }
             }
-            switch FixValidator.validate(item, path: "fixes[\(index)]") {
+            switch FixValidator.validate(item, path: "fixes[\(index)]", receivedAt: receivedAt, limits: limits) {
             case .success(let fix): fixes.append(fix)
             case .failure(let invalid):
                 problems.append(contentsOf: invalid.problems.map { .init(name: $0.field, reason: $0.problem) })

@@ -38,11 +38,13 @@ public func buildIngestApplication(
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
     let router = Router()
-    router.middlewares.add(ProblemMiddleware(logger: logger))
+    router.middlewares.add(ProblemMiddleware(logger: logger, maximumBodyBytes: configuration.maximumBodyBytes))
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     let keys = APIKeyResolver(projects: dependencies.projects)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
-    ManagementRoutes(dependencies: dependencies, keys: keys, logger: logger).add(to: router)
+    ManagementRoutes(
+        dependencies: dependencies, keys: keys, maximumBodyBytes: configuration.maximumBodyBytes, logger: logger
+    ).add(to: router)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),
@@ -69,14 +71,15 @@ struct FixRoutes {
     }
 
     func accept(_ request: Request, context: BasicRequestContext) async throws -> Response {
+        let receivedAt = Date()
         let projectId: String? =
             configuration.requireAPIKey || APIKeyResolver.key(in: request) != nil
             ? try await keys.project(for: request, kind: .device) : nil
         let body = try await request.body.collect(upTo: configuration.maximumBodyBytes)
         let fixes: [Fix]
         do {
-            fixes = try FixBatchDecoder(maximumBatchSize: configuration.maximumBatchSize).decode(
-                Data(buffer: body), projectId: projectId)
+            fixes = try FixBatchDecoder(maximumBatchSize: configuration.maximumBatchSize, limits: configuration.limits)
+                .decode(Data(buffer: body), projectId: projectId, receivedAt: receivedAt)
         } catch {
             rejectedBatches.increment()
             throw error
@@ -107,18 +110,27 @@ struct FixRoutes {
     }
 }
 
-/// Turns any error that is not already a problem into a 500 problem, so every
-/// error body is `application/problem+json`.
+/// Turns any error that is not already a problem into a problem, so every error
+/// body is `application/problem+json`: a body over the limit is a 413, other HTTP
+/// errors keep their status, and anything else is a 500.
 struct ProblemMiddleware<Context: RequestContext>: RouterMiddleware {
     let logger: Logger
+    var maximumBodyBytes = InputLimits.maximumRequestBodyBytes
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         do {
             return try await next(request, context)
         } catch let problem as Problem {
             throw problem
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            // Among others NIO's "too many bytes", thrown when a body is collected beyond its limit.
+            throw Problem(
+                status: .contentTooLarge, type: "body-too-large", title: "The request body is too large",
+                detail: "a request body holds at most \(maximumBodyBytes) bytes")
         } catch let error as HTTPError {
             throw Problem(status: error.status, type: "http-\(error.status.code)", title: error.status.reasonPhrase, detail: error.body)
+        } catch let error as any HTTPResponseError where error.status.code < 500 {
+            throw Problem(status: error.status, type: "http-\(error.status.code)", title: error.status.reasonPhrase)
         } catch {
             logger.error("request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
             throw Problem(status: .internalServerError, type: "internal", title: "Internal error", detail: nil)

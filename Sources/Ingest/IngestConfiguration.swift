@@ -7,19 +7,24 @@ public struct IngestConfiguration: Sendable {
     public var port: Int
     /// Largest batch accepted in one request; larger batches are refused whole (413).
     public var maximumBatchSize: Int
+    /// Largest request body of any route; larger bodies are answered 413.
     public var maximumBodyBytes: Int
+    /// What fixes may hold; the clock skew is set by `CHECKIN_MAX_CLOCK_SKEW`.
+    public var limits: InputLimits
     /// When false, fixes are accepted without an API key (local demos only).
     public var requireAPIKey: Bool
     public var topics: Topics
 
     public init(
-        host: String = "127.0.0.1", port: Int = 8080, maximumBatchSize: Int = 1000, maximumBodyBytes: Int = 2 << 20,
+        host: String = "127.0.0.1", port: Int = 8080, maximumBatchSize: Int = 1000,
+        maximumBodyBytes: Int = InputLimits.maximumRequestBodyBytes, limits: InputLimits = InputLimits(),
         requireAPIKey: Bool = true, topics: Topics = Topics()
     ) {
         self.host = host
         self.port = port
         self.maximumBatchSize = maximumBatchSize
         self.maximumBodyBytes = maximumBodyBytes
+        self.limits = limits
         self.requireAPIKey = requireAPIKey
         self.topics = topics
     }
@@ -29,6 +34,10 @@ public struct IngestConfiguration: Sendable {
             host: environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1"),
             port: try environment.int("CHECKIN_HTTP_PORT", default: 8080, range: 0...65_535),
             maximumBatchSize: try environment.int("CHECKIN_INGEST_MAX_BATCH", default: 1000, range: 1...100_000),
+            limits: InputLimits(
+                maxClockSkew: try environment.double(
+                    InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
+                    range: InputLimits.maxClockSkewRange)),
             requireAPIKey: try environment.bool("CHECKIN_INGEST_REQUIRE_API_KEY", default: true),
             topics: topics)
     }

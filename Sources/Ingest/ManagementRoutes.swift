@@ -11,6 +11,7 @@ import Shared
 struct ManagementRoutes {
     let dependencies: IngestDependencies
     let keys: APIKeyResolver
+    let maximumBodyBytes: Int
     let logger: Logger
 
     func add(to router: Router<BasicRequestContext>) {
@@ -28,6 +29,9 @@ struct ManagementRoutes {
         router.delete("/v1/webhooks/:id") { request, context in
             let projectId = try await keys.project(for: request, kind: .management)
             let id = try context.parameters.require("id")
+            if let problem = InputLimits.identifierProblem(id) {
+                throw Problem.invalid("bad endpoint id", parameters: [.init(name: "id", reason: problem)])
+            }
             try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId)
             return Response(status: .noContent)
         }
@@ -56,7 +60,7 @@ struct ManagementRoutes {
 
     func replaceZones(_ request: Request) async throws -> Response {
         let projectId = try await keys.project(for: request, kind: .management)
-        let body = try await request.body.collect(upTo: 64 << 20)
+        let body = try await request.body.collect(upTo: maximumBodyBytes)
         let document: ZonesDocument
         do {
             document = try WireJSON.decoder().decode(ZonesDocument.self, from: Data(buffer: body))
@@ -106,10 +110,13 @@ struct ManagementRoutes {
 
     func addEndpoint(_ request: Request) async throws -> Response {
         let projectId = try await keys.project(for: request, kind: .management)
-        let body = try await request.body.collect(upTo: 64 << 10)
+        let body = try await request.body.collect(upTo: maximumBodyBytes)
         guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
             throw Problem.invalid(
                 "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
+        }
+        if let problem = InputLimits.urlProblem(endpoint.url) {
+            throw Problem.invalid("bad URL", parameters: [.init(name: "url", reason: problem)])
         }
         guard let url = URL(string: endpoint.url), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
             throw Problem.invalid("not an http(s) URL", parameters: [.init(name: "url", reason: "must be an absolute http or https URL")])

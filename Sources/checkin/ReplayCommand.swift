@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Geofence
+import Shared
 
 /// `checkin replay`: runs the geofence engine offline over a recorded trip and prints
 /// the check-ins and check-outs it decides, to try zones before deploying them.
@@ -37,6 +38,24 @@ struct ReplayCommand: ParsableCommand {
     @Option(help: "Metres added to every fence's enclosing circle for restart-mode fixes.")
     var restartTolerance: Double = EngineConfiguration().restartTolerance
 
+    @Option(
+        help: ArgumentHelp(
+            "When the fixes count as received (RFC 3339); fixes more than --max-clock-skew after it are rejected.",
+            discussion: "A file records no receipt times: without this option no fix is rejected for being ahead."))
+    var receivedAt: String?
+
+    @Option(help: "Seconds a fix's timestamp may be ahead of --received-at.")
+    var maxClockSkew: Double = InputLimits.defaultMaxClockSkew
+
+    func validate() throws {
+        if let receivedAt, RFC3339.parse(receivedAt) == nil {
+            throw ValidationError("--received-at '\(receivedAt)' is not an RFC 3339 timestamp (e.g. 2026-11-22T10:00:00Z)")
+        }
+        guard maxClockSkew.isFinite, maxClockSkew >= 0 else {
+            throw ValidationError("--max-clock-skew must be zero or more seconds")
+        }
+    }
+
     func run() throws {
         let zonesData: Data
         do {
@@ -63,7 +82,8 @@ struct ReplayCommand: ParsableCommand {
             summary = try Replay.run(
                 zonesJSON: zonesData,
                 fixLines: fixesText.split(separator: "\n", omittingEmptySubsequences: false),
-                configuration: configuration,
+                configuration: configuration, receivedAt: receivedAt.flatMap(RFC3339.parse),
+                limits: InputLimits(maxClockSkew: maxClockSkew),
                 emitEvent: { line in
                     output += line
                     output += "\n"

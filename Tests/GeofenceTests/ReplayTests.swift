@@ -55,4 +55,24 @@ import Testing
         #expect(summary.rejected == 1)
         #expect(problems.map { $0.prefix(7) } == ["line 4:", "line 5:"])
     }
+
+    /// With a receipt time, a fix dated far ahead of it is refused and the device's later
+    /// fixes are still evaluated, instead of all being late after it.
+    @Test func fixesFarAheadOfTheReceiptTimeAreRejected() throws {
+        let zones = Data(#"{"zones": []}"#.utf8)
+        func line(_ timestamp: String) -> String {
+            #"{"projectId": "p", "deviceId": "d", "timestamp": "\#(timestamp)", "lat": 10.5, "lon": 20.5}"#
+        }
+        var problems: [String] = []
+        let summary = try Replay.run(
+            zonesJSON: zones,
+            fixLines: [line("2026-06-01T10:00:00Z"), line("9999-12-31T00:00:00Z"), line("2026-06-01T10:01:00Z")],
+            receivedAt: RFC3339.parse("2026-06-01T10:30:00Z"), emitEvent: { _ in },
+            reportProblem: { problems.append($0) })
+        #expect(summary.evaluated == 2)
+        #expect(summary.late == 0)
+        #expect(summary.rejected == 1)
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("line 2: timestamp: must be at most 300 s after") == true)
+    }
 }

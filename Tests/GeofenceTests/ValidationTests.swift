@@ -78,7 +78,7 @@ import Testing
 
     @Test func tooManyVertices() {
         let ring = RandomWorld.wobbly(lat: 0, lon: 0, radius: 10_000, vertices: 10_001)
-        #expect(Self.problems(.polygon([ring])).map(\.problem) == ["10002 vertices, at most 10000 are allowed"])
+        #expect(Self.problems(.polygon([ring])).map(\.problem) == ["10002 positions, at most 10000 are allowed"])
     }
 
     @Test func zoneLevelProblems() {

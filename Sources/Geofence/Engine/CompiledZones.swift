@@ -43,6 +43,9 @@ struct CompiledZone: Sendable {
     var retention: Double
     var fences: Range<Int32>
     var beacons: Range<Int32>
+    /// How many zones the chain of sequential conditions from this one runs through
+    /// (0: none): a fix decides a zone after those it follows (`SequentialOrder`).
+    var sequentialDepth: Int32 = 0
     /// Index into `CompiledZones.rules`, or -1 when the zone has no conditions and no schedule.
     var rules: Int32
 }
@@ -183,31 +186,39 @@ struct CompiledZones: Sendable {
             }
         }
         // A zone's memory must outlive the longest window in which another zone asks for it.
+        var follows: [Int32: Int32] = [:]
         for (z, zoneRules) in chunks.lazy.flatMap(\.rules) {
             guard let sequential = zoneRules.conditions?.sequential,
                 let after = zoneIndex[Int(zones[Int(z)].project)][sequential.afterZoneId]
             else { continue }
             zones[Int(after)].retention = max(zones[Int(after)].retention, sequential.withinSeconds)
+            follows[z] = after
         }
+        for (z, depth) in SequentialOrder.depths(follows: follows) { zones[Int(z)].sequentialDepth = depth }
         self.zones = zones
         self.fenceInfos = fenceInfos
     }
 
-    /// The fence as events describe it.
+    /// The fence as events describe it; a geometry too large for an event is left out.
     func fenceSummary(_ f: Int32) -> FenceSummary {
         let info = fenceInfos[Int(f)]
         let fence = fences[Int(f)]
-        let geometry: GeoJSONGeometry
+        let limit = InputLimits.maximumEventGeometryPositions
+        var geometry: GeoJSONGeometry? = nil
         var radius = otherRadii[f]
         switch fence.kind {
         case .circle:
             geometry = .point(Position(lon: fence.centreLon, lat: fence.centreLat))
             radius = fence.radius
-        case .polygon: geometry = polygons.geometry(Int(fence.shape))
-        case .geoline: geometry = .lineString(geolines[Int(fence.shape)].positions)
+        case .polygon:
+            if polygons.positionCount(Int(fence.shape)) <= limit { geometry = polygons.geometry(Int(fence.shape)) }
+        case .geoline:
+            let positions = geolines[Int(fence.shape)].positions
+            if positions.count <= limit { geometry = .lineString(positions) }
         }
         return FenceSummary(
-            id: info.id, name: info.name, description: info.description, geometry: geometry, radius: radius)
+            id: info.id, name: info.name, description: info.description, geometry: geometry,
+            geometryOmitted: geometry == nil ? true : nil, radius: radius)
     }
 
     /// The box in which a fence can matter for a normal fix: its shape widened by the exit buffer.

@@ -1,6 +1,12 @@
 import Foundation
 import Shared
 
+/// A zone to decide for the fix, and its run of hits.
+struct ZoneTurn {
+    var zone: Int32
+    var hits: Range<Int>
+}
+
 /// What set off an entry.
 enum Trigger {
     case fence(Int32)
@@ -10,8 +16,10 @@ enum Trigger {
 
 extension GeofenceEngine {
     /// Applies presence, check-out and check-in rules to every zone the fix concerns:
-    /// zones with a hit and zones the device is already in. Zones are decided in the
-    /// order of the zones documents; a fix's check-outs come before its check-ins.
+    /// zones with a hit and zones the device is already in. A fix's check-outs come
+    /// before its check-ins, and zones are decided in `decidesBefore` order, never in
+    /// the order of the zones document: a zone with a sequential condition after the
+    /// zone it names, so that a check-in there by the same fix counts (SPEC 3.7).
     func decide(
         _ context: FixContext, hits: inout HitList, crossings: [Crossing], state: inout DeviceState,
         events: inout [CheckEvent]
@@ -19,7 +27,8 @@ extension GeofenceEngine {
         hits.sort()
         let lookup = tables.zoneIndex[Int(context.project)]
         var checkIns: [CheckEvent] = []
-        withUnsafeTemporaryAllocation(of: Int32.self, capacity: hits.count + state.zones.count) { touched in
+        let capacity = hits.count + state.zones.count
+        withUnsafeTemporaryAllocation(of: Int32.self, capacity: capacity) { touched in
             var count = 0
             func add(_ zone: Int32) {
                 var j = count - 1
@@ -42,17 +51,37 @@ extension GeofenceEngine {
                 }
                 if forgotten { state.zones.removeAll { lookup[$0.zoneId] == nil } }
             }
-            var cursor = 0
-            for i in 0..<count {
-                let z = touched[i]
-                let start = cursor
-                while cursor < hits.count, hits[cursor].zone == z { cursor += 1 }
-                decideZone(
-                    z, context: context, hits: hits, range: start..<cursor, crossings: crossings, state: &state,
-                    checkOuts: &events, checkIns: &checkIns)
+            withUnsafeTemporaryAllocation(of: ZoneTurn.self, capacity: count) { turns in
+                // Hits are sorted by zone, as `touched` is: each zone's hits are the next run.
+                var cursor = 0
+                for i in 0..<count {
+                    let start = cursor
+                    while cursor < hits.count, hits[cursor].zone == touched[i] { cursor += 1 }
+                    var k = i
+                    while k > 0, decidesBefore(touched[i], turns[k - 1].zone) {
+                        turns[k] = turns[k - 1]
+                        k -= 1
+                    }
+                    turns[k] = ZoneTurn(zone: touched[i], hits: start..<cursor)
+                }
+                for turn in turns[0..<count] {
+                    decideZone(
+                        turn.zone, context: context, hits: hits, range: turn.hits, crossings: crossings, state: &state,
+                        checkOuts: &events, checkIns: &checkIns)
+                }
             }
         }
         events.append(contentsOf: checkIns)
+    }
+
+    /// The order in which the zones of one fix are decided: zones that follow others
+    /// (`CompiledZone.sequentialDepth`) after them, then by zone id, so that decisions
+    /// and the order of events are the same whatever the order of the zones document.
+    func decidesBefore(_ a: Int32, _ b: Int32) -> Bool {
+        let depthA = tables.zones[Int(a)].sequentialDepth, depthB = tables.zones[Int(b)].sequentialDepth
+        if depthA != depthB { return depthA < depthB }
+        let idA = tables.zones[Int(a)].summary.id, idB = tables.zones[Int(b)].summary.id
+        return idA != idB ? idA < idB : a < b
     }
 
     private func decideZone(

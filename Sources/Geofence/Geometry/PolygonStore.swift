@@ -160,6 +160,12 @@ final class PolygonStore: Sendable {
         return best <= limit ? best : .infinity
     }
 
+    /// Positions of polygon p, every ring counted with its closing position, as in its GeoJSON.
+    func positionCount(_ p: Int) -> Int {
+        let record = records[p]
+        return ringStarts[record.firstRing + Int(record.ringCount)] - ringStarts[record.firstRing]
+    }
+
     /// Polygon p's geometry as it was given, rebuilt for events (so that the engine
     /// need not keep the zones documents alive next to its own copy of every vertex).
     func geometry(_ p: Int) -> GeoJSONGeometry {

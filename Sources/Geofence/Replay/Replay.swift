@@ -45,9 +45,14 @@ public enum Replay {
     /// handing each resulting event as one line of JSON to `emitEvent`. A line that is
     /// not a valid fix is reported to `reportProblem` with its line number and skipped.
     /// The zones apply to every project named by the fixes.
+    ///
+    /// A file records no receipt times, so every fix is taken as received at
+    /// `receivedAt`: fixes more than `limits.maxClockSkew` after it are refused. Without
+    /// it no fix is too far ahead (only the 2000-01-01 floor applies). Either way the
+    /// outcome depends on the inputs alone, never on when the replay runs.
     public static func run<Lines: Sequence>(
-        zonesJSON: Data, fixLines: Lines, configuration: EngineConfiguration = .init(),
-        emitEvent: (String) -> Void, reportProblem: (String) -> Void
+        zonesJSON: Data, fixLines: Lines, configuration: EngineConfiguration = .init(), receivedAt: Date? = nil,
+        limits: InputLimits = InputLimits(), emitEvent: (String) -> Void, reportProblem: (String) -> Void
     ) throws -> Summary where Lines.Element: StringProtocol {
         let document = try zones(from: zonesJSON)
         var engines: [String: GeofenceEngine] = [:]
@@ -59,7 +64,7 @@ public enum Replay {
             if text.isEmpty { continue }
             summary.lines += 1
             let fix: Fix
-            switch FixValidator.validate(json: Data(text.utf8)) {
+            switch FixValidator.validate(json: Data(text.utf8), receivedAt: receivedAt ?? .distantFuture, limits: limits) {
             case .success(let valid): fix = valid
             case .failure(let invalid):
                 summary.rejected += 1

@@ -32,8 +32,8 @@ enum GeometryValidation {
             }
         case .lineString(let line):
             if line.count < 2 { problems.append("a LineString needs at least 2 positions") }
-            if line.count > ZoneValidator.maximumVertices {
-                problems.append("\(line.count) vertices, at most \(ZoneValidator.maximumVertices) are allowed")
+            if line.count > InputLimits.maximumPositions {
+                problems.append("\(line.count) positions, at most \(InputLimits.maximumPositions) are allowed")
             }
             if let problem = coordinateProblem(line, label: "a position") { problems.append(problem) }
         case .polygon(let rings):
@@ -50,8 +50,8 @@ enum GeometryValidation {
     }
 
     static func vertexCountProblems(_ count: Int) -> [String] {
-        count > ZoneValidator.maximumVertices
-            ? ["\(count) vertices, at most \(ZoneValidator.maximumVertices) are allowed"] : []
+        count > InputLimits.maximumPositions
+            ? ["\(count) positions, at most \(InputLimits.maximumPositions) are allowed"] : []
     }
 
     static func coordinateProblem(_ position: Position, label: @autoclosure () -> String) -> String? {

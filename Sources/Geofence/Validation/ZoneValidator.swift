@@ -3,10 +3,9 @@ import Shared
 
 /// Checks a zones document before the engine, the management API or `checkin replay`
 /// accepts it, naming every problem: geometry the engine could not evaluate
-/// correctly, and settings that could never do what their author meant.
+/// correctly, settings that could never do what their author meant, and anything
+/// beyond `InputLimits` (which keep every event under `InputLimits.maximumEventBytes`).
 public enum ZoneValidator {
-    public static let maximumVertices = 10_000
-    public static let maximumCustomDataKeys = 50
 
     public static func validate(_ document: ZonesDocument) -> [ZoneProblem] {
         validate(document.zones, ids: ZoneIds(document.zones))
@@ -33,11 +32,11 @@ public enum ZoneValidator {
         func report(_ problem: String, _ fenceId: String? = nil) {
             problems.append(ZoneProblem(zoneId: zone.id, fenceId: fenceId, problem: problem))
         }
-        if zone.id.isEmpty { report("the zone id is empty") }
+        if let problem = InputLimits.identifierProblem(zone.id) { report("the zone id \(problem)") }
         if repeatsAnId { report("the zone id is used by another zone") }
-        if zone.customData.count > maximumCustomDataKeys {
-            report("customData has \(zone.customData.count) keys, at most \(maximumCustomDataKeys) are allowed")
-        }
+        TextLimits.check(zone.name, "name", InputLimits.maximumNameLength, report: { report($0) })
+        TextLimits.check(zone.description, "description", InputLimits.maximumDescriptionLength, report: { report($0) })
+        TextLimits.checkCustomData(zone.customData, report: { report($0) })
         if !zone.minimumRetriggerTime.isFinite || zone.minimumRetriggerTime < 0 {
             report("minimumRetriggerTime must be a finite number of seconds, zero or more")
         }
@@ -50,12 +49,20 @@ public enum ZoneValidator {
         let repeatedFences = repeatedPositions(zone.fences) { $0.id }
         for f in zone.fences.indices {
             let fence = zone.fences[f]
-            if fence.id.isEmpty { report("a fence id is empty", fence.id) }
+            if let problem = InputLimits.identifierProblem(fence.id) { report("the fence id \(problem)", fence.id) }
             if repeatedFences.contains(f) { report("the fence id is used twice in this zone", fence.id) }
+            TextLimits.check(fence.name, "name", InputLimits.maximumNameLength, report: { report($0, fence.id) })
+            TextLimits.check(
+                fence.description, "description", InputLimits.maximumDescriptionLength, report: { report($0, fence.id) })
             for problem in GeometryValidation.problems(fence, scratch: &scratch) { report(problem, fence.id) }
         }
         let repeatedBeacons = repeatedPositions(zone.beacons) { $0.id }
         for (b, beacon) in zone.beacons.enumerated() {
+            if let problem = InputLimits.identifierProblem(beacon.id) { report("the beacon id \(problem)", beacon.id) }
+            TextLimits.check(beacon.name, "name", InputLimits.maximumNameLength, report: { report($0, beacon.id) })
+            if let id = beacon.eddystoneId, let problem = InputLimits.identifierProblem(id) {
+                report("eddystoneId \(problem)", beacon.id)
+            }
             if repeatedBeacons.contains(b) { report("the beacon id is used twice in this zone", beacon.id) }
             if beacon.uuid == nil && beacon.eddystoneId == nil {
                 report("a beacon needs a uuid or an eddystoneId", beacon.id)
@@ -87,6 +94,33 @@ public enum ZoneValidator {
             for i in elements.indices where !seen.insert(id(elements[i])).inserted { repeated.insert(i) }
         }
         return repeated
+    }
+}
+
+/// Free-text fields of zones, fences and beacons, bounded by `InputLimits`.
+enum TextLimits {
+    static func check(_ text: String, _ field: String, _ maximum: Int, report: (String) -> Void) {
+        if let problem = InputLimits.textProblem(text, maximumLength: maximum) { report("\(field) \(problem)") }
+    }
+
+    static func checkCustomData(_ customData: [String: String], report: (String) -> Void) {
+        if customData.count > InputLimits.maximumCustomDataKeys {
+            report("customData has \(customData.count) keys, at most \(InputLimits.maximumCustomDataKeys) are allowed")
+        }
+        func isAcceptable(_ entry: (key: String, value: String)) -> Bool {
+            InputLimits.textProblem(entry.key, maximumLength: InputLimits.maximumCustomDataKeyLength) == nil
+                && InputLimits.textProblem(entry.value, maximumLength: InputLimits.maximumCustomDataValueLength) == nil
+        }
+        guard !customData.allSatisfy(isAcceptable) else { return }
+        // Sorted, so that problems come in the same order for the same document.
+        for key in customData.keys.sorted() {
+            if let problem = InputLimits.textProblem(key, maximumLength: InputLimits.maximumCustomDataKeyLength) {
+                report("customData key '\(key.prefix(64))' \(problem)")
+            }
+            if let problem = InputLimits.textProblem(customData[key]!, maximumLength: InputLimits.maximumCustomDataValueLength) {
+                report("customData['\(key.prefix(64))'] \(problem)")
+            }
+        }
     }
 }
 

@@ -82,14 +82,23 @@ public struct FenceSummary: Sendable, Equatable, Codable {
     public var id: String
     public var name: String
     public var description: String
-    public var geometry: GeoJSONGeometry
+    /// Nil when `geometryOmitted`: a geometry of more than
+    /// `InputLimits.maximumEventGeometryPositions` positions is left out so that every
+    /// event fits in a Kafka message; the zones API has it.
+    public var geometry: GeoJSONGeometry?
+    /// True when the geometry was left out for its size (absent otherwise).
+    public var geometryOmitted: Bool?
     public var radius: Double?
 
-    public init(id: String, name: String, description: String, geometry: GeoJSONGeometry, radius: Double? = nil) {
+    public init(
+        id: String, name: String, description: String, geometry: GeoJSONGeometry?, geometryOmitted: Bool? = nil,
+        radius: Double? = nil
+    ) {
         self.id = id
         self.name = name
         self.description = description
         self.geometry = geometry
+        self.geometryOmitted = geometryOmitted
         self.radius = radius
     }
 

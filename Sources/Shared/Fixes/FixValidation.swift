@@ -28,15 +28,18 @@ public struct InvalidFix: Error, Sendable, Equatable, CustomStringConvertible {
 /// Turns untrusted JSON into `Fix` values, collecting every problem instead of
 /// stopping at the first, because a client fixing its payload wants them all.
 ///
-/// Used by Ingest for HTTP batches and by the Evaluator for records produced to
-/// Kafka directly, so both reject the same things with the same words.
+/// Used by Ingest for HTTP batches, by `checkin replay` and by the Evaluator for
+/// records produced to Kafka directly, so all reject the same things with the same
+/// words; the limits themselves are `InputLimits`'.
 public enum FixValidator {
-    /// Identifiers are bounded so that a single record cannot bloat keys and state rows.
-    public static let maximumIdentifierLength = 128
     public static let maximumBeaconsPerFix = 64
 
-    /// Validates one fix given as a JSON object.
-    public static func validate(_ value: Any, path: String = "") -> Result<Fix, InvalidFix> {
+    /// Validates one fix given as a JSON object. `receivedAt` is when the pipeline got
+    /// the fix (see `InputLimits.timestampProblem`): a parameter, not the clock, so that
+    /// a replay of the same records decides the same.
+    public static func validate(
+        _ value: Any, path: String = "", receivedAt: Date, limits: InputLimits = InputLimits()
+    ) -> Result<Fix, InvalidFix> {
         var problems: [FieldProblem] = []
         func field(_ name: String) -> String { path.isEmpty ? name : "\(path).\(name)" }
         guard let object = value as? [String: Any] else {
@@ -52,9 +55,8 @@ public enum FixValidator {
                 problems.append(FieldProblem(field: field(name), problem: "must be a non-empty string"))
                 return nil
             }
-            guard text.utf8.count <= maximumIdentifierLength else {
-                problems.append(
-                    FieldProblem(field: field(name), problem: "must be at most \(maximumIdentifierLength) bytes"))
+            if let problem = InputLimits.identifierProblem(text) {
+                problems.append(FieldProblem(field: field(name), problem: problem))
                 return nil
             }
             return text
@@ -94,7 +96,11 @@ public enum FixValidator {
         var timestamp: Date?
         if let raw = object["timestamp"], !(raw is NSNull) {
             if let text = raw as? String, let date = RFC3339.parse(text) {
-                timestamp = date
+                if let problem = limits.timestampProblem(date, receivedAt: receivedAt) {
+                    problems.append(FieldProblem(field: field("timestamp"), problem: problem))
+                } else {
+                    timestamp = date
+                }
             } else {
                 problems.append(
                     FieldProblem(field: field("timestamp"), problem: "must be an RFC 3339 timestamp with a time zone"))
@@ -138,13 +144,15 @@ public enum FixValidator {
                 source: source, mode: mode, beacons: beacons, fixId: fixId))
     }
 
-    /// Validates one fix given as JSON bytes (a Kafka record's value).
-    public static func validate(json: some DataProtocol) -> Result<Fix, InvalidFix> {
+    /// Validates one fix given as JSON bytes (a Kafka record's value, whose timestamp is `receivedAt`).
+    public static func validate(
+        json: some DataProtocol, receivedAt: Date, limits: InputLimits = InputLimits()
+    ) -> Result<Fix, InvalidFix> {
         let data = Data(json)
         guard let value = try? JSONSerialization.jsonObject(with: data, options: []) else {
             return .failure(InvalidFix([FieldProblem(field: "$", problem: "is not valid JSON")]))
         }
-        return validate(value)
+        return validate(value, receivedAt: receivedAt, limits: limits)
     }
 
     static func validateBeacon(_ value: Any, path: String) -> Result<BeaconSighting, InvalidFix> {
@@ -162,15 +170,23 @@ public enum FixValidator {
             }
             return Int(number)
         }
-        let uuid = object["uuid"] as? String
-        let eddystoneId = object["eddystoneId"] as? String
+        func beaconIdentifier(_ name: String) -> String? {
+            guard let text = object[name] as? String else { return nil }
+            if let problem = InputLimits.identifierProblem(text) {
+                problems.append(FieldProblem(field: "\(path).\(name)", problem: problem))
+                return nil
+            }
+            return text
+        }
+        let uuid = beaconIdentifier("uuid")
+        let eddystoneId = beaconIdentifier("eddystoneId")
         let major = integer("major", 0...65_535)
         let minor = integer("minor", 0...65_535)
         let rssi = integer("rssi", -200...20)
         if object["rssi"] == nil || object["rssi"] is NSNull {
             problems.append(FieldProblem(field: "\(path).rssi", problem: "is required"))
         }
-        if uuid == nil && eddystoneId == nil {
+        if !(object["uuid"] is String) && !(object["eddystoneId"] is String) {
             problems.append(FieldProblem(field: "\(path).uuid", problem: "a beacon needs a uuid or an eddystoneId"))
         }
         guard problems.isEmpty, let rssi else { return .failure(InvalidFix(problems)) }

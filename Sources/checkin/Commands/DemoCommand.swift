@@ -130,7 +130,8 @@ struct PartnerReceiver: Sendable {
             "   zone        \(event.zone.name) (\(event.zone.id))",
         ]
         if let fence = event.fence {
-            lines.append("   fence       \(fence.name) (\(fence.geometry.typeName)\(fence.radius.map { ", \(Int($0)) m" } ?? ""))")
+            let shape = fence.geometry?.typeName ?? "geometry omitted"
+            lines.append("   fence       \(fence.name) (\(shape)\(fence.radius.map { ", \(Int($0)) m" } ?? ""))")
         }
         lines.append("   location    \(RFC3339.format(event.location.timestamp))  lat \(event.location.lat), lon \(event.location.lon)")
         lines.append(

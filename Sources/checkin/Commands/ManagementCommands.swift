@@ -95,6 +95,10 @@ struct ZonesCommand: AsyncParsableCommand {
         @Option(help: "The project id.") var project: String
         @Argument(help: "The zones document (JSON).") var file: String
 
+        func validate() throws {
+            if let problem = InputLimits.identifierProblem(project) { throw ValidationError("--project \(problem)") }
+        }
+
         func run() async throws {
             let document = try loadZonesDocument(path: file)
             let project = project

@@ -34,6 +34,8 @@ struct PipelineHarness {
     let secret = WebhookSecret.generate()
     /// What the in-process services report on `/ready`.
     let readiness = Readiness()
+    /// librdkafka properties of the services' producer (tests of oversized records lower `message.max.bytes`).
+    var producerProperties: [String: String] = [:]
     let logger: Logger = {
         var logger = Logger(label: "test.pipeline")
         logger.logLevel = .warning
@@ -83,7 +85,8 @@ struct PipelineHarness {
         try await prepare()
         let database = Database(configuration: try databaseConfiguration(), logger: logger)
         let producer = try KafkaProducer(
-            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test"),
+            configuration: KafkaProducerConfiguration(
+                bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test", properties: producerProperties),
             logger: logger)
         let evaluator = try Evaluator(
             configuration: EvaluatorConfiguration(

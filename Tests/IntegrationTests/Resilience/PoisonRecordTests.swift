@@ -33,17 +33,23 @@ import Testing
         }
     }
 
-    /// A zone whose description makes every event larger than the broker takes (stored
-    /// before limits were checked, or written around the API): the fix that would check
-    /// in is dead-lettered, the partition and other tenants go on.
+    /// An event larger than the broker takes (here a zone's custom data within the input
+    /// limits against a producer whose message limit is lowered to 20 kB, as a broker's
+    /// may be): the fix that would check in is dead-lettered, the partition and other
+    /// tenants go on.
     @Test func fixWhoseEventTheBrokerRefusesIsDeadLettered() async throws {
-        let harness = PipelineHarness()
+        var configured = PipelineHarness()
+        configured.producerProperties = ["message.max.bytes": "20000"]
+        let harness = configured
         try await harness.run { _, _ in
             let otherProject = try await addProject(harness, name: "other")
             try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
                 database in
                 try await database.client.query(
-                    "UPDATE zones SET description = repeat('x', 2000000) WHERE project_id = \(harness.projectId)",
+                    """
+                    UPDATE zones SET custom_data = (SELECT jsonb_object_agg('key' || i, repeat('x', 1000)) FROM generate_series(1, 40) AS i)
+                    WHERE project_id = \(harness.projectId)
+                    """,
                     logger: harness.logger)
                 try await database.client.query(
                     "UPDATE zone_catalog_version SET version = version + 1", logger: harness.logger)
