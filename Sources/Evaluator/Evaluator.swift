@@ -12,6 +12,8 @@ public struct Evaluator: Sendable {
     public let sweeper: StaleCheckOutSweeper
     public let service: EvaluatorService
     public let consumer: KafkaConsumer
+    public let lagMonitor: EvaluatorLagMonitor
+    public let metrics = EvaluatorMetrics()
 
     public init(
         configuration: EvaluatorConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
@@ -23,7 +25,8 @@ public struct Evaluator: Sendable {
         consumerConfiguration.maxBatchSize = configuration.maximumBatchSize
         let catalog = ZoneCatalog(
             zones: ZoneStore(database: database, logger: logger), configuration: configuration.engine,
-            refreshInterval: configuration.zoneRefreshInterval, logger: logger, onFirstLoad: onZonesLoaded)
+            refreshInterval: configuration.zoneRefreshInterval, logger: logger, onFirstLoad: onZonesLoaded,
+            metrics: metrics)
         let gate = BatchGate()
         let listener = EvaluatorRebalanceListener(
             group: configuration.groupId, offsets: OffsetStore(database: database, logger: logger), gate: gate,
@@ -34,8 +37,12 @@ public struct Evaluator: Sendable {
         self.catalog = catalog
         self.consumer = consumer
         self.service = EvaluatorService(consumer: consumer, processor: processor, gate: gate, logger: logger)
+        self.lagMonitor = EvaluatorLagMonitor(
+            bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
+            offsets: OffsetStore(database: database, logger: logger), group: configuration.groupId,
+            topic: configuration.topics.fixes, logger: logger)
         self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
     }
 
-    public var services: [any Service] { [catalog, consumer, sweeper, service] }
+    public var services: [any Service] { [catalog, consumer, sweeper, service, lagMonitor] }
 }

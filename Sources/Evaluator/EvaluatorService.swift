@@ -25,6 +25,7 @@ public final class EvaluatorService: Service, Sendable {
     let checkOutCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout")])
     let batchTimer = Metrics.Timer(label: "checkin_evaluator_batch_seconds")
     let retryCounter = Counter(label: "checkin_evaluator_batch_retries_total")
+    let metrics = EvaluatorMetrics()
 
     init(consumer: KafkaConsumer, processor: FixBatchProcessor, gate: BatchGate, logger: Logger) {
         self.consumer = consumer
@@ -83,6 +84,7 @@ public final class EvaluatorService: Service, Sendable {
         if outcome.late > 0 { lateCounter.increment(by: outcome.late) }
         if outcome.duplicate > 0 { duplicateCounter.increment(by: outcome.duplicate) }
         if outcome.invalid > 0 { invalidCounter.increment(by: outcome.invalid) }
+        if outcome.invalid > 0 { metrics.invalidFixDeadLetters.increment(by: outcome.invalid) }
         if outcome.checkIns > 0 { checkInCounter.increment(by: outcome.checkIns) }
         if outcome.checkOuts > 0 { checkOutCounter.increment(by: outcome.checkOuts) }
     }

@@ -25,6 +25,7 @@ public final class EventIntake: Service, Sendable {
     let eventsCounter = Counter(label: "checkin_notifier_events_total")
     let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
     let queuedCounter = Counter(label: "checkin_notifier_deliveries_queued_total")
+    let metrics = NotifierMetrics()
 
     init(
         consumer: KafkaConsumer, producer: KafkaProducer, deadLetterTopic: String, webhooks: WebhookStore,
@@ -98,6 +99,7 @@ public final class EventIntake: Service, Sendable {
         }
         try await producer.sendAll(deadLetters)
         if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
+        if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
         let queued = try await webhooks.enqueue(deliveries)
         if queued > 0 { queuedCounter.increment(by: queued) }
     }
