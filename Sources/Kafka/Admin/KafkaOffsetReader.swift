@@ -33,6 +33,8 @@ public final class KafkaOffsetReader: Sendable {
         var settings: [String: String] = [
             "bootstrap.servers": bootstrapServers, "client.id": "checkin-offset-reader", "log.queue": "true",
             "enable.auto.commit": "false", "enable.auto.offset.store": "false",
+            // Reading one record's timestamp should not prefetch a backlog.
+            "queued.min.messages": "1",
         ]
         if let group { settings["group.id"] = group }
         settings.merge(properties) { _, explicit in explicit }

@@ -142,7 +142,7 @@ func waitUntil(
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if (try? await condition()) == true { return }
-        try await Task.sleep(for: .milliseconds(500))
+        try await Task.sleep(for: .seconds(1))
     }
     throw TestFailure("timed out waiting until \(what); \(service.name) log:\n\(service.log.suffix(3000))")
 }
