@@ -35,6 +35,8 @@ public final class KafkaOffsetReader: Sendable {
             "enable.auto.commit": "false", "enable.auto.offset.store": "false",
             // Reading one record's timestamp should not prefetch a backlog.
             "queued.min.messages": "1",
+            // An offset at the end of the log answers at once instead of after the timeout.
+            "enable.partition.eof": "true",
         ]
         if let group { settings["group.id"] = group }
         settings.merge(properties) { _, explicit in explicit }
