@@ -5,11 +5,12 @@ ENV := . .local/env.sh &&
 SWIFT_BUILD_FLAGS ?=
 ONCE ?=
 
-.PHONY: help setup build demo test test-unit compose-check lint bench clean
+.PHONY: help setup build demo test test-unit test-observability compose-check lint bench clean
 
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
 	@echo "make test        every test, unit and integration, against a local Postgres and broker"
+	@echo "make test-observability  alert rules, their unit tests and the dashboard against a real Prometheus"
 	@echo "make build       build the checkin executable"
 	@echo "make bench       geofence engine benchmarks (release build)"
 	@echo "make lint        swift format lint (style of .swift-format)"
@@ -26,6 +27,12 @@ demo: build
 test: setup compose-check
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
 	@$(ENV) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build
+	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
+
+# Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`.
+test-observability: setup
+	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
+	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
 
 test-unit: setup
 	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests'

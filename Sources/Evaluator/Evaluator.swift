@@ -17,6 +17,8 @@ public struct Evaluator: Sendable {
     public let consumer: KafkaConsumer
     let consumerAfterZones: ConsumerAfterZonesLoaded
     let watchdog: PartitionStallWatchdog
+    public let lagMonitor: EvaluatorLagMonitor
+    public let metrics = EvaluatorMetrics()
 
     public init(
         configuration: EvaluatorConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
@@ -30,7 +32,7 @@ public struct Evaluator: Sendable {
         let catalog = ZoneCatalog(
             zones: ZoneStore(database: database, logger: logger), configuration: configuration.engine,
             refreshInterval: configuration.zoneRefreshInterval, loadTimeout: configuration.zoneLoadTimeout,
-            logger: logger, onFirstLoad: onZonesLoaded)
+            logger: logger, onFirstLoad: onZonesLoaded, metrics: metrics)
         let gate = BatchGate()
         let leases = PartitionLeases()
         let listener = EvaluatorRebalanceListener(
@@ -48,13 +50,17 @@ public struct Evaluator: Sendable {
             consumer: consumer, processor: processor, gate: gate,
             health: ProcessingHealth(service: "evaluator", readiness: readiness),
             attemptTimeout: configuration.batchTimeout, logger: logger)
+        self.lagMonitor = EvaluatorLagMonitor(
+            bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
+            offsets: OffsetStore(database: database, logger: logger), group: configuration.groupId,
+            topic: configuration.topics.fixes, logger: logger)
         self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
         self.watchdog = PartitionStallWatchdog(
             consumer: consumer, leases: leases, readiness: readiness,
             stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
     }
 
-    public var services: [any Service] { [catalog, consumerAfterZones, sweeper, service, watchdog] }
+    public var services: [any Service] { [catalog, consumerAfterZones, sweeper, service, watchdog, lagMonitor] }
 
     /// Names this process in `partition_epochs`, for operators reading who holds what.
     static func ownerName() -> String {

@@ -25,10 +25,10 @@ public final class EvaluatorService: Service, Sendable {
     let lateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "late")])
     let duplicateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "duplicate")])
     let invalidCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "invalid")])
-    let invalidDeadLetters = Counter(label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "invalid-fix")])
     let checkInCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkin")])
     let checkOutCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout")])
     let batchTimer = Metrics.Timer(label: "checkin_evaluator_batch_seconds")
+    let metrics = EvaluatorMetrics()
 
     init(
         consumer: KafkaConsumer, processor: FixBatchProcessor, gate: BatchGate, health: ProcessingHealth,
@@ -45,7 +45,6 @@ public final class EvaluatorService: Service, Sendable {
             deadLetter: { try await processor.setAside($0, reason: $1) },
             stillOwned: { processor.leases.owns($0.topicPartition) },
             unhealthyComponent: { await database.isReachable(within: .seconds(2)) ? nil : "database" })
-        invalidDeadLetters.increment(by: 0)
     }
 
     public func run() async throws {
@@ -78,7 +77,7 @@ public final class EvaluatorService: Service, Sendable {
         if outcome.duplicate > 0 { duplicateCounter.increment(by: outcome.duplicate) }
         if outcome.invalid > 0 {
             invalidCounter.increment(by: outcome.invalid)
-            invalidDeadLetters.increment(by: outcome.invalid)
+            metrics.invalidFixDeadLetters.increment(by: outcome.invalid)
         }
         if outcome.checkIns > 0 { checkInCounter.increment(by: outcome.checkIns) }
         if outcome.checkOuts > 0 { checkOutCounter.increment(by: outcome.checkOuts) }

@@ -23,13 +23,15 @@ public final class ZoneCatalog: Service, Sendable {
     let logger: Logger
     /// Told once the first engine is in place, for `/ready`.
     let onFirstLoad: @Sendable () -> Void
+    let metrics: EvaluatorMetrics
     private let loaded = NIOLockedValueBox<Loaded?>(nil)
     /// One rebuild at a time: the refresh loop and a first `engine()` call can race at start.
     private let rebuilding = RefreshLock()
 
     public init(
         zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration,
-        loadTimeout: Duration = .seconds(120), logger: Logger, onFirstLoad: @escaping @Sendable () -> Void = {}
+        loadTimeout: Duration = .seconds(120), logger: Logger, onFirstLoad: @escaping @Sendable () -> Void = {},
+        metrics: EvaluatorMetrics = EvaluatorMetrics()
     ) {
         self.zones = zones
         self.configuration = configuration
@@ -37,6 +39,7 @@ public final class ZoneCatalog: Service, Sendable {
         self.loadTimeout = loadTimeout
         self.logger = logger
         self.onFirstLoad = onFirstLoad
+        self.metrics = metrics
     }
 
     public func run() async throws {
@@ -88,10 +91,18 @@ public final class ZoneCatalog: Service, Sendable {
         let projects = try await zones.allZones().map { ProjectZones(projectId: $0.projectId, zones: $0.zones) }
         let started = ContinuousClock.now
         let engine = buildSkippingInvalidProjects(projects)
-        let first = loaded.withLockedValue { current in
+        let buildTime = ContinuousClock.now - started
+        let (first, swapped) = loaded.withLockedValue { current in
             let first = current == nil
-            if (current?.version ?? .min) < version { current = Loaded(version: version, engine: engine) }
-            return first
+            guard (current?.version ?? .min) < version else { return (first, false) }
+            current = Loaded(version: version, engine: engine)
+            return (first, true)
+        }
+        if swapped {
+            metrics.recordZonesLoaded(
+                zones: projects.reduce(0) { $0 + $1.zones.count },
+                fences: projects.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.fences.count } }, version: version,
+                buildTime: buildTime)
         }
         if first { onFirstLoad() }
         logger.info(
@@ -99,7 +110,7 @@ public final class ZoneCatalog: Service, Sendable {
             metadata: [
                 "version": "\(version)", "projects": "\(projects.count)",
                 "zones": "\(projects.reduce(0) { $0 + $1.zones.count })",
-                "buildTime": "\(ContinuousClock.now - started)",
+                "buildTime": "\(buildTime)",
             ])
     }
 

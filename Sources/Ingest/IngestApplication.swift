@@ -40,6 +40,7 @@ public func buildIngestApplication(
     let router = Router()
     router.middlewares.add(ProblemMiddleware(logger: logger, maximumBodyBytes: configuration.maximumBodyBytes))
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
+    OpenAPIDocument.add(to: router)
     let keys = APIKeyResolver(projects: dependencies.projects)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
     ManagementRoutes(

@@ -28,7 +28,7 @@ public final class EventIntake: Service, Sendable {
     let eventsCounter = Counter(label: "checkin_notifier_events_total")
     let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
     let queuedCounter = Counter(label: "checkin_notifier_deliveries_queued_total")
-    let notAnEventCounter = Counter(label: "checkin_notifier_dead_letters_total", dimensions: [("reason", "not-an-event")])
+    let metrics = NotifierMetrics()
     let health: ProcessingHealth
     let attemptTimeout: Duration
 
@@ -46,7 +46,6 @@ public final class EventIntake: Service, Sendable {
         self.logger = logger
         self.health = ProcessingHealth(service: "notifier", readiness: readiness)
         self.attemptTimeout = attemptTimeout
-        notAnEventCounter.increment(by: 0)
     }
 
     public func run() async throws {
@@ -109,10 +108,8 @@ public final class EventIntake: Service, Sendable {
             }
         }
         try await producer.sendAll(deadLetters)
-        if !deadLetters.isEmpty {
-            malformedCounter.increment(by: deadLetters.count)
-            notAnEventCounter.increment(by: deadLetters.count)
-        }
+        if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
+        if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
         let queued = try await webhooks.enqueue(deliveries)
         if queued > 0 { queuedCounter.increment(by: queued) }
     }

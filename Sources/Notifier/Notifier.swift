@@ -12,6 +12,7 @@ public struct Notifier: Sendable {
     public let intake: EventIntake
     public let consumer: KafkaConsumer
     public let dispatcher: WebhookDispatcher
+    public let monitor: NotifierMonitor
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
@@ -25,10 +26,14 @@ public struct Notifier: Sendable {
         let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, httpClient: httpClient, logger: logger)
         self.consumer = consumer
         self.dispatcher = dispatcher
+        self.monitor = NotifierMonitor(
+            bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
+            group: configuration.groupId, topics: consumerConfiguration.topics,
+            operations: OperationsStore(database: database, logger: logger), logger: logger)
         self.intake = EventIntake(
             consumer: consumer, producer: producer, deadLetterTopic: configuration.topics.eventsDeadLetter, webhooks: webhooks,
             dispatcher: dispatcher, database: database, readiness: readiness, logger: logger)
     }
 
-    public var services: [any Service] { [consumer, intake, dispatcher] }
+    public var services: [any Service] { [consumer, intake, dispatcher, monitor] }
 }

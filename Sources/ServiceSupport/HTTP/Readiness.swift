@@ -1,3 +1,4 @@
+import Metrics
 import NIOConcurrencyHelpers
 
 /// What `/ready` reports: each component says whether it can do its work now
@@ -6,13 +7,21 @@ import NIOConcurrencyHelpers
 /// A component can be judged by several sources (the broker probe that asks for
 /// metadata, and the pipeline whose writes to the broker fail): it is ready only
 /// while every source says so, so no source's good news hides another's bad news.
+///
+/// Each component is also exported as the gauge `checkin_ready{component}` (1 ready,
+/// 0 not), so that Prometheus can alert on a service that stays unready.
 public final class Readiness: Sendable {
     private let components = NIOLockedValueBox<[String: [String: Bool]]>([:])
 
     public init() {}
 
     public func set(_ component: String, ready: Bool, source: String = "") {
-        components.withLockedValue { $0[component, default: [:]][source] = ready }
+        components.withLockedValue { components in
+            components[component, default: [:]][source] = ready
+            let combined = components[component, default: [:]].values.allSatisfy { $0 }
+            // Under the lock, so that the gauge ends with the last value set, as `/ready` does.
+            Gauge(label: "checkin_ready", dimensions: [("component", component)]).record(combined ? 1 : 0)
+        }
     }
 
     /// Ready when at least one component registered and all are ready.

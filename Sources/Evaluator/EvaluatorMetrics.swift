@@ -1,0 +1,35 @@
+import Metrics
+
+/// Series of the evaluator that operators alert on, created with the evaluator so that
+/// they are exported (at 0) before anything happened: an alert or a dashboard panel
+/// over a series that does not exist yet would say nothing.
+public struct EvaluatorMetrics: Sendable {
+    /// Batches that failed on Postgres or the broker and were retried.
+    public let databaseFailures = Counter(
+        label: "checkin_evaluator_transient_failures_total", dimensions: [("component", "database")])
+    public let brokerFailures = Counter(label: "checkin_evaluator_transient_failures_total", dimensions: [("component", "broker")])
+    /// Records that failed processing every time and were set aside.
+    public let poisonRecords = Counter(label: "checkin_evaluator_poison_records_total")
+    /// Records sent to `checkin.fixes.dlq`, by why.
+    public let invalidFixDeadLetters = Counter(
+        label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "invalid-fix")])
+    public let poisonDeadLetters = Counter(label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "poison")])
+    /// Partitions with lag whose position has not moved for `max.poll.interval`.
+    public let stalledPartitions = Gauge(label: "checkin_evaluator_partitions_stalled")
+    /// The zones the engine in use was built from.
+    public let zonesLoaded = Gauge(label: "checkin_evaluator_zones_loaded")
+    public let fencesLoaded = Gauge(label: "checkin_evaluator_fences_loaded")
+    public let zonesCatalogVersion = Gauge(label: "checkin_evaluator_zones_catalog_version")
+    public let zonesBuildSeconds = Gauge(label: "checkin_evaluator_zones_build_seconds")
+
+    public init() {}
+
+    /// Records the engine just swapped in.
+    func recordZonesLoaded(zones: Int, fences: Int, version: Int64, buildTime: Duration) {
+        zonesLoaded.record(zones)
+        fencesLoaded.record(fences)
+        zonesCatalogVersion.record(version)
+        let (seconds, attoseconds) = buildTime.components
+        zonesBuildSeconds.record(Double(seconds) + Double(attoseconds) / 1e18)
+    }
+}

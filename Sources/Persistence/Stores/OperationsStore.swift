@@ -1,0 +1,75 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// One webhook endpoint and the deliveries it has not received, as operators watch them.
+public struct EndpointBacklog: Sendable, Codable, Equatable {
+    public var projectId: String
+    public var endpointId: String
+    public var url: String
+    public var enabled: Bool
+    /// Queued and not yet attempted.
+    public var pending: Int
+    /// Attempted at least once, failed, and due again.
+    public var retrying: Int
+    /// Out of attempts; waiting for a replay.
+    public var failed: Int
+    /// When the oldest delivery still pending or retrying was queued.
+    public var oldestUndeliveredAt: Date?
+
+    public init(
+        projectId: String, endpointId: String, url: String, enabled: Bool, pending: Int, retrying: Int, failed: Int,
+        oldestUndeliveredAt: Date?
+    ) {
+        self.projectId = projectId
+        self.endpointId = endpointId
+        self.url = url
+        self.enabled = enabled
+        self.pending = pending
+        self.retrying = retrying
+        self.failed = failed
+        self.oldestUndeliveredAt = oldestUndeliveredAt
+    }
+}
+
+/// Read-only queries for metrics and `checkin status`: what is waiting where.
+public struct OperationsStore: Sendable {
+    let database: Database
+    let logger: Logger
+
+    public init(database: Database, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    /// Every endpoint, with its undelivered deliveries by state (an endpoint with none
+    /// is listed with zeros). Reads only undelivered rows, through their partial index.
+    public func deliveryBacklog() async throws -> [EndpointBacklog] {
+        let rows = try await database.client.query(
+            """
+            SELECT e.project_id, e.id, e.url, e.enabled,
+                   COALESCE(d.pending, 0), COALESCE(d.retrying, 0), COALESCE(d.failed, 0), d.oldest
+            FROM webhook_endpoints e
+            LEFT JOIN (
+                SELECT endpoint_id,
+                       count(*) FILTER (WHERE status = 'pending' AND attempts = 0) AS pending,
+                       count(*) FILTER (WHERE status = 'pending' AND attempts > 0) AS retrying,
+                       count(*) FILTER (WHERE status = 'failed') AS failed,
+                       min(created_at) FILTER (WHERE status = 'pending') AS oldest
+                FROM deliveries WHERE status <> 'delivered'
+                GROUP BY endpoint_id
+            ) d ON d.endpoint_id = e.id
+            ORDER BY e.project_id, e.id
+            """, logger: logger)
+        var result: [EndpointBacklog] = []
+        for try await (project, endpoint, url, enabled, pending, retrying, failed, oldest) in rows.decode(
+            (String, String, String, Bool, Int64, Int64, Int64, Date?).self)
+        {
+            result.append(
+                EndpointBacklog(
+                    projectId: project, endpointId: endpoint, url: url, enabled: enabled, pending: Int(pending),
+                    retrying: Int(retrying), failed: Int(failed), oldestUndeliveredAt: oldest))
+        }
+        return result
+    }
+}

@@ -1,0 +1,126 @@
+import ArgumentParser
+import Foundation
+import Logging
+import Persistence
+
+/// `checkin status`: one command for the on-call operator, saying whether the
+/// pipeline is healthy and, when it is not, why.
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Is the pipeline healthy? Readiness, lag, dead letters and deliveries in one table.",
+        discussion: """
+            Asks each service's /ready, the broker (CHECKIN_KAFKA_BROKERS) for end offsets and dead letters, and \
+            Postgres (CHECKIN_DATABASE_URL) for the evaluators' offsets and the deliveries; topic and group names \
+            come from the same variables as the services'. Exits 1 when something is unhealthy (a service not \
+            ready or not answering, the broker or Postgres away, lag or the oldest unprocessed fix above the \
+            limits), listing why; dead letters, failed or retrying deliveries and disabled endpoints are warnings \
+            (exit 0 unless --strict).
+            """)
+
+    @Option(
+        name: .customLong("ready"),
+        help: "A service's /ready URL; repeat for each (default: the local ingest, evaluator and notifier ports).")
+    var readyURLs: [String] = [
+        "http://127.0.0.1:8080/ready", "http://127.0.0.1:8081/ready", "http://127.0.0.1:8082/ready",
+    ]
+    @Option(help: "Records a consumer group may be behind, summed over partitions, before it is unhealthy.")
+    var maxLag: Int64 = 10_000
+    @Option(help: "Seconds the oldest unprocessed fix may wait before the pipeline is unhealthy.")
+    var maxFixAge: Double = 300
+    @Option(help: "Seconds to wait for each service, the broker and Postgres.")
+    var timeout: Int = 5
+    @Flag(help: "Print JSON instead of tables.") var json = false
+    @Flag(help: "Exit 1 on warnings too.") var strict = false
+
+    func validate() throws {
+        guard maxLag >= 0 else { throw ValidationError("--max-lag must be 0 or more") }
+        guard maxFixAge >= 0 else { throw ValidationError("--max-fix-age must be 0 or more") }
+        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "checkin.status")
+        logger.logLevel = .critical
+        let settings = try ProcessSettings()
+        let reader = PipelineStatusReader(
+            readyURLs: readyURLs, brokers: settings.brokers, kafkaProperties: settings.environment.kafkaProperties,
+            database: settings.database, topics: settings.topics,
+            evaluatorGroup: settings.environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"),
+            notifierGroup: settings.environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier"),
+            maximumLag: maxLag, maximumFixAge: maxFixAge, timeout: .seconds(timeout), logger: logger)
+        let status = await reader.read()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            encoder.dateEncodingStrategy = .iso8601
+            var data = try encoder.encode(status)
+            data.append(0x0A)
+            FileHandle.standardOutput.write(data)
+        } else {
+            FileHandle.standardOutput.write(Data(StatusTable.render(status).utf8))
+        }
+        let failing = status.problems + (strict ? status.warnings : [])
+        if !failing.isEmpty {
+            FileHandle.standardError.write(Data(("unhealthy: " + failing.joined(separator: "; ") + "\n").utf8))
+            throw ExitCode(1)
+        }
+    }
+}
+
+/// The plain-text rendering of a ``PipelineStatus``: one table per section.
+enum StatusTable {
+    static func render(_ status: PipelineStatus) -> String {
+        var out = "SERVICES\n"
+        out += table(
+            ["URL", "READY", "COMPONENTS"],
+            status.services.map { service in
+                [
+                    service.url, service.ready ? "yes" : "NO",
+                    service.error
+                        ?? service.components.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value ? "yes" : "NO")" }
+                        .joined(separator: " "),
+                ]
+            })
+        out += "\nLAG (records behind the end of each partition)\n"
+        out += table(
+            ["GROUP", "TOPIC", "PARTITION", "COMMITTED", "END", "LAG"],
+            status.lag.map {
+                [$0.group, $0.topic, String($0.partition), $0.committed.map(String.init) ?? "-", String($0.end), String($0.lag)]
+            })
+        out += "\nOLDEST UNPROCESSED FIX: "
+        out += status.oldestUnprocessedFixAgeSeconds.map { String(format: "%.1f s old", $0) } ?? "none waiting"
+        out += "\n\nDEAD LETTERS\n"
+        out += table(["TOPIC", "LAST HOUR", "TOTAL"], status.deadLetters.map { [$0.topic, String($0.lastHour), String($0.total)] })
+        out += "\nDELIVERIES\n"
+        out += table(
+            ["PROJECT", "ENDPOINT", "ENABLED", "PENDING", "RETRYING", "FAILED", "URL"],
+            status.deliveries.map {
+                [
+                    $0.projectId, $0.endpointId, $0.enabled ? "yes" : "NO", String($0.pending), String($0.retrying),
+                    String($0.failed), $0.url,
+                ]
+            })
+        out += "\n"
+        if status.healthy {
+            out += "HEALTHY\n"
+        } else {
+            out += "UNHEALTHY\n" + status.problems.map { "  - \($0)\n" }.joined()
+        }
+        if !status.warnings.isEmpty { out += "WARNINGS\n" + status.warnings.map { "  - \($0)\n" }.joined() }
+        return out
+    }
+
+    /// Left-aligned columns; "(none)" for an empty table.
+    static func table(_ header: [String], _ rows: [[String]]) -> String {
+        guard !rows.isEmpty else { return "  (none)\n" }
+        let all = [header] + rows
+        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
+        return all.map { row in
+            "  "
+                + row.enumerated().map { index, cell in
+                    index == row.count - 1 ? cell : cell.padding(toLength: widths[index], withPad: " ", startingAt: 0)
+                }.joined(separator: "  ") + "\n"
+        }.joined()
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Ingest
+import Kafka
+import Logging
+import Persistence
+import ServiceSupport
+import Testing
+
+/// The ingest service serves the repository's openapi.yaml as it is, so the contract
+/// clients read from a running service is the one reviewed in the repository.
+@Suite struct OpenAPIDocumentTests {
+    static let repositoryDocument = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("openapi.yaml")
+
+    @Test func ingestServesTheRepositoryDocument() async throws {
+        let expected = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
+        let logger = Logger(label: "test.openapi")
+        // Nothing here connects: the route needs neither the broker nor Postgres.
+        let database = Database(configuration: try DatabaseConfiguration(url: "postgres://unused@127.0.0.1:1/unused"), logger: logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: "127.0.0.1:1", clientId: "test"), logger: logger)
+        let dependencies = IngestDependencies(
+            producer: producer, projects: ProjectStore(database: database, logger: logger),
+            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger),
+            readiness: Readiness(), registry: MetricsBootstrap.prometheus())
+        let app = buildIngestApplication(configuration: IngestConfiguration(port: 0), dependencies: dependencies, logger: logger)
+        try await app.test(.router) { client in
+            try await client.execute(uri: "/openapi.yaml", method: .get) { response in
+                #expect(response.status == .ok)
+                #expect(response.headers[.contentType]?.hasPrefix("application/yaml") == true)
+                let served = String(buffer: response.body)
+                let same = served == expected
+                #expect(same, "the served document is not openapi.yaml: run scripts/embed-openapi.sh")
+            }
+        }
+    }
+
+    /// Every route the ingest service registers is described, with 401 wherever a key is asked for.
+    @Test func documentDescribesEveryRouteAndItsAuthentication() throws {
+        let document = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
+        for path in [
+            "/v1/fixes:", "/v1/zones:", "/v1/webhooks:", "/v1/webhooks/{id}:", "/v1/deliveries:",
+            "/v1/deliveries/{id}/replay:", "/health:", "/ready:", "/metrics:", "/openapi.yaml:",
+        ] {
+            #expect(document.contains("\n  \(path)\n"), "openapi.yaml does not describe \(path)")
+        }
+        #expect(document.contains("name: X-API-Key"), "the X-API-Key scheme the ingest accepts is not described")
+        let secured = operations(in: document).filter { $0.contains("security: [") }
+        #expect(secured.count >= 8)
+        for operation in secured {
+            #expect(operation.contains("\"401\""), "an operation that needs a key does not list 401: \(operation.prefix(80))")
+        }
+    }
+
+    /// The text of each operation (`    get:` … up to the next line indented 4 or less).
+    func operations(in document: String) -> [String] {
+        var result: [String] = []
+        var current: String?
+        for line in document.split(separator: "\n", omittingEmptySubsequences: false) {
+            let indentation = line.prefix { $0 == " " }.count
+            if indentation == 4, ["get:", "put:", "post:", "delete:"].contains(where: { line.hasPrefix("    " + $0) }) {
+                if let current { result.append(current) }
+                current = String(line)
+            } else if indentation <= 4 && !line.isEmpty {
+                if let current { result.append(current) }
+                current = nil
+            } else if current != nil {
+                current! += "\n" + line
+            }
+        }
+        if let current { result.append(current) }
+        return result
+    }
+}

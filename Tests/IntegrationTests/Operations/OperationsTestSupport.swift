@@ -1,0 +1,148 @@
+import AsyncHTTPClient
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A Tansu broker of one test's own (memory only), so that the test can stop it
+/// under a running pipeline without disturbing the other tests' broker.
+final class PrivateBroker: @unchecked Sendable {
+    let address: String
+    private let process = Process()
+
+    init(logDirectory: URL) throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().deletingLastPathComponent()
+        let binary = root.appendingPathComponent(".local/bin/tansu")
+        guard FileManager.default.isExecutableFile(atPath: binary.path) else {
+            throw TestFailure("no broker binary at \(binary.path): run scripts/setup.sh")
+        }
+        address = "127.0.0.1:\(try freePort())"
+        let log = logDirectory.appendingPathComponent("broker.log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        process.executableURL = binary
+        process.arguments = [
+            "broker", "--listener-url", "tcp://\(address)", "--advertised-listener-url", "tcp://\(address)",
+            "--storage-engine", "memory://tansu/",
+        ]
+        let handle = try FileHandle(forWritingTo: log)
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+    }
+
+    /// SIGKILL, as a broker that crashed or a host that went away.
+    func stop() {
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+}
+
+/// Runs `checkin status` as an operator would, capturing what it prints and its exit code.
+struct StatusRunner {
+    struct Outcome {
+        var exitCode: Int32
+        var standardOutput: String
+        var standardError: String
+
+        func json() throws -> StatusReport {
+            try JSONDecoder().decode(StatusReport.self, from: Data(standardOutput.utf8))
+        }
+    }
+
+    let environment: [String: String]
+    let readyURL: String
+
+    func run(_ arguments: [String]) async throws -> Outcome {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("status-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let out = directory.appendingPathComponent("out")
+        let err = directory.appendingPathComponent("err")
+        _ = FileManager.default.createFile(atPath: out.path, contents: nil)
+        _ = FileManager.default.createFile(atPath: err.path, contents: nil)
+        let process = Process()
+        process.executableURL = try ServiceProcess.executable()
+        process.arguments = ["status", "--ready", readyURL] + arguments
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        process.standardOutput = try FileHandle(forWritingTo: out)
+        process.standardError = try FileHandle(forWritingTo: err)
+        let code: Int32 = try await withCheckedThrowingContinuation { continuation in
+            process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
+            do {
+                try process.run()
+            } catch {
+                process.terminationHandler = nil
+                continuation.resume(throwing: error)
+            }
+        }
+        return Outcome(
+            exitCode: code, standardOutput: try String(contentsOf: out, encoding: .utf8),
+            standardError: try String(contentsOf: err, encoding: .utf8))
+    }
+}
+
+/// The parts of `checkin status --json` the tests read.
+struct StatusReport: Decodable {
+    struct Service: Decodable {
+        var url: String
+        var ready: Bool
+    }
+
+    struct Lag: Decodable {
+        var group: String
+        var topic: String
+        var partition: Int32
+        var committed: Int64?
+        var lag: Int64
+    }
+
+    struct DeadLetters: Decodable {
+        var topic: String
+        var lastHour: Int64
+        var total: Int64
+    }
+
+    struct Endpoint: Decodable {
+        var projectId: String
+        var endpointId: String
+        var enabled: Bool
+        var pending: Int
+        var retrying: Int
+        var failed: Int
+    }
+
+    var services: [Service]
+    var lag: [Lag]
+    var deadLetters: [DeadLetters]
+    var deliveries: [Endpoint]
+    var problems: [String]
+    var warnings: [String]
+}
+
+func httpStatus(_ url: String) async throws -> Int {
+    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+    _ = try await response.body.collect(upTo: 16 << 20)
+    return Int(response.status.code)
+}
+
+func httpBody(_ url: String) async throws -> String {
+    let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(5))
+    return String(buffer: try await response.body.collect(upTo: 16 << 20))
+}
+
+/// Polls `condition` (errors count as not yet) until it holds, or fails with the service's log.
+func waitUntil(
+    _ what: String, timeout: Duration = .seconds(60), log service: ServiceProcess,
+    _ condition: () async throws -> Bool
+) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if (try? await condition()) == true { return }
+        try await Task.sleep(for: .seconds(1))
+    }
+    throw TestFailure("timed out waiting until \(what); \(service.name) log:\n\(service.log.suffix(3000))")
+}

@@ -1,0 +1,136 @@
+import AsyncHTTPClient
+import Foundation
+import Kafka
+import KafkaTesting
+import Logging
+import Persistence
+import Shared
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `checkin status` and the operators' metrics against a running `checkin dev`, on a
+/// broker of this test's own, so that the broker can be stopped under the pipeline.
+@Suite(.serialized) struct StatusCommandTests {
+    let suffix = String(UUID().uuidString.prefix(8)).lowercased()
+    var projectId: String { "status-\(suffix)" }
+    var topics: Topics {
+        Topics(
+            fixes: "status-\(suffix).fixes", fixesDeadLetter: "status-\(suffix).fixes.dlq",
+            checkIns: "status-\(suffix).checkins", checkOuts: "status-\(suffix).checkouts",
+            eventsDeadLetter: "status-\(suffix).events.dlq")
+    }
+    let logger: Logger = {
+        var logger = Logger(label: "test.status")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    @Test func reportsAHealthyPipelineAndABrokerThatStopped() async throws {
+        let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-status-\(suffix)")
+        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+        let broker = try PrivateBroker(logDirectory: logDirectory)
+        defer { broker.stop() }
+        try await KafkaAdmin.waitUntilReachable(bootstrapServers: broker.address, timeout: .seconds(15), logger: logger)
+
+        let endpointId = try await addProjectWithEndpoint()
+        let port = try freePort()
+        let environment: [String: String] = [
+            "CHECKIN_KAFKA_BROKERS": broker.address, "CHECKIN_DATABASE_URL": TestEnvironment.databaseURL,
+            "CHECKIN_TOPIC_FIXES": topics.fixes, "CHECKIN_TOPIC_FIXES_DLQ": topics.fixesDeadLetter,
+            "CHECKIN_TOPIC_CHECKINS": topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": topics.checkOuts,
+            "CHECKIN_TOPIC_EVENTS_DLQ": topics.eventsDeadLetter, "CHECKIN_EVALUATOR_GROUP": "evaluator-\(suffix)",
+            "CHECKIN_NOTIFIER_GROUP": "notifier-\(suffix)", "CHECKIN_KAFKA_PARTITIONS": "2",
+            "CHECKIN_INGEST_REQUIRE_API_KEY": "false", "CHECKIN_HTTP_PORT": String(port), "CHECKIN_LOG_LEVEL": "warning",
+        ]
+        let dev = ServiceProcess(name: "dev", arguments: ["dev"], environment: environment, logDirectory: logDirectory)
+        try dev.start()
+        defer { dev.stop() }
+        let ready = "http://127.0.0.1:\(port)/ready"
+        let status = StatusRunner(environment: environment, readyURL: ready)
+
+        // Ten fixes through the API and one record that is not a fix, straight to the topic.
+        try await waitUntil("checkin dev is ready", log: dev) { try await httpStatus(ready) == 200 }
+        #expect(try await post(fixes(count: 10), to: "http://127.0.0.1:\(port)/v1/fixes", key: nil).status == 202)
+        try await produce(#"{"deviceId": "not a fix"}"#, to: topics.fixes, broker: broker.address)
+
+        var healthy = try await status.run(["--json"])
+        try await waitUntil("the evaluator has processed the 11 records", log: dev) {
+            healthy = try await status.run(["--json"])
+            let report = try healthy.json()
+            let committed = report.lag.filter { $0.group == "evaluator-\(suffix)" }.compactMap(\.committed).reduce(0, +)
+            return committed == 11 && report.deadLetters.first { $0.topic == topics.fixesDeadLetter }?.lastHour == 1
+        }
+        #expect(healthy.exitCode == 0, "\(healthy.standardError)")
+        let report = try healthy.json()
+        #expect(report.services.map(\.url) == [ready])
+        #expect(report.services.first?.ready == true)
+        #expect(Set(report.lag.filter { $0.group == "evaluator-\(suffix)" }.map(\.partition)) == [0, 1])
+        #expect(Set(report.lag.filter { $0.group == "notifier-\(suffix)" }.map(\.topic)) == [topics.checkIns, topics.checkOuts])
+        #expect(report.deadLetters.first { $0.topic == topics.fixesDeadLetter }?.total == 1)
+        #expect(report.deadLetters.first { $0.topic == topics.eventsDeadLetter }?.total == 0)
+        let endpoint = try #require(report.deliveries.first { $0.endpointId == endpointId })
+        #expect(endpoint.projectId == projectId && endpoint.enabled)
+        #expect(report.problems.isEmpty)
+        #expect(report.warnings.contains("1 dead letters on \(topics.fixesDeadLetter) in the last hour"))
+
+        // The dead letter is a warning: it fails the command only when asked to.
+        let strict = try await status.run(["--strict"])
+        #expect(strict.exitCode == 1)
+        #expect(strict.standardError.contains("dead letters on \(topics.fixesDeadLetter)"))
+        #expect(strict.standardOutput.contains("HEALTHY"))
+
+        let metrics = try await httpBody("http://127.0.0.1:\(port)/metrics")
+        #expect(metrics.contains(#"checkin_evaluator_consumer_lag_records{topic="\#(topics.fixes)",partition="1"}"#))
+        #expect(metrics.contains(#"checkin_notifier_consumer_lag_records{topic="\#(topics.checkIns)",partition="0"}"#))
+        #expect(metrics.contains(#"checkin_notifier_endpoint_enabled{project="\#(projectId)",endpoint="\#(endpointId)"} 1"#))
+        #expect(metrics.contains(#"checkin_evaluator_dead_letters_total{reason="invalid-fix"} "#))
+        #expect(metrics.contains(#"checkin_ready{component="broker"} 1"#))
+
+        broker.stop()
+        let stopped = try await status.run(["--timeout", "2"])
+        #expect(stopped.exitCode == 1)
+        #expect(stopped.standardError.contains("the Kafka broker at \(broker.address) could not be reached"))
+        #expect(stopped.standardOutput.contains("UNHEALTHY"))
+        // The service's own probe notices within its 5 s interval, and says so in /ready and the gauge.
+        try await waitUntil("the service reports the broker not ready", log: dev) {
+            try await httpBody("http://127.0.0.1:\(port)/metrics").contains(#"checkin_ready{component="broker"} 0"#)
+        }
+        #expect(try await httpStatus(ready) == 503)
+    }
+
+    /// The project and an endpoint whose deliveries the report lists.
+    func addProjectWithEndpoint() async throws -> String {
+        let (projectId, logger) = (projectId, logger)
+        return try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        ) { database in
+            try await Migrator(database: database, logger: logger).migrate()
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Status")
+            return try await WebhookStore(database: database, logger: logger)
+                .addEndpoint(projectId: projectId, url: "http://127.0.0.1:1/hooks", secrets: [WebhookSecret.generate()]).id
+        }
+    }
+
+    func fixes(count: Int) throws -> Data {
+        let start = Date().addingTimeInterval(-600)
+        let items: [[String: Any]] = (0..<count).map { index in
+            [
+                "projectId": projectId, "deviceId": "device-\(index % 3)", "fixId": "fix-\(index)",
+                "timestamp": RFC3339.format(start.addingTimeInterval(Double(index))), "lat": -37.8, "lon": 144.9,
+                "accuracy": 10,
+            ]
+        }
+        return try JSONSerialization.data(withJSONObject: ["fixes": items])
+    }
+
+    func produce(_ value: String, to topic: String, broker: String) async throws {
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: broker, clientId: "test-status"), logger: logger)
+        try await withServicesRunning([producer]) {
+            try await producer.sendAll([KafkaRecord(topic: topic, key: Array("k".utf8), value: Array(value.utf8))])
+        }
+    }
+}
