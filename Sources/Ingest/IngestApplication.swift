@@ -42,7 +42,7 @@ public func buildIngestApplication(
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     let keys = APIKeyResolver(projects: dependencies.projects)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
-    ManagementRoutes(dependencies: dependencies, keys: keys, logger: logger).add(to: router)
+    ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),

@@ -32,6 +32,12 @@ struct PipelineHarness {
     var evaluatorGroup: String { "evaluator-\(suffix)" }
     var notifierGroup: String { "notifier-\(suffix)" }
     let secret = WebhookSecret.generate()
+    /// Seals the endpoints' secrets in the database, as `CHECKIN_SECRET_KEY` does in production.
+    let secretKey = SecretEncryptionKey.generate()
+    var sealer: SecretSealer { SecretSealer(key: secretKey) }
+    /// The receivers of tests listen on 127.0.0.1 over http; tests of the policy make it strict.
+    var webhookURLPolicy = WebhookURLPolicy.local
+    var hostResolver: any WebhookHostResolver = SystemHostResolver()
     let logger: Logger = {
         var logger = Logger(label: "test.pipeline")
         logger.logLevel = .warning
@@ -69,10 +75,13 @@ struct PipelineHarness {
             logger: logger)
     }
 
-    func addEndpoint(url: String) async throws {
-        let (projectId, secret) = (projectId, secret)
-        _ = try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
-            try await WebhookStore(database: database, logger: logger).addEndpoint(projectId: projectId, url: url, secrets: [secret])
+    /// Adds an endpoint straight to the store, bypassing the management API's URL checks.
+    @discardableResult
+    func addEndpoint(url: String) async throws -> WebhookEndpoint {
+        let (projectId, secret, sealer) = (projectId, secret, sealer)
+        return try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
+            try await WebhookStore(database: database, logger: logger, sealer: sealer).addEndpoint(
+                projectId: projectId, url: url, secrets: [secret])
         }
     }
 
@@ -92,17 +101,18 @@ struct PipelineHarness {
         let notifier = try Notifier(
             configuration: NotifierConfiguration(
                 groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
-                pollInterval: .milliseconds(100)),
+                pollInterval: .milliseconds(100), webhookURLPolicy: webhookURLPolicy),
             consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database,
-            producer: producer, logger: logger)
+            producer: producer, sealer: sealer, hostResolver: hostResolver, logger: logger)
         let received = ReceivedWebhooks()
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let dependencies = IngestDependencies(
             producer: producer, projects: ProjectStore(database: database, logger: logger),
-            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger),
+            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
             readiness: Readiness(), registry: MetricsBootstrap.prometheus())
         let ingest = buildIngestApplication(
-            configuration: IngestConfiguration(port: 0, topics: topics), dependencies: dependencies, logger: logger,
+            configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
+            dependencies: dependencies, logger: logger,
             onServerRunning: { ports.continuation.yield(("ingest", $0)) })
         let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received) {
             ports.continuation.yield(("receiver", $0))
