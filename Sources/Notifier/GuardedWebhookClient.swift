@@ -51,7 +51,7 @@ public struct GuardedWebhookClient: Sendable {
         } catch {
             throw WebhookConnectionRefused(problem: error)
         }
-        let addresses = try await checkedAddresses(of: target)
+        let addresses = try await checkedAddresses(of: target, deadline: deadline)
         var body = ByteBuffer()
         if let requestBody = request.body {
             for try await part in requestBody { body.writeImmutableBuffer(part) }
@@ -77,11 +77,11 @@ public struct GuardedWebhookClient: Sendable {
     }
 
     /// The addresses to connect to, every one of them allowed by the policy.
-    func checkedAddresses(of target: WebhookTarget) async throws -> [SocketAddress] {
+    func checkedAddresses(of target: WebhookTarget, deadline: NIODeadline) async throws -> [SocketAddress] {
         if let literal = target.address {
             return [try SocketAddress(ipAddress: literal.description, port: target.port)]
         }
-        let resolved = try await resolver.addresses(of: target.host, port: target.port)
+        let resolved = try await resolve(target, deadline: deadline)
         for address in resolved {
             guard let text = address.ipAddress, let ip = IPAddress(host: text) else {
                 throw WebhookConnectionRefused(problem: WebhookURLProblem("\(target.host) resolved to \(address), not an IP address"))
@@ -93,6 +93,22 @@ public struct GuardedWebhookClient: Sendable {
             }
         }
         return resolved
+    }
+
+    /// A lookup that outlives the request's deadline is abandoned (its thread finishes on its own).
+    private func resolve(_ target: WebhookTarget, deadline: NIODeadline) async throws -> [SocketAddress] {
+        let resolver = resolver
+        return try await withThrowingTaskGroup(of: [SocketAddress].self) { tasks in
+            tasks.addTask { try await resolver.addresses(of: target.host, port: target.port) }
+            tasks.addTask {
+                let remaining = deadline - NIODeadline.now()
+                try await Task.sleep(for: .nanoseconds(max(remaining.nanoseconds, 0)))
+                throw HostResolutionError(host: target.host, reason: "no answer within the request timeout")
+            }
+            defer { tasks.cancelAll() }
+            guard let addresses = try await tasks.next() else { throw CancellationError() }
+            return addresses
+        }
     }
 
     private func connect(

@@ -64,6 +64,14 @@ final class ServiceProcess: @unchecked Sendable {
         if process.isRunning { kill() }
     }
 
+    /// Waits for the process to end by itself; its exit status, or nil if it still runs after `timeout`.
+    func waitForExit(timeout: TimeInterval) -> Int32? {
+        guard let process else { return nil }
+        let deadline = Date().addingTimeInterval(timeout)
+        while process.isRunning && Date() < deadline { usleep(50_000) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 }
 
