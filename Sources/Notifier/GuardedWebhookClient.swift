@@ -172,8 +172,11 @@ public struct GuardedWebhookClient: Sendable {
                 return HTTPClientResponse(
                     version: response.version, status: response.status, headers: response.headers, body: .bytes(received))
             }
-        } catch where NIODeadline.now() >= deadline {
-            throw WebhookResponseError(description: "no answer within the request timeout")
+        } catch {
+            guard NIODeadline.now() < deadline else {
+                throw WebhookResponseError(description: "no answer within the request timeout")
+            }
+            throw error
         }
     }
 }

@@ -116,7 +116,11 @@ import Testing
 
     @Test func readsEveryNumericIPv4Form() {
         let loopback = IPAddress.v4(0x7F00_0001)
-        for form in ["127.0.0.1", "2130706433", "0x7f000001", "0X7F000001", "017700000001", "0177.0.0.1", "127.1", "127.0.1", "0x7f.1", "127.0.0.1."] {
+        let forms = [
+            "127.0.0.1", "2130706433", "0x7f000001", "0X7F000001", "017700000001", "0177.0.0.1", "127.1", "127.0.1", "0x7f.1",
+            "127.0.0.1.",
+        ]
+        for form in forms {
             #expect(IPAddress(host: form) == loopback, "\(form)")
         }
         for notAnAddress in ["127.0.0.256", "1.2.3.4.5", "4294967296", "08", "example.com", "0x", "1..2"] {

@@ -47,7 +47,8 @@ struct DevCommand: AsyncParsableCommand {
 
     func run() async throws {
         try await Pipeline(
-            settings: try ProcessSettings(localBroker: true, localDevelopment: true), stages: .all, logger: ProcessBootstrap.logger("checkin.dev")
+            settings: try ProcessSettings(localBroker: true, localDevelopment: true), stages: .all,
+            logger: ProcessBootstrap.logger("checkin.dev")
         ).run()
     }
 }

@@ -108,7 +108,8 @@ struct PipelineHarness {
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let dependencies = IngestDependencies(
             producer: producer, projects: ProjectStore(database: database, logger: logger),
-            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
+            zones: ZoneStore(database: database, logger: logger),
+            webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
             readiness: Readiness(), registry: MetricsBootstrap.prometheus())
         let ingest = buildIngestApplication(
             configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
