@@ -18,7 +18,8 @@ import Testing
         let sealed = sealer.seal(secret)
         let other = SecretSealer(key: .generate())
         #expect(throws: SecretSealingError.unknownKey(sealer.key.id)) { try other.open(sealed) }
-        var bytes = Data(base64Encoded: String(sealed.split(separator: ":").last!))!
+        let encoded = try #require(sealed.split(separator: ":").last)
+        var bytes = try #require(Data(base64Encoded: String(encoded)))
         bytes[bytes.count - 1] ^= 1
         let altered = sealed.split(separator: ":").dropLast().joined(separator: ":") + ":" + bytes.base64EncodedString()
         #expect(throws: SecretSealingError.authenticationFailed) { try sealer.open(altered) }
