@@ -33,7 +33,10 @@ struct PipelineHarness {
     var notifierGroup: String { "notifier-\(suffix)" }
     let secret = WebhookSecret.generate()
     /// Seals the endpoints' secrets in the database, as `CHECKIN_SECRET_KEY` does in production.
-    let secretKey = SecretEncryptionKey.generate()
+    /// One for every harness: a service process started by a test checks at start that it can
+    /// open every secret in the database, which all tests share.
+    static let sharedSecretKey = SecretEncryptionKey.generate()
+    var secretKey: SecretEncryptionKey { Self.sharedSecretKey }
     var sealer: SecretSealer { SecretSealer(key: secretKey) }
     /// The receivers of tests listen on 127.0.0.1 over http; tests of the policy make it strict.
     var webhookURLPolicy = WebhookURLPolicy.local
