@@ -141,9 +141,14 @@ public struct GuardedWebhookClient: Sendable {
         let maximumResponseBytes = maximumResponseBytes
         do {
             return try await channel.executeThenClose { inbound, outbound in
-                try await outbound.write(.head(head))
-                try await outbound.write(.body(.byteBuffer(body)))
-                try await outbound.write(.end(nil))
+                // One write: a partner may answer and close as soon as it has the body, and an
+                // answer that came is what counts even if the last write then failed.
+                var writeError: (any Error)?
+                do {
+                    try await outbound.write(contentsOf: [.head(head), .body(.byteBuffer(body)), .end(nil)])
+                } catch {
+                    writeError = error
+                }
                 var response: HTTPResponseHead?
                 var informational = false
                 var received = ByteBuffer()
@@ -167,7 +172,7 @@ public struct GuardedWebhookClient: Sendable {
                     }
                 }
                 guard let response else {
-                    throw WebhookResponseError(description: "the connection closed before an answer")
+                    throw writeError ?? WebhookResponseError(description: "the connection closed before an answer")
                 }
                 return HTTPClientResponse(
                     version: response.version, status: response.status, headers: response.headers, body: .bytes(received))

@@ -74,7 +74,7 @@ actor SeenRequests {
             let client = try GuardedWebhookClient(
                 policy: policy, resolver: FixedResolver(answers: ["partner.example.com": ["127.0.0.1"]]))
             let error = await #expect(throws: WebhookConnectionRefused.self) {
-                try await client.execute(post("http://partner.example.com:\(port)/hook"), timeout: .seconds(5))
+                try await client.execute(post("http://partner.example.com:\(port)/hook"), timeout: .seconds(30))
             }
             #expect(error?.description.contains("partner.example.com (127.0.0.1) is a loopback address") == true)
             #expect(await seen.total == 0)
@@ -87,7 +87,7 @@ actor SeenRequests {
         let client = try GuardedWebhookClient(
             policy: policy, resolver: FixedResolver(answers: ["rebind.example.com": ["93.184.215.14", "169.254.169.254"]]))
         let error = await #expect(throws: WebhookConnectionRefused.self) {
-            try await client.execute(post("http://rebind.example.com/hook"), timeout: .seconds(5))
+            try await client.execute(post("http://rebind.example.com/hook"), timeout: .seconds(30))
         }
         #expect(error?.description.contains("cloud metadata") == true)
     }
@@ -96,7 +96,7 @@ actor SeenRequests {
         let client = try GuardedWebhookClient(policy: WebhookURLPolicy(allowPrivateAddresses: false, allowHTTP: true))
         for url in ["http://127.0.0.1:9/hook", "http://2130706433:9/hook", "http://[::ffff:127.0.0.1]:9/hook", "https://localhost/"] {
             await #expect(throws: WebhookConnectionRefused.self, "\(url)") {
-                try await client.execute(post(url), timeout: .seconds(5))
+                try await client.execute(post(url), timeout: .seconds(30))
             }
         }
     }
@@ -107,7 +107,7 @@ actor SeenRequests {
         try await withPartner { port, seen in
             let client = try GuardedWebhookClient(
                 policy: .local, resolver: FixedResolver(answers: ["partner.example.com": ["127.0.0.1"]]))
-            let response = try await client.execute(post("http://partner.example.com:\(port)/hook"), timeout: .seconds(5))
+            let response = try await client.execute(post("http://partner.example.com:\(port)/hook"), timeout: .seconds(30))
             #expect(response.status == .noContent)
             #expect(await seen.hosts["/hook"] == ["partner.example.com:\(port)"])
         }
@@ -116,7 +116,7 @@ actor SeenRequests {
     @Test func redirectsAreAnsweredNotFollowed() async throws {
         try await withPartner { port, seen in
             let client = try GuardedWebhookClient(policy: .local)
-            let response = try await client.execute(post("http://127.0.0.1:\(port)/moved"), timeout: .seconds(5))
+            let response = try await client.execute(post("http://127.0.0.1:\(port)/moved"), timeout: .seconds(30))
             #expect(response.status == .found)
             #expect(response.headers.first(name: "location") == "/hook")
             #expect(await seen.hosts["/hook"] == nil)

@@ -10,6 +10,7 @@ import NIOCore
 import NIOHTTP1
 import Notifier
 import Persistence
+import PostgresNIO
 import ServiceLifecycle
 import ServiceSupport
 import Shared
@@ -47,8 +48,34 @@ struct PipelineHarness {
         return logger
     }()
 
+    /// A database of the test's own instead of the shared one: every notifier claims every
+    /// due delivery of its database, whatever the project, so a test of what one notifier
+    /// refuses to send needs a database no other notifier works on.
+    var databaseURL: String?
+
     func databaseConfiguration() throws -> DatabaseConfiguration {
-        try DatabaseConfiguration(url: TestEnvironment.databaseURL)
+        try DatabaseConfiguration(url: databaseURL ?? TestEnvironment.databaseURL)
+    }
+
+    /// Creates an empty database next to the shared one and returns its URL.
+    static func freshDatabaseURL() async throws -> String {
+        let logger = {
+            var logger = Logger(label: "test.pipeline")
+            logger.logLevel = .warning
+            return logger
+        }()
+        let name = "checkin_pipeline_\(UUID().uuidString.prefix(8).lowercased())"
+        try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        ) { database in
+            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
+        guard var components = URLComponents(string: TestEnvironment.databaseURL) else {
+            throw TestFailure("CHECKIN_DATABASE_URL is not a URL")
+        }
+        components.path = "/" + name
+        guard let url = components.string else { throw TestFailure("cannot name database \(name)") }
+        return url
     }
 
     func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {

@@ -18,11 +18,10 @@ import Testing
     func body(_ object: [String: String]) throws -> Data { try JSONEncoder().encode(object) }
 
     @Test func nonPublicURLsAreRefusedWhenAddedAndWhenDelivering() async throws {
-        let harness = {
-            var harness = PipelineHarness()
-            harness.webhookURLPolicy = .strict
-            return harness
-        }()
+        var strict = PipelineHarness()
+        strict.webhookURLPolicy = .strict
+        strict.databaseURL = try await PipelineHarness.freshDatabaseURL()
+        let harness = strict
         try await harness.run { ingestPort, received in
             let base = "http://127.0.0.1:\(ingestPort)/v1"
             let refused = [
@@ -140,9 +139,59 @@ import Testing
                 ], logDirectory: logDirectory)
             try service.start()
             defer { service.stop() }
-            let status = service.waitForExit(timeout: 30)
+            let status = await service.exitStatus(within: .seconds(30))
             #expect(status != nil && status != 0, "\(name) kept running")
             #expect(service.log.contains(expected), "\(service.log)")
         }
+    }
+}
+
+/// The `checkin webhooks` commands, run as an operator runs them.
+@Suite(.serialized) struct WebhooksCommandTests {
+    func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> (status: Int32?, output: String) {
+        let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-cli-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+        let command = ServiceProcess(
+            name: "cli", arguments: arguments,
+            environment: environment.merging(
+                ["CHECKIN_DATABASE_URL": TestEnvironment.databaseURL, "CHECKIN_SECRET_KEY": PipelineHarness.sharedSecretKey.base64]
+            ) { given, _ in given }, logDirectory: logDirectory)
+        try command.start()
+        defer { command.stop() }
+        return (await command.exitStatus(within: .seconds(60)), command.log)
+    }
+
+    @Test func refusesNonPublicURLsAndShortSecretsNamingTheOption() async throws {
+        for url in ["https://169.254.169.254/", "https://2130706433/", "http://hooks.example.com/"] {
+            let refused = try await run(["webhooks", "add", "--project", "p", "--url", url])
+            #expect(refused.status != nil && refused.status != 0)
+            #expect(refused.output.contains("--url \(url) is not allowed"), "\(refused.output)")
+        }
+        let shortSecret = "whsec_" + Data(repeating: 1, count: 16).base64EncodedString()
+        let badSecret = try await run(["webhooks", "add", "--project", "p", "--url", "https://hooks.example.com/", "--secret", shortSecret])
+        #expect(badSecret.output.contains("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes"))
+    }
+
+    @Test func addsListsDisablesEnablesAndRotates() async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        let project = harness.projectId
+        let added = try await run(["webhooks", "add", "--project", project, "--url", "https://hooks.example.com/in"])
+        #expect(added.status == 0, "\(added.output)")
+        let id = try #require(added.output.split(separator: "\n").first { $0.hasPrefix("endpoint: ") }?.dropFirst(10))
+        #expect(added.output.contains("secret:   whsec_"))
+
+        let disabled = try await run(["webhooks", "disable", "--project", project, "--reason", "partner asked", String(id)])
+        #expect(disabled.output.contains("disabled") && disabled.output.contains("partner asked"), "\(disabled.output)")
+        let listed = try await run(["webhooks", "list", "--project", project])
+        #expect(listed.output.contains("\(id)  disabled  https://hooks.example.com/in"), "\(listed.output)")
+        #expect(!listed.output.contains("whsec_"))
+        let enabled = try await run(["webhooks", "enable", "--project", project, String(id)])
+        #expect(enabled.output.contains("\(id)  enabled "), "\(enabled.output)")
+
+        let rotated = try await run(["webhooks", "rotate-secret", "--project", project, String(id)])
+        #expect(rotated.output.contains("secret:   whsec_") && rotated.output.contains("previous secret signs too until"))
+        let missing = try await run(["webhooks", "enable", "--project", project, "we_none"])
+        #expect(missing.status != 0 && missing.output.contains("no endpoint we_none in project \(project)"))
     }
 }
