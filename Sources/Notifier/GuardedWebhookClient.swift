@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Metrics
 import NIOCore
 import NIOHTTP1
 import NIOPosix
@@ -30,6 +31,9 @@ public struct GuardedWebhookClient: Sendable {
     let tlsContext: NIOSSLContext
     /// A partner's answer body is read up to this size; the rest is ignored.
     let maximumResponseBytes = 64 * 1024
+    /// Attempts not made because the URL or a resolved address is not allowed: an endpoint
+    /// pointed (or re-pointed through DNS) at an internal address shows here.
+    let refusedCounter = Counter(label: "checkin_notifier_connections_refused_total")
 
     public init(
         policy: WebhookURLPolicy, resolver: any WebhookHostResolver = SystemHostResolver(),
@@ -49,6 +53,7 @@ public struct GuardedWebhookClient: Sendable {
         do {
             target = try policy.check(request.url)
         } catch {
+            refusedCounter.increment()
             throw WebhookConnectionRefused(problem: error)
         }
         let addresses = try await checkedAddresses(of: target, deadline: deadline)
@@ -84,11 +89,13 @@ public struct GuardedWebhookClient: Sendable {
         let resolved = try await resolve(target, deadline: deadline)
         for address in resolved {
             guard let text = address.ipAddress, let ip = IPAddress(host: text) else {
+                refusedCounter.increment()
                 throw WebhookConnectionRefused(problem: WebhookURLProblem("\(target.host) resolved to \(address), not an IP address"))
             }
             do {
                 try policy.checkAddress(ip, of: target.host)
             } catch {
+                refusedCounter.increment()
                 throw WebhookConnectionRefused(problem: error)
             }
         }
