@@ -67,7 +67,10 @@ public final class EvaluatorLagMonitor: Service, Sendable {
         var failing = false
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
-                let reading = try await FixLag.read(reader: reader, offsets: offsets, group: group, topic: topic)
+                // A reading waiting on an unreachable database must not hold up a shutdown.
+                let reading = try await cancelWhenGracefulShutdown { [reader, offsets, group, topic] in
+                    try await FixLag.read(reader: reader, offsets: offsets, group: group, topic: topic)
+                }
                 lag.update(
                     reading.partitions.map {
                         .init(

@@ -43,9 +43,7 @@ public func buildIngestApplication(
     OpenAPIDocument.add(to: router)
     let keys = APIKeyResolver(projects: dependencies.projects)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
-    ManagementRoutes(
-        dependencies: dependencies, keys: keys, maximumBodyBytes: configuration.maximumBodyBytes, logger: logger
-    ).add(to: router)
+    ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),

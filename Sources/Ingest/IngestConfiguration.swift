@@ -14,11 +14,16 @@ public struct IngestConfiguration: Sendable {
     /// When false, fixes are accepted without an API key (local demos only).
     public var requireAPIKey: Bool
     public var topics: Topics
+    /// Which webhook URLs the management API accepts.
+    public var webhookURLPolicy: WebhookURLPolicy
+    /// How long an endpoint's previous secret keeps signing after a rotation.
+    public var secretRotationWindow: Duration
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBatchSize: Int = 1000,
         maximumBodyBytes: Int = InputLimits.maximumRequestBodyBytes, limits: InputLimits = InputLimits(),
-        requireAPIKey: Bool = true, topics: Topics = Topics()
+        requireAPIKey: Bool = true, topics: Topics = Topics(), webhookURLPolicy: WebhookURLPolicy = .strict,
+        secretRotationWindow: Duration = .seconds(86_400)
     ) {
         self.host = host
         self.port = port
@@ -27,6 +32,8 @@ public struct IngestConfiguration: Sendable {
         self.limits = limits
         self.requireAPIKey = requireAPIKey
         self.topics = topics
+        self.webhookURLPolicy = webhookURLPolicy
+        self.secretRotationWindow = secretRotationWindow
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -39,6 +46,7 @@ public struct IngestConfiguration: Sendable {
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
                     range: InputLimits.maxClockSkewRange)),
             requireAPIKey: try environment.bool("CHECKIN_INGEST_REQUIRE_API_KEY", default: true),
-            topics: topics)
+            topics: topics, webhookURLPolicy: try WebhookURLPolicy(environment: environment),
+            secretRotationWindow: try environment.secretRotationWindow())
     }
 }

@@ -9,10 +9,12 @@ import Shared
 /// The management API of a project, authorised by its management key: zones
 /// (import/export as a zones document), webhook endpoints and deliveries.
 struct ManagementRoutes {
+    let configuration: IngestConfiguration
     let dependencies: IngestDependencies
     let keys: APIKeyResolver
-    let maximumBodyBytes: Int
     let logger: Logger
+
+    var maximumBodyBytes: Int { configuration.maximumBodyBytes }
 
     func add(to router: Router<BasicRequestContext>) {
         router.put("/v1/zones") { request, _ in try await replaceZones(request) }
@@ -20,21 +22,7 @@ struct ManagementRoutes {
             let projectId = try await keys.project(for: request, kind: .management)
             return try json(try await dependencies.zones.zones(projectId: projectId))
         }
-        router.post("/v1/webhooks") { request, _ in try await addEndpoint(request) }
-        router.get("/v1/webhooks") { request, _ in
-            let projectId = try await keys.project(for: request, kind: .management)
-            let endpoints = try await dependencies.webhooks.endpoints(projectId: projectId)
-            return try json(endpoints.map { EndpointView(id: $0.id, url: $0.url, enabled: $0.enabled, secret: nil) })
-        }
-        router.delete("/v1/webhooks/:id") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
-            let id = try context.parameters.require("id")
-            if let problem = InputLimits.identifierProblem(id) {
-                throw Problem.invalid("bad endpoint id", parameters: [.init(name: "id", reason: problem)])
-            }
-            try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId)
-            return Response(status: .noContent)
-        }
+        addWebhookRoutes(to: router)
         router.get("/v1/deliveries") { request, _ in
             let projectId = try await keys.project(for: request, kind: .management)
             let statusText = request.uri.queryParameters.get("status")
@@ -93,41 +81,6 @@ struct ManagementRoutes {
         var zones: Int
         var warnings: [FenceProximity]
         var warningCount: Int
-    }
-
-    struct EndpointRequest: Decodable {
-        var url: String
-        var secret: String?
-    }
-
-    struct EndpointView: Codable {
-        var id: String
-        var url: String
-        var enabled: Bool
-        /// Shown only in the answer that created the endpoint.
-        var secret: String?
-    }
-
-    func addEndpoint(_ request: Request) async throws -> Response {
-        let projectId = try await keys.project(for: request, kind: .management)
-        let body = try await request.body.collect(upTo: maximumBodyBytes)
-        guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
-            throw Problem.invalid(
-                "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
-        }
-        if let problem = InputLimits.urlProblem(endpoint.url) {
-            throw Problem.invalid("bad URL", parameters: [.init(name: "url", reason: problem)])
-        }
-        guard let url = URL(string: endpoint.url), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
-            throw Problem.invalid("not an http(s) URL", parameters: [.init(name: "url", reason: "must be an absolute http or https URL")])
-        }
-        let secret = endpoint.secret ?? WebhookSecret.generate()
-        guard (try? WebhookSecret(secret)) != nil else {
-            throw Problem.invalid(
-                "bad secret", parameters: [.init(name: "secret", reason: "must be whsec_ followed by 16 to 64 base64 bytes")])
-        }
-        let created = try await dependencies.webhooks.addEndpoint(projectId: projectId, url: endpoint.url, secrets: [secret])
-        return try json(EndpointView(id: created.id, url: created.url, enabled: true, secret: secret), status: .created)
     }
 
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

@@ -23,6 +23,22 @@ components:
     managementKey: {type: http, scheme: bearer, description: "A management key of the project (ck_management_…)."}
     managementKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same management key, in an X-API-Key header instead."}
   schemas:
+    WebhookSecret:
+      type: string
+      pattern: "^whsec_[A-Za-z0-9+/]+={0,2}$"
+      description: "whsec_ and the base64 of 24 to 64 random bytes; a new one is made when absent"
+    WebhookEndpoint:
+      type: object
+      required: [id, url, enabled, createdAt]
+      properties:
+        id: {type: string}
+        url: {type: string, format: uri}
+        enabled: {type: boolean}
+        disabledReason: {type: string, description: "why it was disabled (by an operator, or `HTTP 410` from the partner)"}
+        disabledAt: {type: string, format: date-time}
+        createdAt: {type: string, format: date-time}
+        previousSecretExpiresAt: {type: string, format: date-time, description: while a rotation is under way, when the previous secret stops signing}
+        secret: {$ref: "#/components/schemas/WebhookSecret"}
     Fix: {$ref: "schemas/fix.schema.json"}
     CheckEvent: {$ref: "schemas/event.schema.json"}
     Problem:
@@ -181,34 +197,84 @@ paths:
         "500": {$ref: "#/components/responses/InternalError"}
   /v1/webhooks:
     get:
-      summary: List webhook endpoints
+      summary: List webhook endpoints with their state (never their secrets)
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
-        "200": {description: Endpoints (secrets not shown), content: {application/json: {schema: {type: array, items: {type: object, properties: {id: {type: string}, url: {type: string}, enabled: {type: boolean}}}}}}}
+        "200": {description: Endpoints, content: {application/json: {schema: {type: array, items: {$ref: "#/components/schemas/WebhookEndpoint"}}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
-        "500": {$ref: "#/components/responses/InternalError"}
     post:
       summary: Add a webhook endpoint
+      description: >
+        The URL must be https to a public address. Loopback, private (10/8, 172.16/12, 192.168/16,
+        fc00::/7), link-local (169.254/16 with the cloud metadata address, fe80::/10), multicast,
+        unspecified, carrier-grade NAT (100.64/10), broadcast, documentation and reserved addresses,
+        IPv4-mapped and -compatible IPv6, NAT64 and 6to4 forms of those, localhost and internal
+        names are refused (numeric hosts such as 2130706433, 0x7f.1 or 127.1 are read as addresses
+        first); the notifier checks the resolved addresses again at every connection. Plain http and
+        private addresses are allowed only when CHECKIN_WEBHOOK_ALLOW_HTTP / CHECKIN_WEBHOOK_ALLOW_PRIVATE
+        are true (the default of checkin dev and demo).
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: true
-        content: {application/json: {schema: {type: object, required: [url], properties: {url: {type: string, format: uri, maxLength: 2048, description: "No control characters or whitespace."}, secret: {type: string, description: "whsec_…; a new one is made when absent"}}}}}
+        content: {application/json: {schema: {type: object, required: [url], properties: {url: {type: string, format: uri}, secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
       responses:
-        "201": {description: Created; the only answer that shows the secret, content: {application/json: {schema: {type: object, properties: {id: {type: string}, url: {type: string}, enabled: {type: boolean}, secret: {type: string}}}}}}
-        "400": {$ref: "#/components/responses/Problem"}
+        "201": {description: Created; with `rotate-secret` the only answers that show a secret, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "400": {description: "The URL (invalid-params name `url`) or the secret (`secret`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
-        "413": {$ref: "#/components/responses/Problem"}
-        "500": {$ref: "#/components/responses/InternalError"}
   /v1/webhooks/{id}:
-    delete:
-      summary: Remove a webhook endpoint
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    get:
+      summary: One webhook endpoint with its state
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {$ref: "#/components/schemas/Identifier"}}]
       responses:
-        "204": {description: Removed (also when there was no such endpoint in the project)}
-        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
-        "500": {$ref: "#/components/responses/InternalError"}
+        "200": {description: The endpoint, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "404": {$ref: "#/components/responses/Problem"}
+    delete:
+      summary: Remove a webhook endpoint and its deliveries
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "204": {description: Removed}
+  /v1/webhooks/{id}/disable:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    post:
+      summary: Stop deliveries to an endpoint; its events keep queueing
+      description: Disabling a disabled endpoint keeps its first reason and time (the notifier disables an endpoint that answers 410).
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      requestBody:
+        required: false
+        content: {application/json: {schema: {type: object, properties: {reason: {type: string, maxLength: 1024}}}}}
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "200": {description: The endpoint, disabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "404": {$ref: "#/components/responses/Problem"}
+  /v1/webhooks/{id}/enable:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    post:
+      summary: Let deliveries go to an endpoint again (failed ones are replayed with /v1/deliveries/{id}/replay)
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "200": {description: The endpoint, enabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "404": {$ref: "#/components/responses/Problem"}
+  /v1/webhooks/{id}/rotate-secret:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    post:
+      summary: Give an endpoint a new secret
+      description: >
+        The new secret is shown in this answer only. The previous one keeps signing beside it (two
+        `v1,` signatures per webhook) for CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW seconds (24 h by
+        default), until `previousSecretExpiresAt`; then it is dropped.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      requestBody:
+        required: false
+        content: {application/json: {schema: {type: object, properties: {secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "200": {description: The endpoint with its new `secret`, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "400": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
   /v1/deliveries:
     get:
       summary: List the latest deliveries

@@ -1,9 +1,9 @@
-import AsyncHTTPClient
 import Kafka
 import Logging
 import Persistence
 import ServiceSupport
 import ServiceLifecycle
+import Shared
 
 /// The notifier's services, in start order. Stopping in reverse: the dispatcher
 /// finishes its attempts, the intake its batch, then the consumer leaves the group.
@@ -16,14 +16,17 @@ public struct Notifier: Sendable {
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
-        producer: KafkaProducer, httpClient: HTTPClient = .shared, readiness: Readiness? = nil, logger: Logger
+        producer: KafkaProducer, sealer: SecretSealer, hostResolver: any WebhookHostResolver = SystemHostResolver(),
+        readiness: Readiness? = nil, logger: Logger
     ) throws {
         var consumerConfiguration = consumerConfiguration
         consumerConfiguration.groupId = configuration.groupId
         consumerConfiguration.topics = [configuration.topics.checkIns, configuration.topics.checkOuts]
-        let webhooks = WebhookStore(database: database, logger: logger)
+        let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: nil, logger: logger)
-        let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, httpClient: httpClient, logger: logger)
+        let webhookClient = try GuardedWebhookClient(policy: configuration.webhookURLPolicy, resolver: hostResolver)
+        let dispatcher = WebhookDispatcher(
+            configuration: configuration, webhooks: webhooks, webhookClient: webhookClient, logger: logger)
         self.consumer = consumer
         self.dispatcher = dispatcher
         self.monitor = NotifierMonitor(

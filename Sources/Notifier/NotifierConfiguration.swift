@@ -16,12 +16,14 @@ public struct NotifierConfiguration: Sendable {
     /// How long a claimed delivery is reserved for one attempt before another worker may take it.
     public var attemptLease: Duration
     public var pollInterval: Duration
+    /// Which endpoint URLs and resolved addresses deliveries may connect to.
+    public var webhookURLPolicy: WebhookURLPolicy
 
     public init(
         groupId: String = "checkin-notifier", topics: Topics = Topics(), concurrency: Int = 16,
         requestTimeout: Duration = .seconds(10), initialRetryDelay: Duration = .seconds(5),
         maximumRetryDelay: Duration = .seconds(3600), maximumAttempts: Int = 12, attemptLease: Duration = .seconds(60),
-        pollInterval: Duration = .milliseconds(250)
+        pollInterval: Duration = .milliseconds(250), webhookURLPolicy: WebhookURLPolicy = .strict
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -32,6 +34,7 @@ public struct NotifierConfiguration: Sendable {
         self.maximumAttempts = maximumAttempts
         self.attemptLease = attemptLease
         self.pollInterval = pollInterval
+        self.webhookURLPolicy = webhookURLPolicy
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -41,7 +44,8 @@ public struct NotifierConfiguration: Sendable {
             requestTimeout: try environment.duration("CHECKIN_WEBHOOK_TIMEOUT", default: .seconds(10)),
             initialRetryDelay: try environment.duration("CHECKIN_WEBHOOK_RETRY_DELAY", default: .seconds(5)),
             maximumRetryDelay: try environment.duration("CHECKIN_WEBHOOK_MAX_RETRY_DELAY", default: .seconds(3600)),
-            maximumAttempts: try environment.int("CHECKIN_WEBHOOK_MAX_ATTEMPTS", default: 12, range: 1...100))
+            maximumAttempts: try environment.int("CHECKIN_WEBHOOK_MAX_ATTEMPTS", default: 12, range: 1...100),
+            webhookURLPolicy: try WebhookURLPolicy(environment: environment))
     }
 
     /// The wait before attempt `attempt + 1`, after `attempt` failed.

@@ -42,9 +42,10 @@ public final class NotifierMonitor: Service, Sendable {
         let reader = try KafkaOffsetReader(
             bootstrapServers: bootstrapServers, group: group, properties: properties, logger: logger)
         var failing: Set<String> = []
-        func attempt(_ what: String, _ body: () async throws -> Void) async {
+        func attempt(_ what: String, _ body: @escaping @Sendable () async throws -> Void) async {
             do {
-                try await body()
+                // A reading waiting on an unreachable database must not hold up a shutdown.
+                try await cancelWhenGracefulShutdown { try await body() }
                 failing.remove(what)
             } catch {
                 if failing.insert(what).inserted {
@@ -53,7 +54,7 @@ public final class NotifierMonitor: Service, Sendable {
             }
         }
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            await attempt("the events' lag") {
+            await attempt("the events' lag") { [self] in
                 var samples: [GaugeFamily.Sample] = []
                 for topic in topics {
                     let partitions = try await reader.lag(topic: topic) { try await reader.committedOffsets(topic: topic, partitions: $0) }
@@ -63,7 +64,7 @@ public final class NotifierMonitor: Service, Sendable {
                 }
                 lag.update(samples)
             }
-            await attempt("the delivery backlog") {
+            await attempt("the delivery backlog") { [self] in
                 let endpoints = try await operations.deliveryBacklog()
                 backlog.update(
                     endpoints.flatMap { endpoint in

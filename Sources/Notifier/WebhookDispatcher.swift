@@ -16,7 +16,8 @@ import Shared
 public final class WebhookDispatcher: Service, Sendable {
     let configuration: NotifierConfiguration
     let webhooks: WebhookStore
-    let httpClient: HTTPClient
+    /// Connects only to addresses the URL policy allows (see `GuardedWebhookClient`).
+    let webhookClient: GuardedWebhookClient
     let logger: Logger
     private let wakeUps: AsyncStream<Void>
     private let wakeUpContinuation: AsyncStream<Void>.Continuation
@@ -26,10 +27,10 @@ public final class WebhookDispatcher: Service, Sendable {
     let failedCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "failed")])
     let latency = Metrics.Timer(label: "checkin_notifier_delivery_seconds")
 
-    init(configuration: NotifierConfiguration, webhooks: WebhookStore, httpClient: HTTPClient, logger: Logger) {
+    init(configuration: NotifierConfiguration, webhooks: WebhookStore, webhookClient: GuardedWebhookClient, logger: Logger) {
         self.configuration = configuration
         self.webhooks = webhooks
-        self.httpClient = httpClient
+        self.webhookClient = webhookClient
         self.logger = logger
         (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
     }
@@ -102,7 +103,7 @@ public final class WebhookDispatcher: Service, Sendable {
         var statusCode: Int?
         var failure: String
         do {
-            let response = try await httpClient.execute(request, timeout: .init(configuration.requestTimeout))
+            let response = try await webhookClient.execute(request, timeout: .init(configuration.requestTimeout))
             statusCode = Int(response.status.code)
             _ = try? await response.body.collect(upTo: 64 * 1024)
             if (200..<300).contains(response.status.code) {

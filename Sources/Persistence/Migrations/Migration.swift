@@ -10,7 +10,7 @@ public struct Migration: Sendable {
 
 extension Migration {
     /// Every migration, in order.
-    public static let all: [Migration] = [initialSchema, partitionOwnership, undeliveredIndex]
+    public static let all: [Migration] = [initialSchema, partitionOwnership, webhookEndpointSecurity, undeliveredIndex]
 }
 
 extension Migration {

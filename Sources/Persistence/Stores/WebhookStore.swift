@@ -1,15 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
-
-/// A partner URL that receives a project's events, with the secrets it verifies them by.
-public struct WebhookEndpoint: Sendable, Equatable, Codable {
-    public var id: String
-    public var projectId: String
-    public var url: String
-    public var secrets: [String]
-    public var enabled: Bool
-}
+import Shared
 
 /// One event to send to one endpoint.
 public struct NewDelivery: Sendable {
@@ -73,38 +65,17 @@ public struct DeliveryRecord: Sendable, Codable, Equatable {
     public var deliveredAt: Date?
 }
 
-/// Webhook endpoints and the durable queue of deliveries to them.
+/// Webhook endpoints and the durable queue of deliveries to them. Endpoint
+/// secrets are stored sealed by `sealer` and handed out decrypted, for signing only.
 public struct WebhookStore: Sendable {
     let database: Database
     let logger: Logger
+    let sealer: SecretSealer
 
-    public init(database: Database, logger: Logger) {
+    public init(database: Database, logger: Logger, sealer: SecretSealer) {
         self.database = database
         self.logger = logger
-    }
-
-    public func addEndpoint(projectId: String, url: String, secrets: [String]) async throws -> WebhookEndpoint {
-        let id = "we_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
-        try await database.client.query(
-            "INSERT INTO webhook_endpoints (id, project_id, url, secrets) VALUES (\(String(id)), \(projectId), \(url), \(secrets))",
-            logger: logger)
-        return WebhookEndpoint(id: String(id), projectId: projectId, url: url, secrets: secrets, enabled: true)
-    }
-
-    public func removeEndpoint(id: String, projectId: String) async throws {
-        try await database.client.query(
-            "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId)", logger: logger)
-    }
-
-    public func endpoints(projectId: String) async throws -> [WebhookEndpoint] {
-        let rows = try await database.client.query(
-            "SELECT id, project_id, url, secrets, enabled FROM webhook_endpoints WHERE project_id = \(projectId) ORDER BY created_at",
-            logger: logger)
-        var result: [WebhookEndpoint] = []
-        for try await (id, project, url, secrets, enabled) in rows.decode((String, String, String, [String], Bool).self) {
-            result.append(WebhookEndpoint(id: id, projectId: project, url: url, secrets: secrets, enabled: enabled))
-        }
-        return result
+        self.sealer = sealer
     }
 
     /// Adds deliveries; an (endpoint, event) pair already queued is left as it is,
@@ -157,7 +128,11 @@ public struct WebhookStore: Sendable {
                              ORDER BY next_attempt_at, event_time, id
                              LIMIT \(limit)
                              FOR UPDATE SKIP LOCKED)
-            RETURNING d.id, e.url, e.secrets, d.event_id, d.device_id, d.event_time, d.payload, d.attempts
+            RETURNING d.id, e.url,
+                      ARRAY(SELECT s.sealed FROM webhook_secrets s
+                             WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                             ORDER BY s.id DESC),
+                      d.event_id, d.device_id, d.event_time, d.payload, d.attempts
             """, logger: logger)
         var result: [DeliveryAttempt] = []
         for try await (id, url, secrets, eventId, deviceId, eventTime, payload, attempts) in rows.decode(
@@ -165,7 +140,7 @@ public struct WebhookStore: Sendable {
         {
             result.append(
                 DeliveryAttempt(
-                    id: id, url: url, secrets: secrets, eventId: eventId, deviceId: deviceId, eventTime: eventTime,
+                    id: id, url: url, secrets: try openSecrets(secrets), eventId: eventId, deviceId: deviceId, eventTime: eventTime,
                     payload: payload, attempt: attempts))
         }
         return result.sorted { ($0.eventTime, $0.id) < ($1.eventTime, $1.id) }

@@ -8,15 +8,32 @@ public struct WebhookSecret: Sendable, Equatable, CustomStringConvertible {
     let keyBytes: Data
     public var key: SymmetricKey { SymmetricKey(data: keyBytes) }
 
+    /// Key sizes a new secret may have (Standard Webhooks: 24 to 64 bytes).
+    public static let keySizes = 24...64
+    /// Secrets stored before the 24-byte minimum still sign, until they are rotated.
+    static let storedKeySizes = 16...64
+
+    /// Reads a secret to sign or verify with: `whsec_` is optional, as partners' libraries have it.
     public init(_ text: String) throws {
         let encoded = text.hasPrefix(Self.prefix) ? String(text.dropFirst(Self.prefix.count)) : text
-        guard let bytes = Data(base64Encoded: encoded), bytes.count >= 16, bytes.count <= 64 else {
+        guard let bytes = Data(base64Encoded: encoded), Self.storedKeySizes.contains(bytes.count) else {
             throw WebhookSignatureError.malformedSecret
         }
         keyBytes = bytes
     }
 
-    /// A fresh random secret for a new endpoint.
+    /// Checks a secret a user gives for an endpoint: `whsec_` and the base64 of 24 to 64 bytes.
+    @discardableResult
+    public static func validateNew(_ text: String) throws -> WebhookSecret {
+        guard text.hasPrefix(prefix), let bytes = Data(base64Encoded: String(text.dropFirst(prefix.count))),
+            keySizes.contains(bytes.count)
+        else {
+            throw WebhookSignatureError.malformedSecret
+        }
+        return try WebhookSecret(text)
+    }
+
+    /// A fresh random secret (32 bytes) for a new endpoint or a rotation.
     public static func generate() -> String {
         let key = SymmetricKey(size: .bits256)
         return prefix + key.withUnsafeBytes { Data($0).base64EncodedString() }
@@ -34,7 +51,7 @@ public enum WebhookSignatureError: Error, Equatable, CustomStringConvertible {
 
     public var description: String {
         switch self {
-        case .malformedSecret: "a webhook secret is whsec_ followed by 16 to 64 base64-encoded bytes"
+        case .malformedSecret: "a webhook secret is whsec_ followed by the base64 of 24 to 64 random bytes"
         case .missingHeader(let name): "the \(name) header is missing"
         case .timestampOutOfTolerance: "webhook-timestamp is too far from now"
         case .noMatchingSignature: "no webhook-signature matches the body"

@@ -30,16 +30,16 @@ struct DemoCommand: AsyncParsableCommand {
         LoggingSetup.bootstrap(environment: environment)
         MetricsBootstrap.prometheus()
         let logger = Logger(label: "checkin.demo")
-        let settings = try ProcessSettings(environment: environment, localBroker: true)
+        let settings = try ProcessSettings(environment: environment, localBroker: true, localDevelopment: true)
         print("• preparing Postgres and the broker (migrations, topics)…")
-        try await settings.prepare(logger: logger)
+        let sealer = try await settings.prepare(logger: logger)
 
         let secret = WebhookSecret.generate()
         let received = AsyncStream.makeStream(of: WebhookPayload.self)
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let receiver = PartnerReceiver(secret: try WebhookSecret(secret), received: received.continuation)
         let pipeline = Pipeline(settings: settings, stages: .all, logger: logger)
-        var services = try pipeline.services(onIngestRunning: { port in ports.continuation.yield(("ingest", port)) })
+        var services = try pipeline.services(sealer: sealer, onIngestRunning: { port in ports.continuation.yield(("ingest", port)) })
         services.append(receiver.application(logger: logger) { port in ports.continuation.yield(("partner", port)) })
         let group = ServiceGroup(
             configuration: .init(
@@ -54,7 +54,7 @@ struct DemoCommand: AsyncParsableCommand {
                     if known.count == 2 { break }
                 }
                 guard let ingestPort = known["ingest"], let partnerPort = known["partner"] else { return }
-                let deviceId = try await DemoScript(settings: settings, logger: logger).run(
+                let deviceId = try await DemoScript(settings: settings, sealer: sealer, logger: logger).run(
                     ingestPort: ingestPort, partnerURL: "http://127.0.0.1:\(partnerPort)/webhooks", secret: secret)
                 try await waitForTrip(deviceId: deviceId, webhooks: received.stream)
                 if once {
@@ -150,6 +150,7 @@ struct PartnerReceiver: Sendable {
 /// Seeds the demo project and sends the trip, as a backend team would with the API.
 struct DemoScript {
     let settings: ProcessSettings
+    let sealer: SecretSealer
     let logger: Logger
     static let projectId = "demo"
 
@@ -173,7 +174,7 @@ struct DemoScript {
             try await projects.createProject(id: Self.projectId, name: "Demo")
             try await projects.addKey(deviceKey, projectId: Self.projectId, kind: .device)
             try await ZoneStore(database: database, logger: logger).replaceZones(projectId: Self.projectId, with: Self.zones)
-            let webhooks = WebhookStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
             for old in try await webhooks.endpoints(projectId: Self.projectId) {
                 try await webhooks.removeEndpoint(id: old.id, projectId: Self.projectId)
             }

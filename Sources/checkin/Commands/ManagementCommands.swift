@@ -151,44 +151,6 @@ func loadZonesDocument(path: String) throws -> ZonesDocument {
     return document
 }
 
-struct WebhooksCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "webhooks", abstract: "Manage a project's webhook endpoints.", subcommands: [Add.self, List.self])
-
-    struct Add: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an endpoint and print its signing secret.")
-        @Option(help: "The project id.") var project: String
-        @Option(help: "The partner's URL.") var url: String
-        @Option(help: "A whsec_… secret (default: a new random one).") var secret: String?
-
-        func run() async throws {
-            let secret = secret ?? WebhookSecret.generate()
-            guard (try? WebhookSecret(secret)) != nil else { throw ValidationError("--secret must be whsec_ followed by base64") }
-            guard let parsed = URL(string: url), ["http", "https"].contains(parsed.scheme ?? "") else {
-                throw ValidationError("--url must be an http(s) URL")
-            }
-            let (project, url) = (project, url)
-            let endpoint = try await withDatabase { database, logger in
-                try await WebhookStore(database: database, logger: logger).addEndpoint(projectId: project, url: url, secrets: [secret])
-            }
-            print("endpoint: \(endpoint.id)\nurl:      \(endpoint.url)\nsecret:   \(secret)")
-        }
-    }
-
-    struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's endpoints.")
-        @Option(help: "The project id.") var project: String
-
-        func run() async throws {
-            let project = project
-            let endpoints = try await withDatabase { database, logger in
-                try await WebhookStore(database: database, logger: logger).endpoints(projectId: project)
-            }
-            for endpoint in endpoints { print("\(endpoint.id)  \(endpoint.enabled ? "enabled " : "disabled")  \(endpoint.url)") }
-        }
-    }
-}
-
 struct DeliveriesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "deliveries", abstract: "Inspect and replay webhook deliveries.", subcommands: [List.self, Replay.self])
@@ -207,8 +169,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 return status
             }
             let (project, limit) = (project, limit)
-            let deliveries = try await withDatabase { database, logger in
-                try await WebhookStore(database: database, logger: logger).deliveries(projectId: project, status: status, limit: limit)
+            let deliveries = try await withWebhookStore { webhooks in
+                try await webhooks.deliveries(projectId: project, status: status, limit: limit)
             }
             for delivery in deliveries {
                 print(
@@ -225,8 +187,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, id) = (project, id)
-            let found = try await withDatabase { database, logger in
-                try await WebhookStore(database: database, logger: logger).replay(deliveryId: id, projectId: project)
+            let found = try await withWebhookStore { webhooks in
+                try await webhooks.replay(deliveryId: id, projectId: project)
             }
             guard found else { throw ValidationError("no delivery \(id) in project \(project)") }
             print("delivery \(id) queued again")

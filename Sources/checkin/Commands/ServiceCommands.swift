@@ -39,11 +39,16 @@ struct DevCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "dev",
         abstract: "Run ingest, evaluator and notifier in one process against the local Postgres and broker.",
-        discussion: "Uses short consumer-group timeouts suited to the embedded local broker unless CHECKIN_KAFKA_*_MS say otherwise.")
+        discussion: """
+            Uses short consumer-group timeouts suited to the embedded local broker unless CHECKIN_KAFKA_*_MS say otherwise. \
+            Allows webhooks to this machine over http (CHECKIN_WEBHOOK_ALLOW_PRIVATE, CHECKIN_WEBHOOK_ALLOW_HTTP default to true) \
+            and, without CHECKIN_SECRET_KEY, seals webhook secrets with a local key kept in the database.
+            """)
 
     func run() async throws {
         try await Pipeline(
-            settings: try ProcessSettings(localBroker: true), stages: .all, logger: ProcessBootstrap.logger("checkin.dev")
+            settings: try ProcessSettings(localBroker: true, localDevelopment: true), stages: .all,
+            logger: ProcessBootstrap.logger("checkin.dev")
         ).run()
     }
 }

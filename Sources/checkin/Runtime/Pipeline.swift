@@ -9,6 +9,7 @@ import Persistence
 import Prometheus
 import ServiceLifecycle
 import ServiceSupport
+import Shared
 
 /// Builds the services of one process from its settings: any one of the three
 /// pipeline stages, or all of them together (`checkin dev`, `checkin demo`).
@@ -29,7 +30,8 @@ struct Pipeline {
 
     /// Services in start order; a `ServiceGroup` stops them in reverse, so the HTTP
     /// server stops taking fixes first and the database goes last.
-    func services(onIngestRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> [any Service] {
+    /// - Parameter sealer: seals and opens webhook secrets, from `ProcessSettings.prepare`.
+    func services(sealer: SecretSealer, onIngestRunning: @escaping @Sendable (Int) async -> Void = { _ in }) throws -> [any Service] {
         let database = Database(configuration: settings.database, logger: logger)
         var services: [any Service] = [database]
         var producer: KafkaProducer?
@@ -51,7 +53,7 @@ struct Pipeline {
             let notifier = try Notifier(
                 configuration: NotifierConfiguration(environment: settings.environment, topics: settings.topics),
                 consumerConfiguration: settings.consumerConfiguration(clientId: "checkin-notifier"),
-                database: database, producer: producer, readiness: readiness, logger: logger)
+                database: database, producer: producer, sealer: sealer, readiness: readiness, logger: logger)
             services.append(contentsOf: notifier.services)
         }
         // `prepare()` has reached both before any service is built; the probe follows the broker from then on.
@@ -66,7 +68,7 @@ struct Pipeline {
             let dependencies = IngestDependencies(
                 producer: producer, projects: ProjectStore(database: database, logger: logger),
                 zones: ZoneStore(database: database, logger: logger),
-                webhooks: WebhookStore(database: database, logger: logger), readiness: readiness, registry: registry)
+                webhooks: WebhookStore(database: database, logger: logger, sealer: sealer), readiness: readiness, registry: registry)
             services.append(
                 buildIngestApplication(
                     configuration: configuration, dependencies: dependencies, logger: logger,
@@ -83,9 +85,9 @@ struct Pipeline {
 
     /// Prepares dependencies, then runs until SIGINT/SIGTERM and stops gracefully.
     func run() async throws {
-        try await settings.prepare(logger: logger)
+        let sealer = try await settings.prepare(logger: logger)
         var configuration = ServiceGroupConfiguration(
-            services: try services().map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],
+            services: try services(sealer: sealer).map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],
             logger: logger)
         // Work in flight gets the grace period to finish; then it is cancelled, and the
         // process ends even if a dependency never answers.

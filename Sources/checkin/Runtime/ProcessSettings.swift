@@ -18,11 +18,21 @@ struct ProcessSettings {
     var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
     /// How long a SIGTERM waits for work in flight before it is cancelled.
     var shutdownGrace: Duration
+    /// `CHECKIN_SECRET_KEY`, which seals webhook secrets at rest.
+    var secretKey: SecretEncryptionKey?
+    var secretKeyFallback: SecretKeyFallback
 
-    /// - Parameter localBroker: the process runs against the embedded local broker,
-    ///   whose consumer groups need short timeouts (see the README).
-    init(environment: EnvironmentReader = EnvironmentReader(), localBroker: Bool = false) throws {
+    /// - Parameters:
+    ///   - localBroker: the process runs against the embedded local broker,
+    ///     whose consumer groups need short timeouts (see the README).
+    ///   - localDevelopment: `checkin dev` and `demo`: webhooks to this machine over http are
+    ///     allowed and a local secret key is made, unless the environment says otherwise.
+    init(environment: EnvironmentReader = EnvironmentReader(), localBroker: Bool = false, localDevelopment: Bool = false) throws {
+        var environment = environment
+        if localDevelopment { environment.defaultToLocalWebhooks() }
         self.environment = environment
+        secretKey = try environment.secretEncryptionKey()
+        secretKeyFallback = localDevelopment ? .generateLocal : .required
         let url = environment.string("CHECKIN_DATABASE_URL", default: DatabaseConfiguration.defaultURL)
         database = try DatabaseConfiguration(
             url: url, maximumConnections: try environment.int("CHECKIN_DATABASE_POOL_SIZE", default: 10, range: 1...500),
@@ -70,12 +80,19 @@ struct ProcessSettings {
         return configuration
     }
 
-    /// Waits for Postgres and the broker, applies migrations and creates the topics,
-    /// so that a service either starts ready or stops with a clear reason.
-    func prepare(logger: Logger) async throws {
-        try await Database.withTemporaryClient(configuration: database, logger: logger) { database in
+    /// Waits for Postgres and the broker, applies migrations, seals stored webhook secrets
+    /// and creates the topics, so that a service either starts ready or stops with a clear
+    /// reason. Returns what seals and opens webhook secrets.
+    @discardableResult
+    func prepare(logger: Logger) async throws -> SecretSealer {
+        if secretKey == nil && secretKeyFallback == .required { throw SecretKeyMissingError() }
+        let sealer = try await Database.withTemporaryClient(configuration: database, logger: logger) { database in
             try await database.waitUntilReachable(timeout: .seconds(30))
             try await Migrator(database: database, logger: logger).migrate()
+            let sealer = try await SecretKeyStore(database: database, logger: logger).sealer(
+                configured: secretKey, fallback: secretKeyFallback)
+            try await WebhookStore(database: database, logger: logger, sealer: sealer).sealStoredSecrets()
+            return sealer
         }
         try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(30), logger: logger)
         if createTopics {
@@ -83,6 +100,7 @@ struct ProcessSettings {
                 topics.all.map { (name: $0, partitions: partitions) }, bootstrapServers: brokers, timeout: .seconds(30),
                 logger: logger)
         }
+        return sealer
     }
 }
 

@@ -35,7 +35,7 @@ import Testing
         let dependencies = IngestDependencies(
             producer: producer, projects: ProjectStore(database: database, logger: harness.logger),
             zones: ZoneStore(database: database, logger: harness.logger),
-            webhooks: WebhookStore(database: database, logger: harness.logger), readiness: Readiness(),
+            webhooks: WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer), readiness: Readiness(),
             registry: MetricsBootstrap.prometheus())
         let app = buildIngestApplication(
             configuration: IngestConfiguration(port: 0, topics: harness.topics), dependencies: dependencies,

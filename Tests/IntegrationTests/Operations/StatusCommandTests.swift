@@ -109,7 +109,7 @@ import Testing
         ) { database in
             try await Migrator(database: database, logger: logger).migrate()
             try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Status")
-            return try await WebhookStore(database: database, logger: logger)
+            return try await WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer)
                 .addEndpoint(projectId: projectId, url: "http://127.0.0.1:1/hooks", secrets: [WebhookSecret.generate()]).id
         }
     }

@@ -107,7 +107,7 @@ import Testing
         let projectId = "hooks-" + UUID().uuidString
         try await withDatabase { database in
             try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Hooks")
-            let webhooks = WebhookStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
             let endpoint = try await webhooks.addEndpoint(
                 projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             let delivery = NewDelivery(
@@ -144,7 +144,7 @@ import Testing
         let projectId = "order-" + UUID().uuidString
         try await withDatabase { database in
             try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Order")
-            let webhooks = WebhookStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
             let endpoint = try await webhooks.addEndpoint(
                 projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             func delivery(_ id: String, type: String, checkInId: String?) -> NewDelivery {

@@ -10,6 +10,7 @@ import NIOCore
 import NIOHTTP1
 import Notifier
 import Persistence
+import PostgresNIO
 import ServiceLifecycle
 import ServiceSupport
 import Shared
@@ -36,14 +37,49 @@ struct PipelineHarness {
     let readiness = Readiness()
     /// librdkafka properties of the services' producer (tests of oversized records lower `message.max.bytes`).
     var producerProperties: [String: String] = [:]
+    /// Seals the endpoints' secrets in the database, as `CHECKIN_SECRET_KEY` does in production.
+    /// One for every harness: a service process started by a test checks at start that it can
+    /// open every secret in the database, which all tests share.
+    static let sharedSecretKey = SecretEncryptionKey.generate()
+    var secretKey: SecretEncryptionKey { Self.sharedSecretKey }
+    var sealer: SecretSealer { SecretSealer(key: secretKey) }
+    /// The receivers of tests listen on 127.0.0.1 over http; tests of the policy make it strict.
+    var webhookURLPolicy = WebhookURLPolicy.local
+    var hostResolver: any WebhookHostResolver = SystemHostResolver()
     let logger: Logger = {
         var logger = Logger(label: "test.pipeline")
         logger.logLevel = .warning
         return logger
     }()
 
+    /// A database of the test's own instead of the shared one: every notifier claims every
+    /// due delivery of its database, whatever the project, so a test of what one notifier
+    /// refuses to send needs a database no other notifier works on.
+    var databaseURL: String?
+
     func databaseConfiguration() throws -> DatabaseConfiguration {
-        try DatabaseConfiguration(url: TestEnvironment.databaseURL)
+        try DatabaseConfiguration(url: databaseURL ?? TestEnvironment.databaseURL)
+    }
+
+    /// Creates an empty database next to the shared one and returns its URL.
+    static func freshDatabaseURL() async throws -> String {
+        let logger = {
+            var logger = Logger(label: "test.pipeline")
+            logger.logLevel = .warning
+            return logger
+        }()
+        let name = "checkin_pipeline_\(UUID().uuidString.prefix(8).lowercased())"
+        try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        ) { database in
+            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
+        guard var components = URLComponents(string: TestEnvironment.databaseURL) else {
+            throw TestFailure("CHECKIN_DATABASE_URL is not a URL")
+        }
+        components.path = "/" + name
+        guard let url = components.string else { throw TestFailure("cannot name database \(name)") }
+        return url
     }
 
     func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
@@ -73,10 +109,13 @@ struct PipelineHarness {
             logger: logger)
     }
 
-    func addEndpoint(url: String) async throws {
-        let (projectId, secret) = (projectId, secret)
-        _ = try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
-            try await WebhookStore(database: database, logger: logger).addEndpoint(projectId: projectId, url: url, secrets: [secret])
+    /// Adds an endpoint straight to the store, bypassing the management API's URL checks.
+    @discardableResult
+    func addEndpoint(url: String) async throws -> WebhookEndpoint {
+        let (projectId, secret, sealer) = (projectId, secret, sealer)
+        return try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
+            try await WebhookStore(database: database, logger: logger, sealer: sealer).addEndpoint(
+                projectId: projectId, url: url, secrets: [secret])
         }
     }
 
@@ -97,17 +136,19 @@ struct PipelineHarness {
         let notifier = try Notifier(
             configuration: NotifierConfiguration(
                 groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
-                pollInterval: .milliseconds(100)),
+                pollInterval: .milliseconds(100), webhookURLPolicy: webhookURLPolicy),
             consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database,
-            producer: producer, readiness: readiness, logger: logger)
+            producer: producer, sealer: sealer, hostResolver: hostResolver, readiness: readiness, logger: logger)
         let received = ReceivedWebhooks()
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let dependencies = IngestDependencies(
             producer: producer, projects: ProjectStore(database: database, logger: logger),
-            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger),
+            zones: ZoneStore(database: database, logger: logger),
+            webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
             readiness: Readiness(), registry: MetricsBootstrap.prometheus())
         let ingest = buildIngestApplication(
-            configuration: IngestConfiguration(port: 0, topics: topics), dependencies: dependencies, logger: logger,
+            configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
+            dependencies: dependencies, logger: logger,
             onServerRunning: { ports.continuation.yield(("ingest", $0)) })
         let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received) {
             ports.continuation.yield(("receiver", $0))

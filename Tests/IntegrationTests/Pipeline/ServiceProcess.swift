@@ -85,6 +85,15 @@ final class ServiceProcess: @unchecked Sendable {
         if process.isRunning { kill() }
     }
 
+    /// Waits for the process to end by itself, sleeping rather than holding a thread of the
+    /// cooperative pool; its exit status, or nil if it still runs after `timeout`.
+    func exitStatus(within timeout: Duration) async -> Int32? {
+        guard let process else { return nil }
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { try? await Task.sleep(for: .milliseconds(50)) }
+        return process.isRunning ? nil : process.terminationStatus
+    }
+
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
 }
 

@@ -11,10 +11,20 @@ actor ReceivedWebhooks {
     private(set) var rejected = 0
     /// The `webhook-id` header of each accepted payload, in the same order.
     private(set) var webhookIds: [String] = []
+    /// Each accepted request as signed, for checks with other secrets.
+    private(set) var signed: [SignedRequest] = []
 
-    func accept(_ payload: WebhookPayload, id: String) {
+    struct SignedRequest: Sendable {
+        var id: String
+        var timestamp: String
+        var signature: String
+        var body: [UInt8]
+    }
+
+    func accept(_ payload: WebhookPayload, id: String, signed request: SignedRequest) {
         payloads.append(payload)
         webhookIds.append(id)
+        signed.append(request)
     }
 
     func reject() { rejected += 1 }
@@ -47,16 +57,19 @@ enum WebhookReceiver {
         router.post("/hooks") { request, _ -> Response in
             let bytes = Array(buffer: try await request.body.collect(upTo: 1 << 20))
             let id = request.headers[HTTPField.Name("webhook-id")!]
+            let timestamp = request.headers[HTTPField.Name("webhook-timestamp")!]
+            let signature = request.headers[HTTPField.Name("webhook-signature")!]
             do {
                 try WebhookSignature.verify(
-                    id: id, timestamp: request.headers[HTTPField.Name("webhook-timestamp")!],
-                    signatureHeader: request.headers[HTTPField.Name("webhook-signature")!], body: bytes, secret: secret)
+                    id: id, timestamp: timestamp, signatureHeader: signature, body: bytes, secret: secret)
             } catch {
                 await received.reject()
                 return Response(status: .unauthorized)
             }
             let payload = try WireJSON.decoder().decode(WebhookPayload.self, from: Data(bytes))
-            await received.accept(payload, id: id ?? "")
+            await received.accept(
+                payload, id: id ?? "",
+                signed: .init(id: id ?? "", timestamp: timestamp ?? "", signature: signature ?? "", body: bytes))
             return Response(status: .noContent)
         }
         var logger = Logger(label: "test.receiver")

@@ -64,6 +64,7 @@ final class EvaluatorCluster: @unchecked Sendable {
             "CHECKIN_KAFKA_PARTITIONS": String(partitions), "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000",
             "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000", "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000",
             "CHECKIN_ZONE_REFRESH_INTERVAL": "0.5", "CHECKIN_LOG_LEVEL": "info", "CHECKIN_HTTP_PORT": String(port),
+            "CHECKIN_SECRET_KEY": harness.secretKey.base64,
         ]
         environment.merge(self.environment) { $1 }
         let index = evaluators.count

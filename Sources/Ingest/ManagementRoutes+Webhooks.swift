@@ -1,0 +1,148 @@
+import Foundation
+import Hummingbird
+import Persistence
+import ServiceSupport
+import Shared
+
+/// Webhook endpoints: add (URL checked against the address policy), list with their
+/// state, disable and enable, rotate the secret, remove. A secret is in the answer
+/// that created it and nowhere else.
+extension ManagementRoutes {
+    func addWebhookRoutes(to router: Router<BasicRequestContext>) {
+        router.post("/v1/webhooks") { request, _ in try await addEndpoint(request) }
+        router.get("/v1/webhooks") { request, _ in
+            let projectId = try await keys.project(for: request, kind: .management)
+            return try json(try await dependencies.webhooks.endpoints(projectId: projectId).map { EndpointView($0) })
+        }
+        router.get("/v1/webhooks/:id") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let id = try endpointId(context)
+            return try json(EndpointView(try existing(try await dependencies.webhooks.endpoint(id: id, projectId: projectId), id)))
+        }
+        router.delete("/v1/webhooks/:id") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let id = try endpointId(context)
+            try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId)
+            return Response(status: .noContent)
+        }
+        router.post("/v1/webhooks/:id/disable") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let id = try endpointId(context)
+            let body = try await optionalBody(DisableRequest.self, of: request)
+            let reason = body?.reason ?? "disabled through the management API"
+            guard reason.count <= 1024 else {
+                throw Problem.invalid("reason is too long", parameters: [.init(name: "reason", reason: "must be at most 1024 characters")])
+            }
+            let endpoint = try await dependencies.webhooks.disableEndpoint(id: id, projectId: projectId, reason: reason)
+            return try json(EndpointView(try existing(endpoint, id)))
+        }
+        router.post("/v1/webhooks/:id/enable") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let id = try endpointId(context)
+            return try json(EndpointView(try existing(try await dependencies.webhooks.enableEndpoint(id: id, projectId: projectId), id)))
+        }
+        router.post("/v1/webhooks/:id/rotate-secret") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let id = try endpointId(context)
+            let secret = try validatedSecret(try await optionalBody(SecretRequest.self, of: request)?.secret)
+            let rotation = try await dependencies.webhooks.rotateSecret(
+                id: id, projectId: projectId, newSecret: secret, window: configuration.secretRotationWindow)
+            guard let rotation else { throw Problem.notFound("no webhook endpoint \(id) in this project") }
+            var view = EndpointView(rotation.endpoint)
+            view.secret = rotation.secret
+            return try json(view)
+        }
+    }
+
+    struct EndpointRequest: Decodable {
+        var url: String
+        var secret: String?
+    }
+
+    struct SecretRequest: Decodable {
+        var secret: String?
+    }
+
+    struct DisableRequest: Decodable {
+        var reason: String?
+    }
+
+    /// An endpoint as the API shows it; `secret` only in the answer that made it.
+    struct EndpointView: Codable {
+        var id: String
+        var url: String
+        var enabled: Bool
+        var disabledReason: String?
+        var disabledAt: Date?
+        var createdAt: Date
+        var previousSecretExpiresAt: Date?
+        var secret: String?
+
+        init(_ endpoint: WebhookEndpoint, secret: String? = nil) {
+            id = endpoint.id
+            url = endpoint.url
+            enabled = endpoint.enabled
+            disabledReason = endpoint.disabledReason
+            disabledAt = endpoint.disabledAt
+            createdAt = endpoint.createdAt
+            previousSecretExpiresAt = endpoint.previousSecretExpiresAt
+            self.secret = secret
+        }
+    }
+
+    func addEndpoint(_ request: Request) async throws -> Response {
+        let projectId = try await keys.project(for: request, kind: .management)
+        let body = try await request.body.collect(upTo: 64 << 10)
+        guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
+            throw Problem.invalid(
+                "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
+        }
+        if let problem = InputLimits.urlProblem(endpoint.url) {
+            throw Problem.invalid("bad URL", parameters: [.init(name: "url", reason: problem)])
+        }
+        do {
+            _ = try configuration.webhookURLPolicy.check(endpoint.url)
+        } catch {
+            throw Problem.invalid("the webhook URL is not allowed: \(error.reason)", parameters: [.init(name: "url", reason: error.reason)])
+        }
+        let secret = try validatedSecret(endpoint.secret)
+        let created = try await dependencies.webhooks.addEndpoint(projectId: projectId, url: endpoint.url, secrets: [secret])
+        return try json(EndpointView(created, secret: secret), status: .created)
+    }
+
+    /// The given secret if it is a valid new one, or a generated one.
+    func validatedSecret(_ given: String?) throws -> String {
+        guard let given else { return WebhookSecret.generate() }
+        guard (try? WebhookSecret.validateNew(given)) != nil else {
+            throw Problem.invalid(
+                "bad secret",
+                parameters: [.init(name: "secret", reason: "must be whsec_ followed by the base64 of 24 to 64 random bytes")])
+        }
+        return given
+    }
+
+    /// A JSON body that may be left out altogether.
+    func optionalBody<Body: Decodable>(_ type: Body.Type, of request: Request) async throws -> Body? {
+        let bytes = try await request.body.collect(upTo: 64 << 10)
+        guard bytes.readableBytes > 0 else { return nil }
+        do {
+            return try JSONDecoder().decode(type, from: Data(buffer: bytes))
+        } catch {
+            throw Problem.invalid("the body is not valid: \(DecodingErrorText.describe(error))")
+        }
+    }
+
+    /// The `:id` of an endpoint route, refused (400) unless it is a valid identifier.
+    func endpointId(_ context: BasicRequestContext) throws -> String {
+        let id = try context.parameters.require("id")
+        if let problem = InputLimits.identifierProblem(id) {
+            throw Problem.invalid("bad endpoint id", parameters: [.init(name: "id", reason: problem)])
+        }
+        return id
+    }
+
+    func existing(_ endpoint: WebhookEndpoint?, _ id: String) throws -> WebhookEndpoint {
+        guard let endpoint else { throw Problem.notFound("no webhook endpoint \(id) in this project") }
+        return endpoint
+    }
+}

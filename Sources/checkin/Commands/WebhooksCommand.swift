@@ -1,0 +1,145 @@
+import ArgumentParser
+import Foundation
+import Persistence
+import ServiceSupport
+import Shared
+
+/// Runs `body` with the webhook store of the configured database, sealing secrets with
+/// `CHECKIN_SECRET_KEY` or, when it is unset, the local key `checkin dev` or `demo` made.
+func withWebhookStore<Result: Sendable>(_ body: @Sendable (WebhookStore) async throws -> Result) async throws -> Result {
+    let configured = try EnvironmentReader().secretEncryptionKey()
+    return try await withDatabase { database, logger in
+        let sealer = try await SecretKeyStore(database: database, logger: logger).sealer(configured: configured, fallback: .existingLocal)
+        return try await body(WebhookStore(database: database, logger: logger, sealer: sealer))
+    }
+}
+
+struct WebhooksCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "webhooks", abstract: "Manage a project's webhook endpoints.",
+        discussion: """
+            URLs must be https to a public address; CHECKIN_WEBHOOK_ALLOW_HTTP=true and \
+            CHECKIN_WEBHOOK_ALLOW_PRIVATE=true lift that for local set-ups.
+            """,
+        subcommands: [Add.self, List.self, Disable.self, Enable.self, RotateSecret.self, Remove.self])
+
+    struct Add: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "add", abstract: "Add an endpoint and print its signing secret.")
+        @Option(help: "The project id.") var project: String
+        @Option(help: "The partner's URL.") var url: String
+        @Option(help: "A whsec_… secret of 24 to 64 bytes (default: a new random one).") var secret: String?
+
+        func run() async throws {
+            let policy = try WebhookURLPolicy(environment: EnvironmentReader())
+            do {
+                _ = try policy.check(url)
+            } catch {
+                throw ValidationError("--url \(url) is not allowed: \(error.reason)")
+            }
+            let secret = try newSecret(secret)
+            let (project, url) = (project, url)
+            let endpoint = try await withWebhookStore { webhooks in
+                try await webhooks.addEndpoint(projectId: project, url: url, secrets: [secret])
+            }
+            print("endpoint: \(endpoint.id)\nurl:      \(endpoint.url)\nsecret:   \(secret)")
+            print("(the secret is shown only now; give it to the partner)")
+        }
+    }
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "List a project's endpoints with their state (never their secrets).")
+        @Option(help: "The project id.") var project: String
+
+        func run() async throws {
+            let project = project
+            let endpoints = try await withWebhookStore { webhooks in try await webhooks.endpoints(projectId: project) }
+            for endpoint in endpoints { print(describe(endpoint)) }
+        }
+    }
+
+    struct Disable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "disable", abstract: "Stop deliveries to an endpoint; its events keep queueing.")
+        @Option(help: "The project id.") var project: String
+        @Option(help: "Why, for whoever lists the endpoints later.") var reason: String = "disabled with the checkin CLI"
+        @Argument(help: "The endpoint id.") var id: String
+
+        func run() async throws {
+            let (project, id, reason) = (project, id, reason)
+            let endpoint = try await withWebhookStore { webhooks in
+                try await webhooks.disableEndpoint(id: id, projectId: project, reason: reason)
+            }
+            guard let endpoint else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            print(describe(endpoint))
+        }
+    }
+
+    struct Enable: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "enable", abstract: "Let deliveries go to an endpoint again (replay failed ones with `deliveries replay`).")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The endpoint id.") var id: String
+
+        func run() async throws {
+            let (project, id) = (project, id)
+            let endpoint = try await withWebhookStore { webhooks in try await webhooks.enableEndpoint(id: id, projectId: project) }
+            guard let endpoint else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            print(describe(endpoint))
+        }
+    }
+
+    struct RotateSecret: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "rotate-secret",
+            abstract: "Give an endpoint a new secret and print it; the old one keeps signing for the rotation window.",
+            discussion: "The window is CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW seconds (default 86400).")
+        @Option(help: "The project id.") var project: String
+        @Option(help: "A whsec_… secret of 24 to 64 bytes (default: a new random one).") var secret: String?
+        @Argument(help: "The endpoint id.") var id: String
+
+        func run() async throws {
+            let window = try EnvironmentReader().secretRotationWindow()
+            let secret = try newSecret(secret)
+            let (project, id) = (project, id)
+            let rotation = try await withWebhookStore { webhooks in
+                try await webhooks.rotateSecret(id: id, projectId: project, newSecret: secret, window: window)
+            }
+            guard let rotation else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            print("endpoint: \(id)\nsecret:   \(rotation.secret)")
+            if let expires = rotation.endpoint.previousSecretExpiresAt {
+                print("(the previous secret signs too until \(RFC3339.format(expires)); the new one is shown only now)")
+            }
+        }
+    }
+
+    struct Remove: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "remove", abstract: "Delete an endpoint and its queued deliveries.")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The endpoint id.") var id: String
+
+        func run() async throws {
+            let (project, id) = (project, id)
+            try await withWebhookStore { webhooks in try await webhooks.removeEndpoint(id: id, projectId: project) }
+            print("endpoint \(id) removed")
+        }
+    }
+}
+
+/// The given secret if it is a valid new one, or a generated one.
+private func newSecret(_ given: String?) throws -> String {
+    guard let given else { return WebhookSecret.generate() }
+    guard (try? WebhookSecret.validateNew(given)) != nil else {
+        throw ValidationError("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes")
+    }
+    return given
+}
+
+private func describe(_ endpoint: WebhookEndpoint) -> String {
+    var line = "\(endpoint.id)  \(endpoint.enabled ? "enabled " : "disabled")  \(endpoint.url)"
+    if !endpoint.enabled {
+        line += "  (since \(endpoint.disabledAt.map(RFC3339.format) ?? "?"): \(endpoint.disabledReason ?? "no reason given"))"
+    }
+    if let expires = endpoint.previousSecretExpiresAt { line += "  (rotating secrets until \(RFC3339.format(expires)))" }
+    return line
+}

@@ -1,0 +1,167 @@
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import Shared
+import Testing
+
+/// Endpoint secrets at rest, their rotation and migration, and endpoint state, against
+/// a real Postgres: a fresh database per test, as claiming deliveries is global.
+@Suite struct WebhookEndpointStoreTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.endpoints")
+        logger.logLevel = .warning
+        return logger
+    }()
+    let sealer = SecretSealer(key: .generate())
+
+    /// Runs `body` on a database of its own, migrated up to `migrations`, with a project `p`.
+    func withFreshDatabase<T: Sendable>(
+        migrations: [Migration] = Migration.all, _ body: @Sendable (Database) async throws -> T
+    ) async throws -> T {
+        let logger = logger
+        let name = "checkin_endpoint_tests_\(UUID().uuidString.prefix(8).lowercased())"
+        try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        ) { database in
+            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+        }
+        var components = try #require(URLComponents(string: TestEnvironment.databaseURL))
+        components.path = "/" + name
+        return try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: try #require(components.string)), logger: logger
+        ) { database in
+            try await Migrator(database: database, logger: logger).migrate(migrations)
+            try await database.client.query("INSERT INTO projects (id, name) VALUES ('p', 'P')", logger: logger)
+            return try await body(database)
+        }
+    }
+
+    func storedSecrets(_ database: Database, endpointId: String) async throws -> [String] {
+        let rows = try await database.client.query(
+            "SELECT sealed FROM webhook_secrets WHERE endpoint_id = \(endpointId) ORDER BY id", logger: logger)
+        var result: [String] = []
+        for try await value in rows.decode(String.self) { result.append(value) }
+        return result
+    }
+
+    func enqueueOne(_ webhooks: WebhookStore, endpointId: String) async throws {
+        try await webhooks.enqueue([
+            NewDelivery(
+                endpointId: endpointId, projectId: "p", eventId: UUID().uuidString, eventType: "checkin", deviceId: "d",
+                eventTime: Date(), payload: "{}")
+        ])
+    }
+
+    @Test func secretsAreSealedAtRestAndOpenedForSigning() async throws {
+        let (logger, sealer) = (logger, sealer)
+        let secret = WebhookSecret.generate()
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(projectId: "p", url: "https://hooks.example.com/", secrets: [secret])
+            let stored = try await storedSecrets(database, endpointId: endpoint.id)
+            #expect(stored.count == 1)
+            #expect(stored.allSatisfy { $0.hasPrefix("sealed:v1:") && !$0.contains(secret.dropFirst(6)) })
+
+            try await enqueueOne(webhooks, endpointId: endpoint.id)
+            let claimed = try await webhooks.claimDue(limit: 10, lease: .seconds(60))
+            #expect(claimed.map(\.secrets) == [[secret]])
+
+            // Another key cannot open them: the claim fails rather than sending unverifiable webhooks.
+            let otherKey = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            await #expect(throws: SecretSealingError.self) { try await otherKey.sealStoredSecrets() }
+        }
+    }
+
+    /// An endpoint stored before encryption at rest, in the old `secrets` column, keeps
+    /// signing through the migration and is sealed at the next start.
+    @Test func plaintextSecretsOfEarlierVersionsAreMigratedAndSealed() async throws {
+        let (logger, sealer) = (logger, sealer)
+        // 16 bytes: accepted then, too short for a new secret now, still signing until rotated.
+        let legacy = "whsec_" + Data(repeating: 42, count: 16).base64EncodedString()
+        try await withFreshDatabase(migrations: Migration.all.filter { $0.version == 1 }) { database in
+            try await database.client.query(
+                "INSERT INTO webhook_endpoints (id, project_id, url, secrets) VALUES ('we_old', 'p', 'https://old.example.com/', \([legacy]))",
+                logger: logger)
+            try await Migrator(database: database, logger: logger).migrate()
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            #expect(try await storedSecrets(database, endpointId: "we_old") == [legacy])
+
+            #expect(try await webhooks.sealStoredSecrets() == 1)
+            let sealed = try await storedSecrets(database, endpointId: "we_old")
+            #expect(sealed.count == 1 && sealed[0].hasPrefix("sealed:v1:") && !sealed[0].contains(legacy.dropFirst(6)))
+            #expect(try await webhooks.sealStoredSecrets() == 0)
+
+            try await enqueueOne(webhooks, endpointId: "we_old")
+            #expect(try await webhooks.claimDue(limit: 10, lease: .seconds(60)).map(\.secrets) == [[legacy]])
+            #expect(try await webhooks.endpoints(projectId: "p").map(\.url) == ["https://old.example.com/"])
+        }
+    }
+
+    @Test func aRotatedSecretSignsBesideThePreviousOneUntilTheWindowEnds() async throws {
+        let (logger, sealer) = (logger, sealer)
+        let first = WebhookSecret.generate()
+        let second = WebhookSecret.generate()
+        let third = WebhookSecret.generate()
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(projectId: "p", url: "https://hooks.example.com/", secrets: [first])
+            #expect(endpoint.previousSecretExpiresAt == nil)
+
+            let rotation = try #require(
+                try await webhooks.rotateSecret(id: endpoint.id, projectId: "p", newSecret: second, window: .seconds(3600)))
+            #expect(rotation.secret == second)
+            let expires = try #require(rotation.endpoint.previousSecretExpiresAt)
+            #expect(abs(expires.timeIntervalSinceNow - 3600) < 60)
+            try await enqueueOne(webhooks, endpointId: endpoint.id)
+            #expect(try await webhooks.claimDue(limit: 10, lease: .seconds(60)).map(\.secrets) == [[second, first]])
+
+            // A window of zero drops the previous secret at once; the first keeps its own end.
+            _ = try await webhooks.rotateSecret(id: endpoint.id, projectId: "p", newSecret: third, window: .zero)
+            try await enqueueOne(webhooks, endpointId: endpoint.id)
+            #expect(try await webhooks.claimDue(limit: 10, lease: .seconds(60)).map(\.secrets) == [[third, first]])
+
+            #expect(try await webhooks.rotateSecret(id: endpoint.id, projectId: "another", newSecret: third, window: .zero) == nil)
+            #expect(try await webhooks.rotateSecret(id: "we_none", projectId: "p", newSecret: third, window: .zero) == nil)
+        }
+    }
+
+    @Test func endpointsAreDisabledWithAReasonAndEnabledAgain() async throws {
+        let (logger, sealer) = (logger, sealer)
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
+            #expect(endpoint.enabled && endpoint.disabledReason == nil && endpoint.disabledAt == nil)
+
+            // As the notifier does on a partner's 410: whatever the project.
+            let gone = try #require(try await webhooks.disableEndpoint(id: endpoint.id, reason: "HTTP 410 Gone"))
+            #expect(!gone.enabled && gone.disabledReason == "HTTP 410 Gone")
+            let disabledAt = try #require(gone.disabledAt)
+            // Disabling again keeps the first reason and time.
+            let again = try await webhooks.disableEndpoint(id: endpoint.id, projectId: "p", reason: "operator")
+            #expect(again?.disabledReason == "HTTP 410 Gone" && again?.disabledAt == disabledAt)
+            #expect(try await webhooks.endpoints(projectId: "p").map(\.enabled) == [false])
+            #expect(try await webhooks.disableEndpoint(id: endpoint.id, projectId: "another", reason: "x") == nil)
+
+            let enabled = try #require(try await webhooks.enableEndpoint(id: endpoint.id, projectId: "p"))
+            #expect(enabled.enabled && enabled.disabledReason == nil && enabled.disabledAt == nil)
+            #expect(try await webhooks.enableEndpoint(id: "we_none", projectId: "p") == nil)
+        }
+    }
+
+    @Test func productionNeedsAKeyWhileDevAndDemoKeepALocalOne() async throws {
+        let logger = logger
+        try await withFreshDatabase { database in
+            let keys = SecretKeyStore(database: database, logger: logger)
+            await #expect(throws: SecretKeyMissingError.self) { try await keys.sealer(configured: nil, fallback: .required) }
+            await #expect(throws: SecretKeyMissingError.self) { try await keys.sealer(configured: nil, fallback: .existingLocal) }
+            let configured = SecretEncryptionKey.generate()
+            #expect(try await keys.sealer(configured: configured, fallback: .required).key == configured)
+
+            let local = try await keys.sealer(configured: nil, fallback: .generateLocal).key
+            #expect(try await keys.sealer(configured: nil, fallback: .generateLocal).key == local)
+            #expect(try await keys.sealer(configured: nil, fallback: .existingLocal).key == local)
+        }
+    }
+}
