@@ -44,6 +44,7 @@ import Testing
             "CHECKIN_TOPIC_EVENTS_DLQ": topics.eventsDeadLetter, "CHECKIN_EVALUATOR_GROUP": "evaluator-\(suffix)",
             "CHECKIN_NOTIFIER_GROUP": "notifier-\(suffix)", "CHECKIN_KAFKA_PARTITIONS": "2",
             "CHECKIN_INGEST_REQUIRE_API_KEY": "false", "CHECKIN_HTTP_PORT": String(port), "CHECKIN_LOG_LEVEL": "warning",
+            "CHECKIN_SECRET_KEY": PipelineHarness.sharedSecretKey.base64,
         ]
         let dev = ServiceProcess(name: "dev", arguments: ["dev"], environment: environment, logDirectory: logDirectory)
         try dev.start()
