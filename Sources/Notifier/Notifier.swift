@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Kafka
 import Logging
 import Persistence
@@ -14,14 +13,14 @@ public struct Notifier: Sendable {
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
-        producer: KafkaProducer, httpClient: HTTPClient = .shared, logger: Logger
+        producer: KafkaProducer, logger: Logger
     ) throws {
         var consumerConfiguration = consumerConfiguration
         consumerConfiguration.groupId = configuration.groupId
         consumerConfiguration.topics = [configuration.topics.checkIns, configuration.topics.checkOuts]
         let webhooks = WebhookStore(database: database, logger: logger)
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: nil, logger: logger)
-        let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, httpClient: httpClient, logger: logger)
+        let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, logger: logger)
         self.consumer = consumer
         self.dispatcher = dispatcher
         self.intake = EventIntake(

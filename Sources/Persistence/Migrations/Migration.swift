@@ -10,7 +10,7 @@ public struct Migration: Sendable {
 
 extension Migration {
     /// Every migration, in order.
-    public static let all: [Migration] = [initialSchema]
+    public static let all: [Migration] = [initialSchema, orderedDeliveries]
 }
 
 extension Migration {

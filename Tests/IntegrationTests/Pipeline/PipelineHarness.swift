@@ -10,6 +10,7 @@ import NIOCore
 import NIOHTTP1
 import Notifier
 import Persistence
+import PostgresNIO
 import ServiceLifecycle
 import ServiceSupport
 import Shared
@@ -29,6 +30,15 @@ struct PipelineHarness {
     /// The engine's settings; tests of wall-clock rules shorten them.
     var engine = EngineConfiguration()
     var staleSweepInterval: Duration = .seconds(15)
+    /// The project's zones.
+    var zones = TestTrip.zones
+    /// Where the services keep their data; tests whose notifier settings matter use a
+    /// database of their own (`freshDatabaseURL`), where no other test's notifier claims.
+    var databaseURL = TestEnvironment.databaseURL
+    /// How the partner answers (nil: 204 to everything).
+    var respond: WebhookReceiver.Responder?
+    /// Changes to the in-process notifier's settings.
+    var configureNotifier: @Sendable (inout NotifierConfiguration) -> Void = { _ in }
     var evaluatorGroup: String { "evaluator-\(suffix)" }
     var notifierGroup: String { "notifier-\(suffix)" }
     let secret = WebhookSecret.generate()
@@ -39,7 +49,7 @@ struct PipelineHarness {
     }()
 
     func databaseConfiguration() throws -> DatabaseConfiguration {
-        try DatabaseConfiguration(url: TestEnvironment.databaseURL)
+        try DatabaseConfiguration(url: databaseURL)
     }
 
     func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
@@ -62,7 +72,7 @@ struct PipelineHarness {
             try await projects.createProject(id: projectId, name: "Test")
             try await projects.addKey(deviceKey, projectId: projectId, kind: .device)
             try await projects.addKey(managementKey, projectId: projectId, kind: .management)
-            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: TestTrip.zones)
+            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: zones)
         }
         try await KafkaAdmin.createTopics(
             topics.all.map { (name: $0, partitions: 4) }, bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(30),
@@ -89,10 +99,11 @@ struct PipelineHarness {
                 staleSweepInterval: staleSweepInterval),
             consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
             producer: producer, logger: logger)
+        var notifierConfiguration = NotifierConfiguration(
+            groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200), pollInterval: .milliseconds(100))
+        configureNotifier(&notifierConfiguration)
         let notifier = try Notifier(
-            configuration: NotifierConfiguration(
-                groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
-                pollInterval: .milliseconds(100)),
+            configuration: notifierConfiguration,
             consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database,
             producer: producer, logger: logger)
         let received = ReceivedWebhooks()
@@ -104,7 +115,7 @@ struct PipelineHarness {
         let ingest = buildIngestApplication(
             configuration: IngestConfiguration(port: 0, topics: topics), dependencies: dependencies, logger: logger,
             onServerRunning: { ports.continuation.yield(("ingest", $0)) })
-        let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received) {
+        let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received, respond: respond) {
             ports.continuation.yield(("receiver", $0))
         }
         let services: [any Service] = [database, producer] + evaluator.services + notifier.services + [ingest, receiver]
@@ -129,6 +140,23 @@ struct PipelineHarness {
             try await tasks.waitForAll()
         }
     }
+}
+
+/// A new, empty database on the test Postgres server, for a test whose notifiers must be
+/// the only ones claiming its deliveries.
+func freshDatabaseURL(logger: Logger) async throws -> String {
+    let name = "checkin_test_\(UUID().uuidString.prefix(8).lowercased())"
+    try await Database.withTemporaryClient(
+        configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+    ) { database in
+        try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+    }
+    guard var components = URLComponents(string: TestEnvironment.databaseURL) else {
+        throw TestFailure("CHECKIN_DATABASE_URL is not a URL")
+    }
+    components.path = "/" + name
+    guard let url = components.string else { throw TestFailure("no URL for database \(name)") }
+    return url
 }
 
 /// Sends a JSON body to the ingest service and returns the status and body.
