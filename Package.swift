@@ -135,6 +135,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "NotifierTests",
+            dependencies: ["Notifier", "Persistence"]
+        ),
+        .testTarget(
             name: "KafkaTests",
             dependencies: ["Kafka", "KafkaTesting"]
         ),

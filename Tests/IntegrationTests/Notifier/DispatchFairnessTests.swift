@@ -23,7 +23,7 @@ import Testing
         let url = try await freshDatabaseURL(logger: logger)
         let database = Database(configuration: try DatabaseConfiguration(url: url), logger: logger)
         let configuration = NotifierConfiguration(
-            concurrency: 8, endpointConcurrency: 2, requestTimeout: .seconds(3), initialRetryDelay: .seconds(30),
+            concurrency: 8, endpointConcurrency: 2, requestTimeout: .seconds(20), initialRetryDelay: .seconds(60),
             pollInterval: .milliseconds(100))
         let webhooks = WebhookStore(database: database, logger: logger)
         let dispatcher = WebhookDispatcher(configuration: configuration, webhooks: webhooks, logger: logger)
@@ -34,7 +34,7 @@ import Testing
         let slowReceiver = WebhookReceiver.application(
             secret: try WebhookSecret(secret), received: slow,
             respond: { _, _ in
-                try? await Task.sleep(for: .seconds(8))
+                try? await Task.sleep(for: .seconds(30))
                 return nil
             }, onRunning: { ports.continuation.yield(("slow", $0)) })
         let healthyReceiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: healthy) {
@@ -61,7 +61,7 @@ import Testing
             try await withServicesRunning([dispatcher]) {
                 try await healthy.wait(timeout: .seconds(60)) { $0.count >= 40 }
                 // Every healthy delivery arrived before any attempt at the slow partner ended (each
-                // takes the 3 s timeout): none of them waited for the slow partner.
+                // takes the 20 s timeout): none of them waited for the slow partner.
                 let slowAttemptsEnded = try await database.client.query(
                     """
                     SELECT count(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
