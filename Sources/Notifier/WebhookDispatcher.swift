@@ -16,10 +16,12 @@ import Shared
 /// A device's deliveries to an endpoint go in `sequence` order: the claim query lets the
 /// next one out only once the previous one is delivered or failed.
 public final class WebhookDispatcher: Service, Sendable {
-    enum Signal: Sendable {
+    /// What happened since the dispatch loop last looked. Collected under a lock and taken
+    /// whole, so that a burst of wake-ups costs one claim, not one each.
+    struct Mailbox {
         /// Look for due deliveries now.
-        case wake
-        case finished(endpointId: String, endpointDisabled: Bool)
+        var woken = false
+        var finished: [(endpointId: String, endpointDisabled: Bool)] = []
     }
 
     let configuration: NotifierConfiguration
@@ -32,8 +34,9 @@ public final class WebhookDispatcher: Service, Sendable {
     let recorder: ResultRecorder
     /// Claimed and not yet recorded or released: the leases to renew.
     private let held: NIOLockedValueBox<Set<Int64>>
-    private let signals: AsyncStream<Signal>
-    private let signal: AsyncStream<Signal>.Continuation
+    private let mailbox: NIOLockedValueBox<Mailbox>
+    private let signals: AsyncStream<Void>
+    private let signal: AsyncStream<Void>.Continuation
 
     let deliveredCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "delivered")])
     let retryCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "retry")])
@@ -50,21 +53,25 @@ public final class WebhookDispatcher: Service, Sendable {
         self.sender = WebhookSender(configuration: configuration)
         let owner = "notifier-" + UUID().uuidString.lowercased()
         let held = NIOLockedValueBox<Set<Int64>>([])
-        let (signals, signal) = AsyncStream.makeStream(of: Signal.self)
+        let mailbox = NIOLockedValueBox(Mailbox())
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.owner = owner
         self.held = held
+        self.mailbox = mailbox
         self.signals = signals
         self.signal = signal
         self.recorder = ResultRecorder(webhooks: webhooks, owner: owner, logger: logger) { ids in
             held.withLockedValue { $0.subtract(ids) }
             // A recorded result may let the device's next delivery go.
-            signal.yield(.wake)
+            mailbox.withLockedValue { $0.woken = true }
+            signal.yield()
         }
     }
 
     /// Asks for a look at the queue now rather than at the next poll.
     public func wake() {
-        signal.yield(.wake)
+        mailbox.withLockedValue { $0.woken = true }
+        signal.yield()
     }
 
     public func run() async throws {
@@ -91,12 +98,13 @@ public final class WebhookDispatcher: Service, Sendable {
         await withDiscardingTaskGroup { senders in
             /// The last claim found nothing: wait for a wake-up before asking again.
             var drained = false
-            for await signal in signals.cancelOnGracefulShutdown() {
-                var woken = false
-                switch signal {
-                case .wake:
-                    woken = true
-                case .finished(let endpointId, let endpointDisabled):
+            for await _ in signals.cancelOnGracefulShutdown() {
+                let news = mailbox.withLockedValue { mailbox in
+                    defer { mailbox = Mailbox() }
+                    return mailbox
+                }
+                let woken = news.woken
+                for (endpointId, endpointDisabled) in news.finished {
                     scheduler.finished(endpointId: endpointId)
                     if endpointDisabled { await release(scheduler.removeQueued(endpointId: endpointId)) }
                 }
@@ -167,7 +175,8 @@ public final class WebhookDispatcher: Service, Sendable {
             DeliveryResult(
                 deliveryId: delivery.id, attempt: delivery.attempt, startedAt: startedAt, latency: elapsed,
                 statusCode: response.statusCode, error: decision.error, outcome: decision.outcome))
-        signal.yield(.finished(endpointId: delivery.endpointId, endpointDisabled: decision.disablesEndpoint))
+        mailbox.withLockedValue { $0.finished.append((delivery.endpointId, decision.disablesEndpoint)) }
+        signal.yield()
     }
 
     private func release(_ deliveries: [DeliveryAttempt]) async {

@@ -12,6 +12,9 @@ extension Migration {
             ALTER TABLE deliveries ADD COLUMN leased_until timestamptz;
 
             CREATE INDEX deliveries_device_order ON deliveries (endpoint_id, device_id, sequence);
+            -- Finds each device's first pending delivery per endpoint, the one that may go next.
+            CREATE INDEX deliveries_pending_heads ON deliveries (endpoint_id, device_id, sequence NULLS FIRST, id)
+                WHERE status = 'pending';
 
             -- One row per attempt, for operators: GET /v1/deliveries/{id}.
             CREATE TABLE delivery_attempts (

@@ -201,23 +201,25 @@ extension WebhookStore {
     ) async throws -> [DeliveryAttempt] {
         let rows = try await database.client.query(
             """
-            WITH eligible AS (
-                SELECT d.id, d.endpoint_id, d.next_attempt_at FROM deliveries d
-                  JOIN webhook_endpoints e ON e.id = d.endpoint_id
-                 WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-                   AND (d.leased_until IS NULL OR d.leased_until <= now())
+            WITH heads AS (
+                -- Each device's first pending delivery to each endpoint: the only one that may go.
+                SELECT DISTINCT ON (d.endpoint_id, d.device_id)
+                       d.id, d.endpoint_id, d.device_id, d.sequence, d.next_attempt_at, d.leased_until, d.created_at
+                  FROM deliveries d
+                 WHERE d.status = 'pending'
+                 ORDER BY d.endpoint_id, d.device_id, d.sequence NULLS FIRST, d.id
+            ), eligible AS (
+                SELECT h.id, h.endpoint_id, h.next_attempt_at FROM heads h
+                  JOIN webhook_endpoints e ON e.id = h.endpoint_id
+                 WHERE h.next_attempt_at <= now()
+                   AND (h.leased_until IS NULL OR h.leased_until <= now())
                    AND e.enabled
-                   AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
-                   AND NOT EXISTS (SELECT 1 FROM deliveries p
-                                    WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                                      AND p.status = 'pending' AND p.sequence < d.sequence)
-                   AND (d.sequence IS NULL OR d.sequence <= 1
-                        OR d.created_at <= now() - make_interval(secs => \(gapHold.seconds))
+                   AND NOT (h.endpoint_id = ANY(\(excluding)::text[]))
+                   AND (h.sequence IS NULL OR h.sequence <= 1
+                        OR h.created_at <= now() - make_interval(secs => \(gapHold.seconds))
                         OR EXISTS (SELECT 1 FROM deliveries p
-                                    WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                                      AND p.sequence = d.sequence - 1))
-                 ORDER BY d.next_attempt_at, d.id
-                 LIMIT \(limit * 8)
+                                    WHERE p.endpoint_id = h.endpoint_id AND p.device_id = h.device_id
+                                      AND p.sequence = h.sequence - 1))
             ), ranked AS (
                 SELECT id, next_attempt_at,
                        row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
