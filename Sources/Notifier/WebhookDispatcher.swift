@@ -76,12 +76,12 @@ public final class WebhookDispatcher: Service, Sendable {
 
     public func run() async throws {
         async let recording: Void = recorder.run()
-        await withTaskGroup(of: Void.self) { helpers in
-            helpers.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
-            helpers.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
-            helpers.addTask { await self.every(.seconds(15)) { await self.failExpiredWhileDisabled() } }
+        await withTaskGroup(of: Void.self) { chores in
+            chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
+            chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
+            chores.addTask { await self.every(.seconds(15)) { await self.failExpiredWhileDisabled() } }
             await dispatchUntilShutdown()
-            helpers.cancelAll()
+            chores.cancelAll()
         }
         await recorder.flush()
         recorder.finish()
