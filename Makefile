@@ -35,7 +35,7 @@ test-observability: setup
 	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
 
 test-unit: setup
-	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests'
+	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests|NotifierTests'
 
 compose-check: setup
 	@docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"

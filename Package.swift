@@ -156,6 +156,10 @@ let package = Package(
             ]
         ),
         .testTarget(
+            name: "NotifierTests",
+            dependencies: ["Notifier", "Persistence"]
+        ),
+        .testTarget(
             name: "KafkaTests",
             dependencies: ["Kafka", "KafkaTesting"]
         ),

@@ -36,6 +36,14 @@ struct ManagementRoutes {
             let limit = min(max(request.uri.queryParameters.get("limit", as: Int.self) ?? 100, 1), 1000)
             return try json(try await dependencies.webhooks.deliveries(projectId: projectId, status: status, limit: limit))
         }
+        router.get("/v1/deliveries/:id") { request, context in
+            let projectId = try await keys.project(for: request, kind: .management)
+            let text = try context.parameters.require("id")
+            guard let id = Int64(text), let detail = try await dependencies.webhooks.delivery(id: id, projectId: projectId) else {
+                throw Problem.notFound("no delivery \(text) in this project")
+            }
+            return try json(detail)
+        }
         router.post("/v1/deliveries/:id/replay") { request, context in
             let projectId = try await keys.project(for: request, kind: .management)
             guard let id = Int64(try context.parameters.require("id")) else { throw Problem.notFound("no such delivery") }
@@ -44,6 +52,7 @@ struct ManagementRoutes {
             }
             return Response(status: .accepted)
         }
+        router.post("/v1/deliveries/replay") { request, _ in try await replayDeliveries(request) }
     }
 
     func replaceZones(_ request: Request) async throws -> Response {
@@ -81,6 +90,43 @@ struct ManagementRoutes {
         var zones: Int
         var warnings: [FenceProximity]
         var warningCount: Int
+    }
+
+    /// Several deliveries queued again at once, so that a device's go out in `sequence` order.
+    struct ReplayRequest: Decodable {
+        var ids: [Int64]?
+        var status: DeliveryStatus?
+        var endpointId: String?
+    }
+
+    struct ReplayAnswer: Encodable {
+        var replayed: Int
+    }
+
+    func replayDeliveries(_ request: Request) async throws -> Response {
+        let projectId = try await keys.project(for: request, kind: .management)
+        let body = try await request.body.collect(upTo: 1 << 20)
+        let replay: ReplayRequest
+        do {
+            replay = try JSONDecoder().decode(ReplayRequest.self, from: Data(buffer: body))
+        } catch {
+            throw Problem.invalid(
+                "the body must be {\"ids\": [delivery ids]} or {\"status\": \"failed\"}: \(DecodingErrorText.describe(error))")
+        }
+        if let ids = replay.ids, replay.status == nil, replay.endpointId == nil {
+            guard !ids.isEmpty, ids.count <= 10_000 else {
+                throw Problem.invalid("1 to 10,000 ids", parameters: [.init(name: "ids", reason: "must hold 1 to 10,000 delivery ids")])
+            }
+            let replayed = try await dependencies.webhooks.replay(deliveryIds: ids, projectId: projectId)
+            guard !replayed.isEmpty else { throw Problem.notFound("none of these deliveries is in this project") }
+            return try json(ReplayAnswer(replayed: replayed.count), status: .accepted)
+        }
+        guard replay.ids == nil, replay.status == .failed else {
+            throw Problem.invalid(
+                "give either ids or status failed", parameters: [.init(name: "status", reason: "must be failed when ids are not given")])
+        }
+        let replayed = try await dependencies.webhooks.replayFailed(projectId: projectId, endpointId: replay.endpointId)
+        return try json(ReplayAnswer(replayed: replayed), status: .accepted)
     }
 
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

@@ -108,6 +108,31 @@ components:
               beacons:
                 type: array
                 items: {type: object, required: [id], properties: {id: {$ref: "#/components/schemas/Identifier"}, name: {type: string, maxLength: 256}, uuid: {type: string}, major: {type: integer}, minor: {type: integer}, eddystoneId: {$ref: "#/components/schemas/Identifier"}, rssiThreshold: {type: integer, default: -80}}}
+    Delivery:
+      type: object
+      required: [id, endpointId, eventId, eventType, deviceId, status, attempts, createdAt]
+      properties:
+        id: {type: integer}
+        endpointId: {type: string}
+        eventId: {type: string}
+        eventType: {enum: [checkin, checkout]}
+        deviceId: {type: string}
+        sequence: {type: integer, description: "The event's per-device sequence; a device's deliveries to an endpoint go in this order"}
+        status: {enum: [pending, delivered, failed]}
+        attempts: {type: integer}
+        lastStatusCode: {type: integer}
+        lastError: {type: string}
+        createdAt: {type: string, format: date-time}
+        deliveredAt: {type: string, format: date-time}
+    DeliveryAttempt:
+      type: object
+      required: [attempt, startedAt, latencyMilliseconds]
+      properties:
+        attempt: {type: integer, description: "1 for the first attempt (again 1 after a replay)"}
+        startedAt: {type: string, format: date-time}
+        latencyMilliseconds: {type: number}
+        statusCode: {type: integer, description: "The endpoint's answer; absent when there was none (timeout, connection refused)"}
+        error: {type: string, description: "What went wrong; absent on success"}
   responses:
     Problem:
       description: The request was refused; the body says why.
@@ -283,10 +308,51 @@ paths:
         - {name: status, in: query, schema: {enum: [pending, delivered, failed]}}
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
       responses:
-        "200": {description: Deliveries, newest first}
+        "200": {description: "Deliveries, newest first", content: {application/json: {schema: {type: array, items: {$ref: "#/components/schemas/Delivery"}}}}}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "500": {$ref: "#/components/responses/InternalError"}
+  /v1/deliveries/{id}:
+    get:
+      summary: A delivery and every attempt made
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "200":
+          description: The delivery and its attempt log, oldest first
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [delivery, attemptLog]
+                properties:
+                  delivery: {$ref: "#/components/schemas/Delivery"}
+                  attemptLog: {type: array, items: {$ref: "#/components/schemas/DeliveryAttempt"}}
+        "404": {$ref: "#/components/responses/Problem"}
+  /v1/deliveries/replay:
+    post:
+      summary: Queue several deliveries again, together
+      description: |
+        Deliveries queued together go out in each device's sequence order, whatever order
+        they are named in. Either `ids`, or `status: failed` (every failed delivery of the
+        project, or of one endpoint with `endpointId`).
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              properties:
+                ids: {type: array, items: {type: integer}, minItems: 1, maxItems: 10000}
+                status: {enum: [failed]}
+                endpointId: {type: string}
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "202": {description: Queued, content: {application/json: {schema: {type: object, properties: {replayed: {type: integer}}}}}}
+        "400": {$ref: "#/components/responses/Problem"}
+        "404": {$ref: "#/components/responses/Problem"}
   /v1/deliveries/{id}/replay:
     post:
       summary: Queue a delivery again

@@ -79,15 +79,16 @@ public final class EventIntake: Service, Sendable {
             deadLetterOf: message, topic: deadLetterTopic, reason: reason, headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 
+    /// Turns a slice of event records into delivery rows, atomically: every row of the slice
+    /// is queued, or none is. Records that are not events are dead-lettered first.
     func accept(_ batch: [KafkaConsumerMessage]) async throws {
         let decoder = WireJSON.decoder()
-        let encoder = WireJSON.encoder()
         var deliveries: [NewDelivery] = []
         var deadLetters: [KafkaRecord] = []
         for message in batch {
-            let event: CheckEvent
+            let event: EventEnvelope
             do {
-                event = try decoder.decode(CheckEvent.self, from: Data(message.value))
+                event = try decoder.decode(EventEnvelope.self, from: Data(message.value))
             } catch {
                 logger.error(
                     "dead-lettering a record that is not an event",
@@ -97,14 +98,15 @@ public final class EventIntake: Service, Sendable {
                 continue
             }
             eventsCounter.increment()
-            let payload = String(decoding: try encoder.encode(WebhookPayload(event: event)), as: UTF8.self)
-            for endpoint in try await endpoints(of: event.projectId) where endpoint.enabled {
+            let payload = String(
+                decoding: WebhookPayload.body(type: event.type, timestamp: event.time, event: message.value), as: UTF8.self)
+            // Disabled endpoints too: their deliveries wait, in order, until they are enabled again.
+            for endpoint in try await endpoints(of: event.projectId) {
                 deliveries.append(
                     NewDelivery(
                         endpointId: endpoint.id, projectId: event.projectId, eventId: event.eventId,
-                        eventType: event.type.rawValue, deviceId: event.deviceId,
-                        eventTime: event.checkOutTime ?? event.location.timestamp,
-                        checkInId: event.type == .checkout ? event.checkInId : nil, payload: payload))
+                        eventType: event.type.rawValue, deviceId: event.deviceId, eventTime: event.time,
+                        sequence: event.sequence, payload: payload))
             }
         }
         try await producer.sendAll(deadLetters)
@@ -122,4 +124,23 @@ public final class EventIntake: Service, Sendable {
         endpointCache.withLockedValue { $0[projectId] = (endpoints, now + .seconds(5)) }
         return endpoints
     }
+}
+
+/// The fields of an event the notifier acts on; the event itself goes to partners as received.
+struct EventEnvelope: Decodable {
+    struct Location: Decodable {
+        var timestamp: Date
+    }
+
+    var eventId: String
+    /// Absent on events from before events were numbered.
+    var sequence: Int?
+    var type: EventType
+    var projectId: String
+    var deviceId: String
+    var location: Location
+    var checkOutTime: Date?
+
+    /// When it happened: the webhook's `timestamp`.
+    var time: Date { type == .checkin ? location.timestamp : (checkOutTime ?? location.timestamp) }
 }

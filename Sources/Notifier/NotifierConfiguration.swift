@@ -5,34 +5,46 @@ import Shared
 public struct NotifierConfiguration: Sendable {
     public var groupId: String
     public var topics: Topics
-    /// Deliveries sent at the same time (deliveries of one device are always sent one after another).
+    /// Attempts in flight at once, across all endpoints.
     public var concurrency: Int
+    /// Attempts in flight at once to one endpoint (also its HTTP connections), so that no
+    /// endpoint can take every slot and slow the others.
+    public var endpointConcurrency: Int
     public var requestTimeout: Duration
-    /// Delay before the first retry; each later retry waits twice as long, up to `maximumRetryDelay`.
+    /// Delay before the first retry; each later retry waits twice as long, up to
+    /// `maximumRetryDelay`, less a random part of up to half (jitter).
     public var initialRetryDelay: Duration
+    /// Also the cap on a `Retry-After` an endpoint asks for.
     public var maximumRetryDelay: Duration
     /// After this many attempts a delivery is marked failed (it can still be replayed).
     public var maximumAttempts: Int
-    /// How long a claimed delivery is reserved for one attempt before another worker may take it.
+    /// How long a claimed delivery is reserved for this notifier; renewed while its attempt
+    /// runs, so a notifier that dies leaves its work to the others within one lease.
     public var attemptLease: Duration
+    /// How long a device's event waits for the device's previous one to be queued (it comes
+    /// from the other event topic) before it goes without it.
+    public var gapHold: Duration
     public var pollInterval: Duration
     /// Which endpoint URLs and resolved addresses deliveries may connect to.
     public var webhookURLPolicy: WebhookURLPolicy
 
     public init(
-        groupId: String = "checkin-notifier", topics: Topics = Topics(), concurrency: Int = 16,
+        groupId: String = "checkin-notifier", topics: Topics = Topics(), concurrency: Int = 64, endpointConcurrency: Int = 16,
         requestTimeout: Duration = .seconds(10), initialRetryDelay: Duration = .seconds(5),
-        maximumRetryDelay: Duration = .seconds(3600), maximumAttempts: Int = 12, attemptLease: Duration = .seconds(60),
-        pollInterval: Duration = .milliseconds(250), webhookURLPolicy: WebhookURLPolicy = .strict
+        maximumRetryDelay: Duration = .seconds(3600), maximumAttempts: Int = 12, attemptLease: Duration = .seconds(10),
+        gapHold: Duration = .seconds(60), pollInterval: Duration = .milliseconds(250),
+        webhookURLPolicy: WebhookURLPolicy = .strict
     ) {
         self.groupId = groupId
         self.topics = topics
         self.concurrency = concurrency
+        self.endpointConcurrency = min(endpointConcurrency, concurrency)
         self.requestTimeout = requestTimeout
         self.initialRetryDelay = initialRetryDelay
         self.maximumRetryDelay = maximumRetryDelay
         self.maximumAttempts = maximumAttempts
         self.attemptLease = attemptLease
+        self.gapHold = gapHold
         self.pollInterval = pollInterval
         self.webhookURLPolicy = webhookURLPolicy
     }
@@ -40,15 +52,18 @@ public struct NotifierConfiguration: Sendable {
     public init(environment: EnvironmentReader, topics: Topics) throws {
         self.init(
             groupId: environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier"), topics: topics,
-            concurrency: try environment.int("CHECKIN_WEBHOOK_CONCURRENCY", default: 16, range: 1...1024),
+            concurrency: try environment.int("CHECKIN_WEBHOOK_CONCURRENCY", default: 64, range: 1...4096),
+            endpointConcurrency: try environment.int("CHECKIN_WEBHOOK_ENDPOINT_CONCURRENCY", default: 16, range: 1...1024),
             requestTimeout: try environment.duration("CHECKIN_WEBHOOK_TIMEOUT", default: .seconds(10)),
             initialRetryDelay: try environment.duration("CHECKIN_WEBHOOK_RETRY_DELAY", default: .seconds(5)),
             maximumRetryDelay: try environment.duration("CHECKIN_WEBHOOK_MAX_RETRY_DELAY", default: .seconds(3600)),
             maximumAttempts: try environment.int("CHECKIN_WEBHOOK_MAX_ATTEMPTS", default: 12, range: 1...100),
+            attemptLease: try environment.duration("CHECKIN_WEBHOOK_LEASE", default: .seconds(10)),
+            gapHold: try environment.duration("CHECKIN_WEBHOOK_GAP_HOLD", default: .seconds(60)),
             webhookURLPolicy: try WebhookURLPolicy(environment: environment))
     }
 
-    /// The wait before attempt `attempt + 1`, after `attempt` failed.
+    /// The back-off before attempt `attempt + 1`, after `attempt` failed, without jitter.
     func retryDelay(afterAttempt attempt: Int) -> Duration {
         var delay = initialRetryDelay
         for _ in 1..<max(attempt, 1) {
@@ -56,5 +71,13 @@ public struct NotifierConfiguration: Sendable {
             if delay >= maximumRetryDelay { return maximumRetryDelay }
         }
         return min(delay, maximumRetryDelay)
+    }
+
+    /// How long all of a delivery's attempts take at most: a delivery queued for a disabled
+    /// endpoint longer than this has run out of retries.
+    var retryWindow: Duration {
+        var total = Duration.zero
+        for attempt in 1..<max(maximumAttempts, 1) { total += retryDelay(afterAttempt: attempt) + requestTimeout }
+        return total + requestTimeout
     }
 }

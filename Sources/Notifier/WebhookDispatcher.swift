@@ -1,151 +1,226 @@
-import AsyncHTTPClient
-import Dispatch
 import Foundation
 import Logging
 import Metrics
-import NIOCore
-import NIOHTTP1
+import NIOConcurrencyHelpers
 import Persistence
 import ServiceLifecycle
 import Shared
 
-/// Sends queued deliveries as signed webhooks (Standard Webhooks), retrying
-/// failures with exponential back-off. A delivery is marked delivered only on a
-/// 2xx answer; until then it stays queued in Postgres, so nothing is lost to a
-/// crash or a partner's outage.
+/// Sends queued deliveries as signed webhooks (Standard Webhooks). A delivery is marked
+/// delivered only on a 2xx answer; until then it stays queued in Postgres, so nothing is
+/// lost to a crash or a partner's outage.
+///
+/// Dispatch is continuous: claimed deliveries are started as slots free up, each endpoint
+/// limited to its own share (`DeliveryScheduler`), so a slow endpoint never holds up
+/// another. Claims are short leases renewed while held; results are written in batches.
+/// A device's deliveries to an endpoint go in `sequence` order: the claim query lets the
+/// next one out only once the previous one is delivered or failed.
 public final class WebhookDispatcher: Service, Sendable {
+    /// What happened since the dispatch loop last looked. Collected under a lock and taken
+    /// whole, so that a burst of wake-ups costs one claim, not one each.
+    struct Mailbox {
+        /// Look for due deliveries now.
+        var woken = false
+        var finished: [(endpointId: String, endpointDisabled: Bool)] = []
+    }
+
     let configuration: NotifierConfiguration
     let webhooks: WebhookStore
-    /// Connects only to addresses the URL policy allows (see `GuardedWebhookClient`).
-    let webhookClient: GuardedWebhookClient
     let logger: Logger
-    private let wakeUps: AsyncStream<Void>
-    private let wakeUpContinuation: AsyncStream<Void>.Continuation
+    /// Names this notifier's leases, so that it only ever records or renews its own.
+    let owner: String
+    let policy: DeliveryPolicy
+    let sender: WebhookSender
+    let recorder: ResultRecorder
+    /// Claimed and not yet recorded or released: the leases to renew.
+    private let held: NIOLockedValueBox<Set<Int64>>
+    private let mailbox: NIOLockedValueBox<Mailbox>
+    private let signals: AsyncStream<Void>
+    private let signal: AsyncStream<Void>.Continuation
 
     let deliveredCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "delivered")])
     let retryCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "retry")])
     let failedCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "failed")])
+    let gapCounter = Counter(label: "checkin_notifier_order_gaps_expired_total")
+    let disabledCounter = Counter(label: "checkin_notifier_endpoints_disabled_total")
     let latency = Metrics.Timer(label: "checkin_notifier_delivery_seconds")
 
-    init(configuration: NotifierConfiguration, webhooks: WebhookStore, webhookClient: GuardedWebhookClient, logger: Logger) {
+    /// `webhookClient` connects only to addresses the URL policy allows (see `GuardedWebhookClient`).
+    public init(
+        configuration: NotifierConfiguration, webhooks: WebhookStore, webhookClient: GuardedWebhookClient, logger: Logger
+    ) {
         self.configuration = configuration
         self.webhooks = webhooks
-        self.webhookClient = webhookClient
         self.logger = logger
-        (wakeUps, wakeUpContinuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.policy = DeliveryPolicy(configuration: configuration)
+        self.sender = WebhookSender(configuration: configuration, client: webhookClient)
+        let owner = "notifier-" + UUID().uuidString.lowercased()
+        let held = NIOLockedValueBox<Set<Int64>>([])
+        let mailbox = NIOLockedValueBox(Mailbox())
+        let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        self.owner = owner
+        self.held = held
+        self.mailbox = mailbox
+        self.signals = signals
+        self.signal = signal
+        self.recorder = ResultRecorder(webhooks: webhooks, owner: owner, logger: logger) { ids in
+            held.withLockedValue { $0.subtract(ids) }
+            // A recorded result may let the device's next delivery go.
+            mailbox.withLockedValue { $0.woken = true }
+            signal.yield()
+        }
     }
 
     /// Asks for a look at the queue now rather than at the next poll.
-    func wake() {
-        wakeUpContinuation.yield()
+    public func wake() {
+        mailbox.withLockedValue { $0.woken = true }
+        signal.yield()
     }
 
     public func run() async throws {
-        await withDiscardingTaskGroup { group in
-            group.addTask { [configuration] in
-                // Turns the poll interval into wake-ups, so one loop below serves both.
-                while !Task.isCancelled {
-                    try? await Task.sleep(for: configuration.pollInterval)
-                    self.wake()
+        async let recording: Void = recorder.run()
+        await withTaskGroup(of: Void.self) { chores in
+            chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
+            chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
+            chores.addTask { await self.every(.seconds(15)) { await self.failExpiredWhileDisabled() } }
+            await dispatchUntilShutdown()
+            chores.cancelAll()
+        }
+        await recorder.flush()
+        recorder.finish()
+        await recording
+        await sender.shutdown()
+    }
+
+    /// Claims and starts deliveries until a graceful shutdown; then gives back what it
+    /// has not started and waits for the attempts in flight.
+    private func dispatchUntilShutdown() async {
+        var scheduler = DeliveryScheduler(
+            concurrency: configuration.concurrency, endpointConcurrency: configuration.endpointConcurrency)
+        let capacity = configuration.concurrency * 2
+        await withDiscardingTaskGroup { senders in
+            /// The last claim found nothing: wait for a wake-up before asking again.
+            var drained = false
+            for await _ in signals.cancelOnGracefulShutdown() {
+                let news = mailbox.withLockedValue { mailbox in
+                    defer { mailbox = Mailbox() }
+                    return mailbox
+                }
+                let woken = news.woken
+                for (endpointId, endpointDisabled) in news.finished {
+                    scheduler.finished(endpointId: endpointId)
+                    if endpointDisabled { await release(scheduler.removeQueued(endpointId: endpointId)) }
+                }
+                // Claim when woken, or when fewer are queued than there are slots, so that
+                // the next free slot never waits for a claim.
+                if scheduler.held < capacity, woken || (!drained && scheduler.queued < configuration.concurrency) {
+                    do {
+                        let claimed = try await webhooks.claimDue(
+                            limit: capacity - scheduler.held, perEndpoint: 2 * configuration.endpointConcurrency,
+                            owner: owner, lease: configuration.attemptLease, gapHold: configuration.gapHold,
+                            excluding: scheduler.saturatedEndpoints)
+                        held.withLockedValue { $0.formUnion(claimed.map(\.id)) }
+                        claimed.forEach { scheduler.add($0) }
+                        drained = claimed.isEmpty
+                    } catch {
+                        drained = true
+                        logger.error("could not claim deliveries", metadata: ["error": "\(String(reflecting: error))"])
+                    }
+                }
+                while let delivery = scheduler.next() {
+                    senders.addTask { await self.attempt(delivery) }
                 }
             }
-            for await _ in wakeUps.cancelOnGracefulShutdown() {
-                do {
-                    while try await dispatchDue() == configuration.concurrency * 4 {}
-                } catch {
-                    logger.error("webhook dispatch failed", metadata: ["error": "\(String(reflecting: error))"])
-                }
-            }
-            group.cancelAll()
+            await release(scheduler.removeAllQueued())
         }
     }
 
-    /// Claims and sends one round of due deliveries; returns how many it claimed.
-    func dispatchDue() async throws -> Int {
-        let claimed = try await webhooks.claimDue(limit: configuration.concurrency * 4, lease: configuration.attemptLease)
-        guard !claimed.isEmpty else { return 0 }
-        // Per device in the order things happened (a check-in before its check-out), devices side by side.
-        let byDevice = Dictionary(grouping: claimed, by: \.deviceId).values.map {
-            $0.sorted { ($0.eventTime, $0.id) < ($1.eventTime, $1.id) }
+    /// One attempt: send, decide what the answer means, hand the result to the recorder.
+    func attempt(_ delivery: DeliveryAttempt) async {
+        if delivery.skippedGap && delivery.attempt == 1 {
+            gapCounter.increment()
+            logger.warning(
+                "sending without the device's previous event, which did not arrive within the gap hold",
+                metadata: ["deliveryId": "\(delivery.id)", "deviceId": "\(delivery.deviceId)", "sequence": "\(delivery.sequence ?? 0)"])
         }
-        await withTaskGroup(of: Void.self) { group in
-            var running = 0
-            for attempts in byDevice {
-                if running >= configuration.concurrency {
-                    await group.next()
-                    running -= 1
-                }
-                group.addTask {
-                    for attempt in attempts { await self.deliver(attempt) }
-                }
-                running += 1
+        let startedAt = Date()
+        let started = ContinuousClock.now
+        let response = await sender.send(WebhookSender.request(for: delivery, now: startedAt))
+        let elapsed = ContinuousClock.now - started
+        let decision = policy.decide(response, attempt: delivery.attempt)
+        switch decision.outcome {
+        case .delivered:
+            deliveredCounter.increment()
+            latency.record(duration: elapsed)
+        case .retry: retryCounter.increment()
+        case .failed: failedCounter.increment()
+        }
+        if let error = decision.error {
+            logger.warning(
+                "webhook delivery failed",
+                metadata: [
+                    "deliveryId": "\(delivery.id)", "eventId": "\(delivery.eventId)", "attempt": "\(delivery.attempt)",
+                    "error": "\(error)", "willRetry": "\(decision.outcome != .failed)",
+                ])
+        }
+        if decision.disablesEndpoint {
+            do {
+                _ = try await webhooks.disableEndpoint(id: delivery.endpointId, reason: "answered 410 Gone")
+                disabledCounter.increment()
+                logger.warning(
+                    "endpoint answered 410 Gone: disabled; its deliveries wait until it is enabled again",
+                    metadata: ["endpointId": "\(delivery.endpointId)"])
+            } catch {
+                logger.error("could not disable an endpoint", metadata: ["endpointId": "\(delivery.endpointId)", "error": "\(error)"])
             }
         }
-        return claimed.count
+        recorder.add(
+            DeliveryResult(
+                deliveryId: delivery.id, attempt: delivery.attempt, startedAt: startedAt, latency: elapsed,
+                statusCode: response.statusCode, error: decision.error, outcome: decision.outcome))
+        mailbox.withLockedValue { $0.finished.append((delivery.endpointId, decision.disablesEndpoint)) }
+        signal.yield()
     }
 
-    func deliver(_ attempt: DeliveryAttempt) async {
-        let started = DispatchTime.now()
-        let body = Array(attempt.payload.utf8)
-        let timestamp = Int(Date().timeIntervalSince1970)
-        let secrets = attempt.secrets.compactMap { try? WebhookSecret($0) }
-        var request = HTTPClientRequest(url: attempt.url)
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/json")
-        request.headers.add(name: "user-agent", value: "checkin-webhooks/1")
-        request.headers.add(name: WebhookSignature.idHeader, value: attempt.eventId)
-        request.headers.add(name: WebhookSignature.timestampHeader, value: String(timestamp))
-        request.headers.add(
-            name: WebhookSignature.signatureHeader,
-            value: WebhookSignature.header(id: attempt.eventId, timestamp: timestamp, body: body, secrets: secrets))
-        request.body = .bytes(ByteBuffer(bytes: body))
-
-        var statusCode: Int?
-        var failure: String
+    private func release(_ deliveries: [DeliveryAttempt]) async {
+        guard !deliveries.isEmpty else { return }
+        let ids = deliveries.map(\.id)
         do {
-            let response = try await webhookClient.execute(request, timeout: .init(configuration.requestTimeout))
-            statusCode = Int(response.status.code)
-            _ = try? await response.body.collect(upTo: 64 * 1024)
-            if (200..<300).contains(response.status.code) {
-                latency.recordInterval(since: started)
-                deliveredCounter.increment()
-                await record { try await self.webhooks.markDelivered(id: attempt.id, statusCode: Int(response.status.code)) }
-                return
-            }
-            failure = "HTTP \(response.status.code)"
+            try await webhooks.releaseLeases(ids: ids, owner: owner)
         } catch {
-            failure = String(describing: error)
+            // Not lost: the leases run out and the deliveries are claimed again.
+            logger.warning("could not release deliveries", metadata: ["error": "\(error)"])
         }
-        let giveUp = attempt.attempt >= configuration.maximumAttempts
-        let retryAt = giveUp ? nil : Date().addingTimeInterval(seconds(configuration.retryDelay(afterAttempt: attempt.attempt)))
-        (giveUp ? failedCounter : retryCounter).increment()
-        logger.warning(
-            "webhook delivery failed",
-            metadata: [
-                "deliveryId": "\(attempt.id)", "eventId": "\(attempt.eventId)", "attempt": "\(attempt.attempt)",
-                "error": "\(failure)", "willRetry": "\(!giveUp)",
-            ])
-        await record {
-            try await self.webhooks.markAttemptFailed(id: attempt.id, statusCode: statusCode, error: failure, retryAt: retryAt)
-        }
+        held.withLockedValue { $0.subtract(ids) }
     }
 
-    /// A result that cannot be recorded leaves the lease to expire, and the delivery is retried.
-    private func record(_ update: () async throws -> Void) async {
+    private func renewLeases() async {
+        let ids = held.withLockedValue { Array($0) }
         do {
-            try await update()
+            try await webhooks.renewLeases(ids: ids, owner: owner, lease: configuration.attemptLease)
         } catch {
-            logger.error("could not record a delivery result", metadata: ["error": "\(error)"])
+            logger.error("could not renew delivery leases", metadata: ["error": "\(String(reflecting: error))"])
         }
     }
 
-    private func seconds(_ duration: Duration) -> TimeInterval {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+    private func failExpiredWhileDisabled() async {
+        do {
+            let failed = try await webhooks.failExpiredWhileDisabled(retryWindow: configuration.retryWindow)
+            if failed > 0 {
+                failedCounter.increment(by: failed)
+                logger.warning("deliveries to disabled endpoints ran out of retries", metadata: ["failed": "\(failed)"])
+            }
+        } catch {
+            logger.error("could not expire deliveries of disabled endpoints", metadata: ["error": "\(error)"])
+        }
     }
-}
 
-extension TimeAmount {
-    init(_ duration: Duration) {
-        self = .nanoseconds(duration.components.seconds * 1_000_000_000 + duration.components.attoseconds / 1_000_000_000)
+    /// Runs `work` every `interval` until cancelled.
+    private func every(_ interval: Duration, _ work: @Sendable () async -> Void) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            guard !Task.isCancelled else { return }
+            await work()
+        }
     }
 }

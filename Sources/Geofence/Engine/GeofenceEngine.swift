@@ -93,6 +93,7 @@ public final class GeofenceEngine: Sendable {
             }
         }
         if usable { state.track = TrackPoint(time: time, lat: fix.lat, lon: fix.lon) }
+        state.number(&events)
         return Evaluation(outcome: .evaluated, events: events)
     }
 
@@ -116,6 +117,7 @@ public final class GeofenceEngine: Sendable {
         }
         var events: [CheckEvent] = []
         expire(&state, project: project, deviceId: deviceId, at: deadline.timeIntervalSince1970, events: &events)
+        state.number(&events)
         return events
     }
 

@@ -25,6 +25,9 @@ public struct DeviceState: Codable, Sendable, Equatable {
     /// Where the next digest goes once `recentFixIds` is full (a ring, so nothing moves).
     var recentCursor: Int = 0
     var zones: [ZoneMemory]
+    /// The `sequence` of the device's last event (0: none yet). States stored before
+    /// events carried a sequence decode with 0 and count on from there.
+    public internal(set) var lastSequence: Int = 0
 
     /// A device never seen.
     public init() {
@@ -34,6 +37,7 @@ public struct DeviceState: Codable, Sendable, Equatable {
 
     enum CodingKeys: String, CodingKey {
         case lastTime = "t", lastFix = "f", track = "p", recentFixIds = "ids", recentCursor = "ic", zones = "z"
+        case lastSequence = "n"
     }
 
     public init(from decoder: any Decoder) throws {
@@ -45,6 +49,7 @@ public struct DeviceState: Codable, Sendable, Equatable {
         recentCursor = try container.decodeIfPresent(Int.self, forKey: .recentCursor) ?? 0
         if !(0..<Self.rememberedFixIds).contains(recentCursor) { recentCursor = 0 }
         zones = try container.decodeIfPresent([ZoneMemory].self, forKey: .zones) ?? []
+        lastSequence = try container.decodeIfPresent(Int.self, forKey: .lastSequence) ?? 0
     }
 
     public func encode(to encoder: any Encoder) throws {
@@ -55,6 +60,15 @@ public struct DeviceState: Codable, Sendable, Equatable {
         if !recentFixIds.isEmpty { try container.encode(recentFixIds, forKey: .recentFixIds) }
         if recentCursor != 0 { try container.encode(recentCursor, forKey: .recentCursor) }
         if !zones.isEmpty { try container.encode(zones, forKey: .zones) }
+        if lastSequence != 0 { try container.encode(lastSequence, forKey: .lastSequence) }
+    }
+
+    /// Numbers the events of one decision in the order they were decided, after the device's earlier ones.
+    mutating func number(_ events: inout [CheckEvent]) {
+        for index in events.indices {
+            lastSequence += 1
+            events[index].sequence = lastSequence
+        }
     }
 
     /// When the last evaluated fix was taken.

@@ -10,7 +10,9 @@ public struct Migration: Sendable {
 
 extension Migration {
     /// Every migration, in order.
-    public static let all: [Migration] = [initialSchema, partitionOwnership, webhookEndpointSecurity, undeliveredIndex]
+    public static let all: [Migration] = [
+        initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex,
+    ]
 }
 
 extension Migration {

@@ -6,6 +6,9 @@ public struct CheckEvent: Sendable, Equatable, Codable {
     /// Deterministic: the same input always yields the same id, so every
     /// redelivery downstream can be recognised and dropped.
     public var eventId: String
+    /// The device's decision counter: 1, 2, 3 … per project and device across both
+    /// event topics, so that consumers and partners can put a device's events in order.
+    public var sequence: Int
     public var type: EventType
     public var projectId: String
     public var deviceId: String
@@ -28,9 +31,10 @@ public struct CheckEvent: Sendable, Equatable, Codable {
         eventId: String, type: EventType, projectId: String, deviceId: String, checkInId: String,
         zone: ZoneSummary, fence: FenceSummary? = nil, beacon: BeaconSummary? = nil, location: EventLocation,
         willCheckOut: Bool, mode: FixMode, crossing: GeolineCrossing? = nil, checkInTime: Date? = nil,
-        checkOutTime: Date? = nil, dwellSeconds: Double? = nil, reason: CheckOutReason? = nil
+        checkOutTime: Date? = nil, dwellSeconds: Double? = nil, reason: CheckOutReason? = nil, sequence: Int = 0
     ) {
         self.eventId = eventId
+        self.sequence = sequence
         self.type = type
         self.projectId = projectId
         self.deviceId = deviceId

@@ -153,7 +153,8 @@ func loadZonesDocument(path: String) throws -> ZonesDocument {
 
 struct DeliveriesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "deliveries", abstract: "Inspect and replay webhook deliveries.", subcommands: [List.self, Replay.self])
+        commandName: "deliveries", abstract: "Inspect and replay webhook deliveries.",
+        subcommands: [List.self, Show.self, Replay.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's latest deliveries.")
@@ -174,24 +175,60 @@ struct DeliveriesCommand: AsyncParsableCommand {
             }
             for delivery in deliveries {
                 print(
-                    "\(delivery.id)\t\(delivery.status.rawValue)\t\(delivery.eventType)\t\(delivery.deviceId)\tattempts=\(delivery.attempts)\t\(delivery.lastError ?? "")"
+                    "\(delivery.id)\t\(delivery.status.rawValue)\t\(delivery.eventType)\t\(delivery.deviceId)\tsequence=\(delivery.sequence.map(String.init) ?? "-")\tattempts=\(delivery.attempts)\t\(delivery.lastError ?? "")"
+                )
+            }
+        }
+    }
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show a delivery and every attempt made.")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The delivery id.") var id: Int64
+
+        func run() async throws {
+            let (project, id) = (project, id)
+            let detail = try await withWebhookStore { webhooks in
+                try await webhooks.delivery(id: id, projectId: project)
+            }
+            guard let detail else { throw ValidationError("no delivery \(id) in project \(project)") }
+            let delivery = detail.delivery
+            print(
+                "delivery \(delivery.id): \(delivery.status.rawValue), \(delivery.eventType) \(delivery.eventId) of \(delivery.deviceId) (sequence \(delivery.sequence.map(String.init) ?? "-")) to \(delivery.endpointId)"
+            )
+            for attempt in detail.attemptLog {
+                let outcome = attempt.error ?? "HTTP \(attempt.statusCode ?? 0)"
+                print(
+                    "  attempt \(attempt.attempt)  \(RFC3339.format(attempt.startedAt))  \(String(format: "%.1f", attempt.latencyMilliseconds)) ms  \(outcome)"
                 )
             }
         }
     }
 
     struct Replay: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "replay", abstract: "Send a delivery again.")
+        static let configuration = CommandConfiguration(
+            commandName: "replay",
+            abstract: "Send deliveries again.",
+            discussion: "Deliveries given together are queued together, so each device's go out in sequence order.")
         @Option(help: "The project id.") var project: String
-        @Argument(help: "The delivery id.") var id: Int64
+        @Flag(help: "Every failed delivery of the project.") var failed = false
+        @Argument(help: "Delivery ids.") var ids: [Int64] = []
+
+        func validate() throws {
+            guard failed != !ids.isEmpty else { throw ValidationError("give delivery ids or --failed, not both") }
+        }
 
         func run() async throws {
-            let (project, id) = (project, id)
-            let found = try await withWebhookStore { webhooks in
-                try await webhooks.replay(deliveryId: id, projectId: project)
+            let (project, ids, failed) = (project, ids, failed)
+            let replayed = try await withWebhookStore { webhooks in
+                failed
+                    ? try await webhooks.replayFailed(projectId: project)
+                    : try await webhooks.replay(deliveryIds: ids, projectId: project).count
             }
-            guard found else { throw ValidationError("no delivery \(id) in project \(project)") }
-            print("delivery \(id) queued again")
+            if !failed && replayed < ids.count {
+                throw ValidationError("\(ids.count - replayed) of the deliveries are not in project \(project); \(replayed) queued again")
+            }
+            print("\(replayed) deliveries queued again")
         }
     }
 }

@@ -112,34 +112,58 @@ import Testing
                 projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             let delivery = NewDelivery(
                 endpointId: endpoint.id, projectId: projectId, eventId: "e-\(projectId)", eventType: "checkin", deviceId: "d",
-                eventTime: Date(), payload: "{}")
+                eventTime: Date(), sequence: 1, payload: "{}")
             #expect(try await webhooks.enqueue([delivery]) == 1)
             #expect(try await webhooks.enqueue([delivery]) == 0)
+            func claim(owner: String = "a") async throws -> [DeliveryAttempt] {
+                try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: owner, lease: .seconds(60), gapHold: .seconds(60))
+                    .filter { $0.eventId == delivery.eventId }
+            }
+            func result(_ attempt: DeliveryAttempt, _ code: Int?, _ outcome: DeliveryResult.Outcome) -> DeliveryResult {
+                DeliveryResult(
+                    deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .milliseconds(5),
+                    statusCode: code, error: code == 204 ? nil : "HTTP \(code ?? 0)", outcome: outcome)
+            }
 
-            let claimed = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId == delivery.eventId }
+            let claimed = try await claim()
             #expect(claimed.count == 1)
             #expect(claimed.first?.attempt == 1)
-            // Leased: not handed out again while the attempt runs.
-            #expect(try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).contains { $0.eventId == delivery.eventId } == false)
+            // Leased: not handed out again, to this notifier or another, while the attempt runs.
+            #expect(try await claim(owner: "b").isEmpty)
+            // Only the lease holder records a result.
+            try await webhooks.record([result(claimed[0], 204, .delivered)], owner: "b")
+            #expect(try await webhooks.deliveries(projectId: projectId, status: .pending, limit: 10).count == 1)
 
-            try await webhooks.markAttemptFailed(
-                id: claimed[0].id, statusCode: 500, error: "HTTP 500", retryAt: Date().addingTimeInterval(-1))
-            let retried = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId == delivery.eventId }
+            try await webhooks.record([result(claimed[0], 500, .retry(after: .zero))], owner: "a")
+            let retried = try await claim()
             #expect(retried.first?.attempt == 2)
 
-            try await webhooks.markAttemptFailed(id: claimed[0].id, statusCode: nil, error: "gave up", retryAt: nil)
+            try await webhooks.record([result(retried[0], 503, .failed)], owner: "a")
             #expect(try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10).map(\.eventId) == [delivery.eventId])
             #expect(try await webhooks.replay(deliveryId: claimed[0].id, projectId: projectId))
             #expect(try await webhooks.replay(deliveryId: claimed[0].id, projectId: "another-project") == false)
             let pending = try await webhooks.deliveries(projectId: projectId, status: .pending, limit: 10)
             #expect(pending.first?.attempts == 0)
 
-            try await webhooks.markDelivered(id: claimed[0].id, statusCode: 204)
+            // Given back unattempted: due again at once, the attempt not charged.
+            let again = try await claim()
+            try await webhooks.releaseLeases(ids: again.map(\.id), owner: "a")
+            let third = try await claim()
+            #expect(third.first?.attempt == 1)
+            try await webhooks.record([result(third[0], 204, .delivered)], owner: "a")
             #expect(try await webhooks.deliveries(projectId: projectId, status: .delivered, limit: 10).count == 1)
+
+            // Every attempt made is logged, also the one whose result came too late to count.
+            let detail = try #require(try await webhooks.delivery(id: claimed[0].id, projectId: projectId))
+            #expect(detail.attemptLog.map(\.statusCode) == [204, 500, 503, 204])
+            #expect(detail.attemptLog.map(\.attempt) == [1, 1, 2, 1])
+            #expect(try await webhooks.delivery(id: claimed[0].id, projectId: "another-project") == nil)
         }
     }
 
-    @Test func checkOutWaitsForItsCheckInsDelivery() async throws {
+    /// A device's deliveries to an endpoint leave one at a time in `sequence` order; a gap
+    /// (an event not queued yet) is waited for up to the hold; a disabled endpoint's wait.
+    @Test func deliveriesOfADeviceLeaveInSequenceOrder() async throws {
         let logger = logger
         let projectId = "order-" + UUID().uuidString
         try await withDatabase { database in
@@ -147,30 +171,66 @@ import Testing
             let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
             let endpoint = try await webhooks.addEndpoint(
                 projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
-            func delivery(_ id: String, type: String, checkInId: String?) -> NewDelivery {
+            func delivery(_ sequence: Int, device: String = "d") -> NewDelivery {
                 NewDelivery(
-                    endpointId: endpoint.id, projectId: projectId, eventId: id, eventType: type, deviceId: "d",
-                    eventTime: Date(), checkInId: checkInId, payload: "{}")
+                    endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(device)-\(sequence)",
+                    eventType: sequence % 2 == 1 ? "checkin" : "checkout", deviceId: device, eventTime: Date(),
+                    sequence: sequence, payload: "{}")
             }
-            func claimedIds(hold: Duration = .seconds(60)) async throws -> [String] {
-                try await webhooks.claimDue(limit: 1000, lease: .seconds(60), checkOutHold: hold)
-                    .filter { $0.eventId.hasPrefix(projectId) }.map(\.eventId)
+            func claim(hold: Duration = .seconds(60)) async throws -> [DeliveryAttempt] {
+                try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: hold)
+                    .filter { $0.projectId == projectId }
             }
-            let checkInId = "\(projectId)-in"
-            // The check-out is queued first; its check-in has not arrived.
-            try await webhooks.enqueue([delivery("\(projectId)-out", type: "checkout", checkInId: checkInId)])
-            #expect(try await claimedIds().isEmpty)
+            func finish(_ attempts: [DeliveryAttempt], _ outcome: DeliveryResult.Outcome) async throws {
+                try await webhooks.record(
+                    attempts.map {
+                        DeliveryResult(
+                            deliveryId: $0.id, attempt: $0.attempt, startedAt: Date(), latency: .zero, statusCode: 500,
+                            error: "HTTP 500", outcome: outcome)
+                    }, owner: "a")
+            }
+            // Queued out of order, as the two event topics allow; sequence 2 has not arrived.
+            try await webhooks.enqueue([delivery(3), delivery(1), delivery(4)])
+            let first = try await claim()
+            #expect(first.map(\.sequence) == [1])
+            // While 1 is retrying, nothing after it goes.
+            try await finish(first, .retry(after: .zero))
+            let retry = try await claim()
+            #expect(retry.map(\.sequence) == [1])
+            try await finish(retry, .failed)
+            // 1 failed for good; 3 waits for the missing 2 ...
+            #expect(try await claim().isEmpty)
+            // ... and goes without it once the hold is over, counted as skipping a gap.
+            let skipped = try await claim(hold: .zero)
+            #expect(skipped.map(\.sequence) == [3])
+            #expect(skipped.first?.skippedGap == true)
+            try await finish(skipped, .retry(after: .zero))
+            // 2 arrives late; it is earlier than 3, which now waits for it.
+            try await webhooks.enqueue([delivery(2)])
+            let late = try await claim()
+            #expect(late.map(\.sequence) == [2])
+            #expect(late.first?.skippedGap == false)
 
-            try await webhooks.enqueue([delivery(checkInId, type: "checkin", checkInId: nil)])
-            let first = try await webhooks.claimDue(limit: 1000, lease: .seconds(60)).filter { $0.eventId.hasPrefix(projectId) }
-            #expect(first.map(\.eventId) == [checkInId])
-            try await webhooks.markDelivered(id: try #require(first.first).id, statusCode: 200)
-            #expect(try await claimedIds() == ["\(projectId)-out"])
+            // Another device is not held up by this one.
+            try await webhooks.enqueue([delivery(1, device: "other")])
+            #expect(try await claim().map(\.deviceId) == ["other"])
 
-            // A check-out whose check-in never comes to this endpoint goes once the hold is over.
-            try await webhooks.enqueue([delivery("\(projectId)-orphan", type: "checkout", checkInId: "\(projectId)-never")])
-            #expect(try await claimedIds().isEmpty)
-            #expect(try await claimedIds(hold: .zero) == ["\(projectId)-orphan"])
+            // A disabled endpoint's deliveries wait, and fail once their retries would have run out.
+            _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "test")
+            try await finish(late, .retry(after: .zero))
+            #expect(try await claim().isEmpty)
+            #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .seconds(3600)) == 0)
+            #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .zero) == 4)
+            let failedSequences = try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10)
+                .compactMap(\.sequence)
+            #expect(Set(failedSequences) == [1, 2, 3, 4])
+
+            // Replayed together, they go in sequence order again.
+            let failed = try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10)
+            try await database.client.query(
+                "UPDATE webhook_endpoints SET enabled = true WHERE id = \(endpoint.id)", logger: logger)
+            #expect(try await webhooks.replay(deliveryIds: failed.map(\.id), projectId: projectId).count == 5)
+            #expect(try await claim().filter { $0.deviceId == "d" }.map(\.sequence) == [1])
         }
     }
 

@@ -30,6 +30,15 @@ struct PipelineHarness {
     /// The engine's settings; tests of wall-clock rules shorten them.
     var engine = EngineConfiguration()
     var staleSweepInterval: Duration = .seconds(15)
+    /// The project's zones.
+    var zones = TestTrip.zones
+    /// Where the services keep their data; tests whose notifier settings matter use a
+    /// database of their own (`freshDatabaseURL`), where no other test's notifier claims.
+    var databaseURL = TestEnvironment.databaseURL
+    /// How the partner answers (nil: 204 to everything).
+    var respond: WebhookReceiver.Responder?
+    /// Changes to the in-process notifier's settings.
+    var configureNotifier: @Sendable (inout NotifierConfiguration) -> Void = { _ in }
     var evaluatorGroup: String { "evaluator-\(suffix)" }
     var notifierGroup: String { "notifier-\(suffix)" }
     let secret = WebhookSecret.generate()
@@ -52,34 +61,15 @@ struct PipelineHarness {
         return logger
     }()
 
-    /// A database of the test's own instead of the shared one: every notifier claims every
-    /// due delivery of its database, whatever the project, so a test of what one notifier
-    /// refuses to send needs a database no other notifier works on.
-    var databaseURL: String?
-
     func databaseConfiguration() throws -> DatabaseConfiguration {
-        try DatabaseConfiguration(url: databaseURL ?? TestEnvironment.databaseURL)
+        try DatabaseConfiguration(url: databaseURL)
     }
 
     /// Creates an empty database next to the shared one and returns its URL.
     static func freshDatabaseURL() async throws -> String {
-        let logger = {
-            var logger = Logger(label: "test.pipeline")
-            logger.logLevel = .warning
-            return logger
-        }()
-        let name = "checkin_pipeline_\(UUID().uuidString.prefix(8).lowercased())"
-        try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
-        ) { database in
-            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
-        }
-        guard var components = URLComponents(string: TestEnvironment.databaseURL) else {
-            throw TestFailure("CHECKIN_DATABASE_URL is not a URL")
-        }
-        components.path = "/" + name
-        guard let url = components.string else { throw TestFailure("cannot name database \(name)") }
-        return url
+        var logger = Logger(label: "test.pipeline")
+        logger.logLevel = .warning
+        return try await IntegrationTests.freshDatabaseURL(logger: logger)
     }
 
     func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
@@ -102,7 +92,7 @@ struct PipelineHarness {
             try await projects.createProject(id: projectId, name: "Test")
             try await projects.addKey(deviceKey, projectId: projectId, kind: .device)
             try await projects.addKey(managementKey, projectId: projectId, kind: .management)
-            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: TestTrip.zones)
+            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: zones)
         }
         try await KafkaAdmin.createTopics(
             topics.all.map { (name: $0, partitions: 4) }, bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(30),
@@ -133,10 +123,12 @@ struct PipelineHarness {
                 staleSweepInterval: staleSweepInterval),
             consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
             producer: producer, readiness: readiness, logger: logger)
+        var notifierConfiguration = NotifierConfiguration(
+            groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200), pollInterval: .milliseconds(100),
+            webhookURLPolicy: webhookURLPolicy)
+        configureNotifier(&notifierConfiguration)
         let notifier = try Notifier(
-            configuration: NotifierConfiguration(
-                groupId: notifierGroup, topics: topics, initialRetryDelay: .milliseconds(200),
-                pollInterval: .milliseconds(100), webhookURLPolicy: webhookURLPolicy),
+            configuration: notifierConfiguration,
             consumerConfiguration: consumerConfiguration(clientId: "test-notifier"), database: database,
             producer: producer, sealer: sealer, hostResolver: hostResolver, readiness: readiness, logger: logger)
         let received = ReceivedWebhooks()
@@ -150,7 +142,7 @@ struct PipelineHarness {
             configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
             dependencies: dependencies, logger: logger,
             onServerRunning: { ports.continuation.yield(("ingest", $0)) })
-        let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received) {
+        let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received, respond: respond) {
             ports.continuation.yield(("receiver", $0))
         }
         let services: [any Service] = [database, producer] + evaluator.services + notifier.services + [ingest, receiver]
@@ -175,6 +167,23 @@ struct PipelineHarness {
             try await tasks.waitForAll()
         }
     }
+}
+
+/// A new, empty database on the test Postgres server, for a test whose notifiers must be
+/// the only ones claiming its deliveries.
+func freshDatabaseURL(logger: Logger) async throws -> String {
+    let name = "checkin_test_\(UUID().uuidString.prefix(8).lowercased())"
+    try await Database.withTemporaryClient(
+        configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+    ) { database in
+        try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+    }
+    guard var components = URLComponents(string: TestEnvironment.databaseURL) else {
+        throw TestFailure("CHECKIN_DATABASE_URL is not a URL")
+    }
+    components.path = "/" + name
+    guard let url = components.string else { throw TestFailure("no URL for database \(name)") }
+    return url
 }
 
 /// Sends a JSON body to the ingest service and returns the status and body.

@@ -13,6 +13,13 @@ actor ReceivedWebhooks {
     private(set) var webhookIds: [String] = []
     /// Each accepted request as signed, for checks with other secrets.
     private(set) var signed: [SignedRequest] = []
+    /// Every signed request, answered 2xx or not, in arrival order.
+    private(set) var requests: [ReceivedRequest] = []
+    /// Requests for a webhook id that arrived while another for the same id was still being answered.
+    private(set) var overlaps = 0
+    /// Requests that arrived at `/elsewhere`, where the receiver redirects to.
+    private(set) var redirectedArrivals = 0
+    private var answering: [String: Int] = [:]
 
     struct SignedRequest: Sendable {
         var id: String
@@ -26,6 +33,20 @@ actor ReceivedWebhooks {
         webhookIds.append(id)
         signed.append(request)
     }
+
+    /// Notes a request's arrival; returns how many requests for this webhook id arrived so far.
+    func arrived(_ payload: WebhookPayload, id: String) -> Int {
+        if answering[id, default: 0] > 0 { overlaps += 1 }
+        answering[id, default: 0] += 1
+        requests.append(ReceivedRequest(eventId: id, payload: payload, at: ContinuousClock.now))
+        return requests.filter { $0.eventId == id }.count
+    }
+
+    func answered(id: String) {
+        answering[id, default: 1] -= 1
+    }
+
+    func redirectedArrival() { redirectedArrivals += 1 }
 
     func reject() { rejected += 1 }
 
@@ -44,14 +65,26 @@ actor ReceivedWebhooks {
     }
 }
 
+/// One request as the receiver saw it.
+struct ReceivedRequest: Sendable {
+    var eventId: String
+    var payload: WebhookPayload
+    var at: ContinuousClock.Instant
+}
+
 struct TestFailure: Error, CustomStringConvertible {
     var description: String
     init(_ description: String) { self.description = description }
 }
 
 enum WebhookReceiver {
+    /// How a test partner answers a signed request, given its payload and how many requests
+    /// for this webhook id arrived so far (this one included); nil accepts it with 204.
+    typealias Responder = @Sendable (_ payload: WebhookPayload, _ arrival: Int) async -> Response?
+
     static func application(
-        secret: WebhookSecret, received: ReceivedWebhooks, onRunning: @escaping @Sendable (Int) async -> Void
+        secret: WebhookSecret, received: ReceivedWebhooks, respond: Responder? = nil,
+        onRunning: @escaping @Sendable (Int) async -> Void
     ) -> some ApplicationProtocol {
         let router = Router()
         router.post("/hooks") { request, _ -> Response in
@@ -67,9 +100,17 @@ enum WebhookReceiver {
                 return Response(status: .unauthorized)
             }
             let payload = try WireJSON.decoder().decode(WebhookPayload.self, from: Data(bytes))
+            let arrival = await received.arrived(payload, id: id ?? "")
+            let answer = await respond?(payload, arrival)
+            await received.answered(id: id ?? "")
+            if let answer, !(200..<300).contains(answer.status.code) { return answer }
             await received.accept(
                 payload, id: id ?? "",
                 signed: .init(id: id ?? "", timestamp: timestamp ?? "", signature: signature ?? "", body: bytes))
+            return answer ?? Response(status: .noContent)
+        }
+        router.post("/elsewhere") { _, _ -> Response in
+            await received.redirectedArrival()
             return Response(status: .noContent)
         }
         var logger = Logger(label: "test.receiver")

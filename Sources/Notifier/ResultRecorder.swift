@@ -1,0 +1,77 @@
+import Logging
+import NIOConcurrencyHelpers
+import Persistence
+
+/// Records attempt results in batches: whatever finished while the previous batch was
+/// being written goes in the next one, so the cost is one round trip per batch, not per
+/// delivery, and nothing waits for a timer.
+final class ResultRecorder: Sendable {
+    let webhooks: WebhookStore
+    let owner: String
+    let logger: Logger
+    /// Called with the ids of each batch once it is written (or given up on).
+    let onRecorded: @Sendable ([Int64]) -> Void
+
+    private let pending = NIOLockedValueBox<[DeliveryResult]>([])
+    private let signals: AsyncStream<Void>
+    private let signal: AsyncStream<Void>.Continuation
+    static let maximumBatch = 2000
+
+    init(webhooks: WebhookStore, owner: String, logger: Logger, onRecorded: @escaping @Sendable ([Int64]) -> Void) {
+        self.webhooks = webhooks
+        self.owner = owner
+        self.logger = logger
+        self.onRecorded = onRecorded
+        (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+    }
+
+    func add(_ result: DeliveryResult) {
+        pending.withLockedValue { $0.append(result) }
+        signal.yield()
+    }
+
+    /// Writes batches as results come in, until `finish`.
+    func run() async {
+        for await _ in signals {
+            await flush()
+        }
+        await flush()
+    }
+
+    /// Ends `run` once what was added so far is written.
+    func finish() {
+        signal.finish()
+    }
+
+    /// Writes everything added so far.
+    func flush() async {
+        while true {
+            let batch = pending.withLockedValue { results -> [DeliveryResult] in
+                let batch = Array(results.prefix(Self.maximumBatch))
+                results.removeFirst(batch.count)
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            await write(batch)
+            onRecorded(batch.map(\.deliveryId))
+        }
+    }
+
+    /// A batch that cannot be written after a few tries is dropped: its leases run out and
+    /// the deliveries are attempted again (at least once, never lost).
+    private func write(_ batch: [DeliveryResult]) async {
+        var delay = Duration.milliseconds(100)
+        for attempt in 1...5 {
+            do {
+                try await webhooks.record(batch, owner: owner)
+                return
+            } catch {
+                logger.error(
+                    "could not record delivery results",
+                    metadata: ["results": "\(batch.count)", "try": "\(attempt)", "error": "\(String(reflecting: error))"])
+                try? await Task.sleep(for: delay)
+                delay *= 2
+            }
+        }
+    }
+}

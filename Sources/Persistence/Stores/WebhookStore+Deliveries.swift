@@ -1,0 +1,419 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// One event to send to one endpoint.
+public struct NewDelivery: Sendable {
+    public var endpointId: String
+    public var projectId: String
+    public var eventId: String
+    public var eventType: String
+    public var deviceId: String
+    /// When the check-in or check-out happened, for operators reading the queue.
+    public var eventTime: Date
+    /// The event's per-device `sequence`: a device's deliveries to an endpoint go out in
+    /// this order. Nil for events from before events were numbered; those wait for nothing.
+    public var sequence: Int?
+    /// The exact body to send, fixed when the event is accepted so every attempt signs the same bytes.
+    public var payload: String
+
+    public init(
+        endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, eventTime: Date,
+        sequence: Int?, payload: String
+    ) {
+        self.endpointId = endpointId
+        self.projectId = projectId
+        self.eventId = eventId
+        self.eventType = eventType
+        self.deviceId = deviceId
+        self.eventTime = eventTime
+        self.sequence = sequence
+        self.payload = payload
+    }
+}
+
+/// A delivery claimed for an attempt, with what is needed to send it.
+public struct DeliveryAttempt: Sendable {
+    public var id: Int64
+    public var endpointId: String
+    public var projectId: String
+    public var url: String
+    public var secrets: [String]
+    public var eventId: String
+    public var deviceId: String
+    public var sequence: Int?
+    public var payload: String
+    /// Attempts so far, including this one.
+    public var attempt: Int
+    /// Claimed although the device's previous event never reached this endpoint's queue
+    /// within the gap hold.
+    public var skippedGap: Bool
+
+    public init(
+        id: Int64, endpointId: String, projectId: String, url: String, secrets: [String], eventId: String,
+        deviceId: String, sequence: Int?, payload: String, attempt: Int, skippedGap: Bool = false
+    ) {
+        self.id = id
+        self.endpointId = endpointId
+        self.projectId = projectId
+        self.url = url
+        self.secrets = secrets
+        self.eventId = eventId
+        self.deviceId = deviceId
+        self.sequence = sequence
+        self.payload = payload
+        self.attempt = attempt
+        self.skippedGap = skippedGap
+    }
+}
+
+/// What one attempt came to, as the dispatcher records it.
+public struct DeliveryResult: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        case delivered
+        /// Try again after this long.
+        case retry(after: Duration)
+        /// No more attempts (replayable).
+        case failed
+    }
+
+    public var deliveryId: Int64
+    public var attempt: Int
+    public var startedAt: Date
+    public var latency: Duration
+    public var statusCode: Int?
+    public var error: String?
+    public var outcome: Outcome
+
+    public init(
+        deliveryId: Int64, attempt: Int, startedAt: Date, latency: Duration, statusCode: Int?, error: String?,
+        outcome: Outcome
+    ) {
+        self.deliveryId = deliveryId
+        self.attempt = attempt
+        self.startedAt = startedAt
+        self.latency = latency
+        self.statusCode = statusCode
+        self.error = error
+        self.outcome = outcome
+    }
+}
+
+public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
+    case pending, delivered, failed
+}
+
+/// A delivery as listed to operators.
+public struct DeliveryRecord: Sendable, Codable, Equatable {
+    public var id: Int64
+    public var endpointId: String
+    public var eventId: String
+    public var eventType: String
+    public var deviceId: String
+    public var sequence: Int?
+    public var status: DeliveryStatus
+    public var attempts: Int
+    public var lastStatusCode: Int?
+    public var lastError: String?
+    public var createdAt: Date
+    public var deliveredAt: Date?
+
+    static let columns = """
+        id, endpoint_id, event_id, event_type, device_id, sequence, status, attempts, last_status_code, last_error,
+        created_at, delivered_at
+        """
+
+    init(row: PostgresRow) throws {
+        let (id, endpointId, eventId, eventType, deviceId, sequence, status, attempts, code, error, createdAt, deliveredAt) =
+            try row.decode((Int64, String, String, String, String, Int?, String, Int, Int?, String?, Date, Date?).self)
+        self.id = id
+        self.endpointId = endpointId
+        self.eventId = eventId
+        self.eventType = eventType
+        self.deviceId = deviceId
+        self.sequence = sequence
+        self.status = DeliveryStatus(rawValue: status) ?? .pending
+        self.attempts = attempts
+        self.lastStatusCode = code
+        self.lastError = error
+        self.createdAt = createdAt
+        self.deliveredAt = deliveredAt
+    }
+}
+
+/// One attempt of a delivery, as kept for operators.
+public struct DeliveryAttemptRecord: Sendable, Codable, Equatable {
+    public var attempt: Int
+    public var startedAt: Date
+    public var latencyMilliseconds: Double
+    public var statusCode: Int?
+    public var error: String?
+}
+
+/// A delivery with every attempt made so far, oldest first.
+public struct DeliveryDetail: Sendable, Codable, Equatable {
+    public var delivery: DeliveryRecord
+    public var attemptLog: [DeliveryAttemptRecord]
+}
+
+extension Duration {
+    /// Seconds as a floating-point number, for SQL intervals.
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+extension WebhookStore {
+    /// Adds deliveries in one statement (all or none); an (endpoint, event) pair already
+    /// queued is left as it is, which makes a redelivered event harmless. Returns how many were new.
+    @discardableResult
+    public func enqueue(_ deliveries: [NewDelivery]) async throws -> Int {
+        guard !deliveries.isEmpty else { return 0 }
+        let rows = try await database.client.query(
+            """
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)
+            SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
+                   NULLIF(u.sequence, 0), u.payload
+            FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                        \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                        \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                        \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[])
+                 AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)
+            ON CONFLICT (endpoint_id, event_id) DO NOTHING
+            RETURNING id
+            """, logger: logger)
+        var inserted = 0
+        for try await _ in rows { inserted += 1 }
+        return inserted
+    }
+
+    /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one
+    /// endpoint, each for one attempt, leased to `owner` for `lease` (renewed with
+    /// `renewLeases` while the attempt runs).
+    ///
+    /// A device's deliveries to an endpoint go in `sequence` order: one waits while an earlier
+    /// one is pending (queued, in flight or retrying), so at most one per device and endpoint
+    /// is out at a time. One whose predecessor is not queued yet (it comes from the other
+    /// event topic, not consumed yet) waits for it up to `gapHold` after being queued.
+    /// Deliveries of a disabled endpoint wait until it is enabled again, and endpoints in
+    /// `excluding` (the caller holds enough of theirs already) are passed over, so that a
+    /// backlog at one endpoint never fills a claim.
+    public func claimDue(
+        limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String] = []
+    ) async throws -> [DeliveryAttempt] {
+        let rows = try await database.client.query(
+            """
+            WITH heads AS (
+                -- Each device's first pending delivery to each endpoint: the only one that may go.
+                SELECT DISTINCT ON (d.endpoint_id, d.device_id)
+                       d.id, d.endpoint_id, d.device_id, d.sequence, d.next_attempt_at, d.leased_until, d.created_at
+                  FROM deliveries d
+                 WHERE d.status = 'pending'
+                 ORDER BY d.endpoint_id, d.device_id, d.sequence NULLS FIRST, d.id
+            ), eligible AS (
+                SELECT h.id, h.endpoint_id, h.next_attempt_at FROM heads h
+                  JOIN webhook_endpoints e ON e.id = h.endpoint_id
+                 WHERE h.next_attempt_at <= now()
+                   AND (h.leased_until IS NULL OR h.leased_until <= now())
+                   AND e.enabled
+                   AND NOT (h.endpoint_id = ANY(\(excluding)::text[]))
+                   AND (h.sequence IS NULL OR h.sequence <= 1
+                        OR h.created_at <= now() - make_interval(secs => \(gapHold.seconds))
+                        OR EXISTS (SELECT 1 FROM deliveries p
+                                    WHERE p.endpoint_id = h.endpoint_id AND p.device_id = h.device_id
+                                      AND p.sequence = h.sequence - 1))
+            ), ranked AS (
+                SELECT id, next_attempt_at,
+                       row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
+                  FROM eligible
+            ), due AS (
+                -- Locking rechecks the row as it is now: another notifier may have claimed it meanwhile.
+                SELECT d.id FROM deliveries d JOIN ranked r ON r.id = d.id
+                 WHERE r.turn <= \(perEndpoint) AND d.status = 'pending'
+                   AND (d.leased_until IS NULL OR d.leased_until <= now())
+                 ORDER BY r.next_attempt_at, d.id
+                 LIMIT \(limit)
+                 FOR UPDATE OF d SKIP LOCKED
+            )
+            UPDATE deliveries d
+               SET attempts = d.attempts + 1, lease_owner = \(owner),
+                   leased_until = now() + make_interval(secs => \(lease.seconds))
+              FROM due, webhook_endpoints e
+             WHERE d.id = due.id AND e.id = d.endpoint_id
+            RETURNING d.id, d.endpoint_id, d.project_id, e.url,
+                      ARRAY(SELECT s.sealed FROM webhook_secrets s
+                             WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                             ORDER BY s.id DESC),
+                      d.event_id, d.device_id,
+                      COALESCE(d.sequence, 0), d.payload, d.attempts,
+                      COALESCE(d.sequence > 1 AND NOT EXISTS (
+                          SELECT 1 FROM deliveries p
+                           WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                             AND p.sequence = d.sequence - 1), false)
+            """, logger: logger)
+        var result: [DeliveryAttempt] = []
+        for try await row in rows {
+            let (id, endpointId, projectId, url, secrets, eventId, deviceId, sequence, payload, attempts, gap) =
+                try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool).self)
+            result.append(
+                DeliveryAttempt(
+                    id: id, endpointId: endpointId, projectId: projectId, url: url, secrets: try openSecrets(secrets),
+                    eventId: eventId,
+                    deviceId: deviceId, sequence: sequence == 0 ? nil : sequence, payload: payload, attempt: attempts,
+                    skippedGap: gap))
+        }
+        return result
+    }
+
+    /// Keeps `owner`'s claims alive while their attempts run.
+    public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
+        guard !ids.isEmpty else { return }
+        try await database.client.query(
+            """
+            UPDATE deliveries SET leased_until = now() + make_interval(secs => \(lease.seconds))
+             WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
+            """, logger: logger)
+    }
+
+    /// Gives back claims that were never attempted (shutdown, endpoint disabled meanwhile):
+    /// due again at once, without the attempt they were charged.
+    public func releaseLeases(ids: [Int64], owner: String) async throws {
+        guard !ids.isEmpty else { return }
+        try await database.client.query(
+            """
+            UPDATE deliveries SET attempts = GREATEST(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
+             WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
+            """, logger: logger)
+    }
+
+    /// Records the results of many attempts in one round trip: each delivery's new status
+    /// (only while `owner` still holds it) and one attempt-log row per attempt.
+    public func record(_ results: [DeliveryResult], owner: String) async throws {
+        guard !results.isEmpty else { return }
+        let statuses = results.map { result -> String in
+            switch result.outcome {
+            case .delivered: DeliveryStatus.delivered.rawValue
+            case .retry: DeliveryStatus.pending.rawValue
+            case .failed: DeliveryStatus.failed.rawValue
+            }
+        }
+        let delays = results.map { result -> Double in
+            if case .retry(let after) = result.outcome { return after.seconds }
+            return 0
+        }
+        try await database.client.query(
+            """
+            WITH r AS (
+                SELECT * FROM UNNEST(\(results.map(\.deliveryId))::bigint[], \(statuses)::text[],
+                                     \(results.map { $0.statusCode ?? 0 })::bigint[], \(results.map { $0.error ?? "" })::text[],
+                                     \(delays)::float8[], \(results.map(\.attempt))::bigint[],
+                                     \(results.map(\.startedAt))::timestamptz[],
+                                     \(results.map { $0.latency.seconds * 1000 })::float8[])
+                       AS r(id, status, code, error, delay, attempt, started_at, latency_ms)
+            ), updated AS (
+                UPDATE deliveries d
+                   SET status = r.status, last_status_code = NULLIF(r.code, 0), last_error = NULLIF(r.error, ''),
+                       next_attempt_at = CASE WHEN r.status = 'pending'
+                                              THEN now() + make_interval(secs => r.delay) ELSE d.next_attempt_at END,
+                       delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
+                       lease_owner = NULL, leased_until = NULL
+                  FROM r
+                 WHERE d.id = r.id AND d.lease_owner = \(owner)
+                RETURNING d.id
+            )
+            INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
+            SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
+              FROM r JOIN deliveries d ON d.id = r.id
+            """, logger: logger)
+    }
+
+    /// Deliveries of disabled endpoints whose retries ran out meanwhile (queued longer than
+    /// `retryWindow`, the time all their attempts would have taken) become `failed`, replayable.
+    @discardableResult
+    public func failExpiredWhileDisabled(retryWindow: Duration) async throws -> Int {
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries d
+               SET status = 'failed', last_error = 'retries ran out while the endpoint was disabled',
+                   lease_owner = NULL, leased_until = NULL
+              FROM webhook_endpoints e
+             WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.status = 'pending'
+               AND d.created_at <= now() - make_interval(secs => \(retryWindow.seconds))
+            RETURNING d.id
+            """, logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    public func deliveries(projectId: String, status: DeliveryStatus?, limit: Int) async throws -> [DeliveryRecord] {
+        let statusFilter = status?.rawValue ?? ""
+        let rows = try await database.client.query(
+            """
+            SELECT \(unescaped: DeliveryRecord.columns)
+            FROM deliveries
+            WHERE project_id = \(projectId) AND (\(statusFilter) = '' OR status = \(statusFilter))
+            ORDER BY id DESC LIMIT \(limit)
+            """, logger: logger)
+        var result: [DeliveryRecord] = []
+        for try await row in rows { result.append(try DeliveryRecord(row: row)) }
+        return result
+    }
+
+    /// One delivery of the project with its attempt log; nil if the project has no such delivery.
+    public func delivery(id: Int64, projectId: String) async throws -> DeliveryDetail? {
+        let rows = try await database.client.query(
+            "SELECT \(unescaped: DeliveryRecord.columns) FROM deliveries WHERE id = \(id) AND project_id = \(projectId)",
+            logger: logger)
+        var found: DeliveryRecord?
+        for try await row in rows { found = try DeliveryRecord(row: row) }
+        guard let found else { return nil }
+        let attempts = try await database.client.query(
+            """
+            SELECT attempt, started_at, latency_ms, status_code, error FROM delivery_attempts
+             WHERE delivery_id = \(id) ORDER BY id
+            """, logger: logger)
+        var log: [DeliveryAttemptRecord] = []
+        for try await (attempt, startedAt, latency, code, error) in attempts.decode((Int, Date, Double, Int?, String?).self) {
+            log.append(
+                DeliveryAttemptRecord(
+                    attempt: attempt, startedAt: startedAt, latencyMilliseconds: latency, statusCode: code, error: error))
+        }
+        return DeliveryDetail(delivery: found, attemptLog: log)
+    }
+
+    /// Queues deliveries again (after a partner fixed its endpoint), all in one statement, so
+    /// that several of one device still go out in `sequence` order. Returns the ids queued.
+    public func replay(deliveryIds: [Int64], projectId: String) async throws -> [Int64] {
+        guard !deliveryIds.isEmpty else { return [] }
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries
+               SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
+                   lease_owner = NULL, leased_until = NULL
+             WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId)
+            RETURNING id
+            """, logger: logger)
+        var replayed: [Int64] = []
+        for try await id in rows.decode(Int64.self) { replayed.append(id) }
+        return replayed.sorted()
+    }
+
+    /// Queues every failed delivery of the project again (of one endpoint, if given); returns how many.
+    public func replayFailed(projectId: String, endpointId: String? = nil) async throws -> Int {
+        let endpoint = endpointId ?? ""
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries
+               SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, leased_until = NULL
+             WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
+            RETURNING id
+            """, logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
+    }
+
+    /// Queues one delivery again. Returns false if the project has no such delivery.
+    public func replay(deliveryId: Int64, projectId: String) async throws -> Bool {
+        try await !replay(deliveryIds: [deliveryId], projectId: projectId).isEmpty
+    }
+}

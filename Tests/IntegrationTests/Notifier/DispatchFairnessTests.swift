@@ -1,0 +1,93 @@
+import Foundation
+import Hummingbird
+import KafkaTesting
+import Logging
+import Notifier
+import Persistence
+import PostgresNIO
+import ServiceLifecycle
+import Shared
+import Testing
+
+/// No endpoint can delay another: a partner that never answers takes its own share of
+/// the notifier and no more.
+@Suite(.serialized) struct DispatchFairnessTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.dispatch")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    @Test func anEndpointThatTimesOutDoesNotDelayAnother() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        let database = Database(configuration: try DatabaseConfiguration(url: url), logger: logger)
+        let configuration = NotifierConfiguration(
+            concurrency: 8, endpointConcurrency: 2, requestTimeout: .seconds(20), initialRetryDelay: .seconds(60),
+            pollInterval: .milliseconds(100))
+        let webhooks = WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer)
+        let dispatcher = WebhookDispatcher(
+            configuration: configuration, webhooks: webhooks, webhookClient: try GuardedWebhookClient(policy: .local),
+            logger: logger)
+        let secret = WebhookSecret.generate()
+        let slow = ReceivedWebhooks()
+        let healthy = ReceivedWebhooks()
+        let ports = AsyncStream.makeStream(of: (String, Int).self)
+        let slowReceiver = WebhookReceiver.application(
+            secret: try WebhookSecret(secret), received: slow,
+            respond: { _, _ in
+                try? await Task.sleep(for: .seconds(30))
+                return nil
+            }, onRunning: { ports.continuation.yield(("slow", $0)) })
+        let healthyReceiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: healthy) {
+            ports.continuation.yield(("healthy", $0))
+        }
+        try await withServicesRunning([database, slowReceiver, healthyReceiver]) {
+            var known: [String: Int] = [:]
+            for await (name, port) in ports.stream {
+                known[name] = port
+                if known.count == 2 { break }
+            }
+            try await Migrator(database: database, logger: logger).migrate()
+            let projects = ProjectStore(database: database, logger: logger)
+            try await projects.createProject(id: "slow", name: "Slow partner")
+            try await projects.createProject(id: "healthy", name: "Healthy partner")
+            let slowEndpoint = try await webhooks.addEndpoint(
+                projectId: "slow", url: "http://127.0.0.1:\(known["slow"]!)/hooks", secrets: [secret])
+            let healthyEndpoint = try await webhooks.addEndpoint(
+                projectId: "healthy", url: "http://127.0.0.1:\(known["healthy"]!)/hooks", secrets: [secret])
+            // The slow partner's deliveries are queued first, more than the notifier's slots.
+            try await webhooks.enqueue(try Self.deliveries(count: 100, to: slowEndpoint))
+            try await webhooks.enqueue(try Self.deliveries(count: 40, to: healthyEndpoint))
+
+            try await withServicesRunning([dispatcher]) {
+                try await healthy.wait(timeout: .seconds(60)) { $0.count >= 40 }
+                // Every healthy delivery arrived before any attempt at the slow partner ended (each
+                // takes the 20 s timeout): none of them waited for the slow partner.
+                let slowAttemptsEnded = try await database.client.query(
+                    """
+                    SELECT count(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                     WHERE d.endpoint_id = \(slowEndpoint.id)
+                    """, logger: logger
+                ).decode(Int.self).reduce(0, +)
+                #expect(slowAttemptsEnded == 0)
+                // And the slow partner held no more than its share of the slots.
+                #expect(await slow.requests.count <= configuration.endpointConcurrency)
+            }
+        }
+    }
+
+    /// Events of distinct devices (so that no ordering holds them back), as the intake queues them.
+    static func deliveries(count: Int, to endpoint: WebhookEndpoint) throws -> [NewDelivery] {
+        try (0..<count).map { index in
+            let event = CheckEvent(
+                eventId: "\(endpoint.id)-\(index)", type: .checkin, projectId: endpoint.projectId, deviceId: "device-\(index)",
+                checkInId: "\(endpoint.id)-\(index)", zone: ZoneSummary(id: "z", name: "Z", description: "", customData: [:]),
+                location: EventLocation(timestamp: Date(), lat: 0, lon: 0), willCheckOut: false, mode: .normal, sequence: 1)
+            let body = WebhookPayload.body(type: .checkin, timestamp: Date(), event: try WireJSON.encoder().encode(event))
+            return NewDelivery(
+                endpointId: endpoint.id, projectId: endpoint.projectId, eventId: event.eventId, eventType: "checkin",
+                deviceId: event.deviceId, eventTime: Date(), sequence: 1, payload: String(decoding: body, as: UTF8.self))
+        }
+    }
+}

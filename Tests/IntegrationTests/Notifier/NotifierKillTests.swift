@@ -1,0 +1,123 @@
+import Foundation
+import Hummingbird
+import Kafka
+import KafkaTesting
+import Logging
+import Persistence
+import Shared
+import Testing
+
+/// Two notifier processes share the work; each is killed with SIGKILL in the middle of a
+/// burst and started again. The partner still gets every event, each device's in
+/// `sequence` order, and never the same delivery from both notifiers at once.
+///
+/// `CHECKIN_TEST_BURST_EVENTS` sets the burst's size (default 300; the README's figure
+/// is from 3,000).
+@Suite(.serialized) struct NotifierKillTests {
+    @Test func killedNotifiersKeepEveryDeviceInOrder() async throws {
+        let events = Int(ProcessInfo.processInfo.environment["CHECKIN_TEST_BURST_EVENTS"] ?? "") ?? 300
+        let perDevice = 10
+        let devices = max(1, events / perDevice)
+        var configured = PipelineHarness()
+        configured.databaseURL = try await freshDatabaseURL(logger: configured.logger)
+        let harness = configured
+        try await harness.prepare()
+        let received = ReceivedWebhooks()
+        let receiverPort = AsyncStream.makeStream(of: Int.self)
+        // A partner that takes a while to answer, so that the kills land on attempts in flight.
+        let receiver = WebhookReceiver.application(
+            secret: try WebhookSecret(harness.secret), received: received,
+            respond: { _, _ in
+                try? await Task.sleep(for: .milliseconds(100))
+                return nil
+            }, onRunning: { receiverPort.continuation.yield($0) })
+        let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(harness.suffix)")
+        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await receiver.run() }
+            defer { tasks.cancelAll() }
+            var ports = receiverPort.stream.makeAsyncIterator()
+            guard let port = await ports.next() else { throw TestFailure("receiver did not start") }
+            try await harness.addEndpoint(url: "http://127.0.0.1:\(port)/hooks")
+
+            let notifiers = try ["notifier-1", "notifier-2"].map { name in
+                ServiceProcess(
+                    name: name, arguments: ["notifier"],
+                    environment: [
+                        "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": harness.databaseURL,
+                        "CHECKIN_TOPIC_CHECKINS": harness.topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": harness.topics.checkOuts,
+                        "CHECKIN_TOPIC_EVENTS_DLQ": harness.topics.eventsDeadLetter,
+                        "CHECKIN_NOTIFIER_GROUP": harness.notifierGroup, "CHECKIN_KAFKA_PARTITIONS": "4",
+                        "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000", "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000",
+                        "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000", "CHECKIN_WEBHOOK_RETRY_DELAY": "0.2",
+                        "CHECKIN_HTTP_PORT": String(try freePort()), "CHECKIN_LOG_LEVEL": "warning",
+                    ], logDirectory: logDirectory)
+            }
+            defer { notifiers.forEach { $0.stop() } }
+            for notifier in notifiers { try notifier.start() }
+
+            try await Self.produceBurst(harness: harness, devices: devices, perDevice: perDevice)
+            let total = devices * perDevice
+            do {
+                for (victim, share) in [(notifiers[0], 0.2), (notifiers[1], 0.5)] {
+                    try await received.wait(timeout: .seconds(120)) { $0.count >= Int(Double(total) * share) }
+                    victim.kill()
+                    try victim.start()
+                }
+                let lastKill = ContinuousClock.now
+                try await received.wait(timeout: .seconds(120)) { Set($0.map(\.data.eventId)).count >= total }
+                print("burst of \(total) events: all delivered \(ContinuousClock.now - lastKill) after the last kill")
+            } catch {
+                for notifier in notifiers { print("----- \(notifier.name) log -----\n\(notifier.log.suffix(4000))") }
+                throw error
+            }
+
+            let payloads = await received.payloads
+            #expect(Set(payloads.map(\.data.eventId)).count == total)
+            #expect(Self.inversions(in: payloads) == 0)
+            #expect(await received.overlaps == 0)
+            #expect(await received.rejected == 0)
+        }
+    }
+
+    /// Check-ins and check-outs of each device, alternating, on their two topics, as the evaluator publishes them.
+    static func produceBurst(harness: PipelineHarness, devices: Int, perDevice: Int) async throws {
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-burst"),
+            logger: harness.logger)
+        let encoder = WireJSON.encoder()
+        var records: [KafkaRecord] = []
+        for device in 0..<devices {
+            let deviceId = "burst-\(device)"
+            for sequence in 1...perDevice {
+                let type: EventType = sequence % 2 == 1 ? .checkin : .checkout
+                let checkInId = "\(harness.suffix)-\(device)-\(sequence - (type == .checkout ? 1 : 0))"
+                let event = CheckEvent(
+                    eventId: "\(harness.suffix)-\(device)-\(sequence)", type: type, projectId: harness.projectId,
+                    deviceId: deviceId, checkInId: checkInId,
+                    zone: ZoneSummary(id: "zone-cafe", name: "Cafe", description: "", customData: [:]),
+                    location: EventLocation(timestamp: Date(), lat: TestTrip.centre.lat, lon: TestTrip.centre.lon),
+                    willCheckOut: true, mode: .normal, checkOutTime: type == .checkout ? Date() : nil,
+                    reason: type == .checkout ? .exit : nil, sequence: sequence)
+                records.append(
+                    KafkaRecord(
+                        topic: type == .checkin ? harness.topics.checkIns : harness.topics.checkOuts,
+                        key: Array(deviceId.utf8), value: Array(try encoder.encode(event))))
+            }
+        }
+        try await withServicesRunning([producer]) { try await producer.sendAll(records) }
+    }
+
+    /// Events that arrived after a later event of the same device.
+    static func inversions(in payloads: [WebhookPayload]) -> Int {
+        var latest: [String: Int] = [:]
+        var count = 0
+        for payload in payloads {
+            let sequence = payload.data.sequence
+            if let seen = latest[payload.data.deviceId], sequence < seen { count += 1 }
+            latest[payload.data.deviceId] = max(latest[payload.data.deviceId] ?? 0, sequence)
+        }
+        return count
+    }
+}
