@@ -52,6 +52,8 @@ import Testing
                         "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000", "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000",
                         "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000", "CHECKIN_WEBHOOK_RETRY_DELAY": "0.2",
                         "CHECKIN_HTTP_PORT": String(try freePort()), "CHECKIN_LOG_LEVEL": "warning",
+                        "CHECKIN_SECRET_KEY": harness.secretKey.base64, "CHECKIN_WEBHOOK_ALLOW_PRIVATE": "true",
+                        "CHECKIN_WEBHOOK_ALLOW_HTTP": "true",
                     ], logDirectory: logDirectory)
             }
             defer { notifiers.forEach { $0.stop() } }

@@ -48,7 +48,7 @@ import Testing
     func enqueueOne(_ webhooks: WebhookStore, endpointId: String) async throws {
         try await webhooks.enqueue([
             NewDelivery(
-                endpointId: endpointId, projectId: "p", eventId: UUID().uuidString, eventType: "checkin", deviceId: "d",
+                endpointId: endpointId, projectId: "p", eventId: UUID().uuidString, eventType: "checkin", deviceId: UUID().uuidString,
                 eventTime: Date(), sequence: 1, payload: "{}")
         ])
     }
