@@ -5,8 +5,8 @@ import Logging
 import Metrics
 import NIOConcurrencyHelpers
 import Persistence
-import ServiceSupport
 import ServiceLifecycle
+import ServiceSupport
 import Shared
 
 /// Consumes check-in and check-out events and turns each into one durable delivery

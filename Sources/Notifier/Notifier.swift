@@ -1,8 +1,8 @@
 import Kafka
 import Logging
 import Persistence
-import ServiceSupport
 import ServiceLifecycle
+import ServiceSupport
 import Shared
 
 /// The notifier's services, in start order. Stopping in reverse: the dispatcher

@@ -42,7 +42,8 @@ public struct DatabaseConfiguration: Sendable, Equatable {
             tls: requireTLS ? .require(.clientDefault) : .disable)
         configuration.options.maximumConnections = maximumConnections
         if let idleInTransactionTimeout {
-            let milliseconds = idleInTransactionTimeout.components.seconds * 1000
+            let milliseconds =
+                idleInTransactionTimeout.components.seconds * 1000
                 + idleInTransactionTimeout.components.attoseconds / 1_000_000_000_000_000
             configuration.options.additionalStartupParameters.append(
                 ("idle_in_transaction_session_timeout", String(milliseconds)))

@@ -118,8 +118,10 @@ import Testing
             let endpointEnabled: @Sendable () async throws -> Bool = {
                 try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) {
                     database in
-                    try await WebhookStore(database: database, logger: logger, sealer: harness.sealer).endpoints(projectId: harness.projectId)
-                        .allSatisfy(\.enabled)
+                    try await WebhookStore(database: database, logger: logger, sealer: harness.sealer).endpoints(
+                        projectId: harness.projectId
+                    )
+                    .allSatisfy(\.enabled)
                 }
             }
             while try await endpointEnabled() {

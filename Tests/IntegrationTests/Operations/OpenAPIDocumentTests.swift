@@ -24,7 +24,8 @@ import Testing
             configuration: KafkaProducerConfiguration(bootstrapServers: "127.0.0.1:1", clientId: "test"), logger: logger)
         let dependencies = IngestDependencies(
             producer: producer, projects: ProjectStore(database: database, logger: logger),
-            zones: ZoneStore(database: database, logger: logger), webhooks: WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer),
+            zones: ZoneStore(database: database, logger: logger),
+            webhooks: WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer),
             readiness: Readiness(), registry: MetricsBootstrap.prometheus())
         let app = buildIngestApplication(configuration: IngestConfiguration(port: 0), dependencies: dependencies, logger: logger)
         try await app.test(.router) { client in

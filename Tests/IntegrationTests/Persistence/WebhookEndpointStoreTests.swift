@@ -93,7 +93,9 @@ import Testing
             #expect(try await webhooks.sealStoredSecrets() == 0)
 
             try await enqueueOne(webhooks, endpointId: "we_old")
-            #expect(try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(\.secrets) == [[legacy]])
+            #expect(
+                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(
+                    \.secrets) == [[legacy]])
             #expect(try await webhooks.endpoints(projectId: "p").map(\.url) == ["https://old.example.com/"])
         }
     }
@@ -114,12 +116,16 @@ import Testing
             let expires = try #require(rotation.endpoint.previousSecretExpiresAt)
             #expect(abs(expires.timeIntervalSinceNow - 3600) < 60)
             try await enqueueOne(webhooks, endpointId: endpoint.id)
-            #expect(try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(\.secrets) == [[second, first]])
+            #expect(
+                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(
+                    \.secrets) == [[second, first]])
 
             // A window of zero drops the previous secret at once; the first keeps its own end.
             _ = try await webhooks.rotateSecret(id: endpoint.id, projectId: "p", newSecret: third, window: .zero)
             try await enqueueOne(webhooks, endpointId: endpoint.id)
-            #expect(try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(\.secrets) == [[third, first]])
+            #expect(
+                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(
+                    \.secrets) == [[third, first]])
 
             #expect(try await webhooks.rotateSecret(id: endpoint.id, projectId: "another", newSecret: third, window: .zero) == nil)
             #expect(try await webhooks.rotateSecret(id: "we_none", projectId: "p", newSecret: third, window: .zero) == nil)

@@ -114,15 +114,20 @@ extension PipelineTests {
     }
 }
 
-/// Reads `count` records of a topic from its beginning, with a group of its own.
-func consume(topic: String, count: Int, logger: Logger) async throws -> [KafkaConsumerMessage] {
+/// A consumer of one topic from its beginning, in a group of its own, with the local broker's short timeouts.
+func readerConsumer(topic: String, logger: Logger) throws -> KafkaConsumer {
     var configuration = KafkaConsumerConfiguration(
         bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "reader-" + UUID().uuidString, clientId: "test-reader",
         topics: [topic])
     configuration.sessionTimeout = .seconds(6)
     configuration.heartbeatInterval = .seconds(1)
     configuration.maxPollInterval = .seconds(10)
-    let consumer = try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
+    return try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
+}
+
+/// Reads `count` records of a topic from its beginning, with a group of its own.
+func consume(topic: String, count: Int, logger: Logger) async throws -> [KafkaConsumerMessage] {
+    let consumer = try readerConsumer(topic: topic, logger: logger)
     return try await withThrowingTaskGroup(of: [KafkaConsumerMessage]?.self) { tasks in
         tasks.addTask {
             try await consumer.run()

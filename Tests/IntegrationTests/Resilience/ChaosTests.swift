@@ -71,7 +71,8 @@ import Testing
         for (id, event) in replayed { #expect(decoded[id] == event, "event \(id) differs from replay") }
 
         let deadLetters = try await consumeAll(topic: cluster.harness.topics.fixesDeadLetter, logger: cluster.logger)
-        let origins = Set(deadLetters.map { "\($0.headerTexts["checkin-origin-partition"] ?? "")/\($0.headerTexts["checkin-origin-offset"] ?? "")" })
+        let origins = Set(
+            deadLetters.map { "\($0.headerTexts["checkin-origin-partition"] ?? "")/\($0.headerTexts["checkin-origin-offset"] ?? "")" })
         #expect(origins.count == poisonRecords)
     }
 

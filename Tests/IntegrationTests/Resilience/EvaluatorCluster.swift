@@ -1,15 +1,15 @@
 import AsyncHTTPClient
 import Foundation
-
-#if canImport(Glibc)
-    import Glibc
-#endif
 import Kafka
 import KafkaTesting
 import Logging
 import Persistence
 import PostgresNIO
 import Shared
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// Evaluator processes (real `checkin evaluator`s) against a Postgres of their own and
 /// the shared broker, on topics and a group of their own: for tests that stop, freeze

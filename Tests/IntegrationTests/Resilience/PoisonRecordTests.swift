@@ -152,13 +152,7 @@ func consumeEvents(of deviceId: String, count: Int, _ harness: PipelineHarness) 
 
 /// Every record a topic holds now (read from the beginning until a poll finds nothing more).
 func consumeAll(topic: String, logger: Logger) async throws -> [KafkaConsumerMessage] {
-    var configuration = KafkaConsumerConfiguration(
-        bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "reader-" + UUID().uuidString, clientId: "test-reader",
-        topics: [topic])
-    configuration.sessionTimeout = .seconds(6)
-    configuration.heartbeatInterval = .seconds(1)
-    configuration.maxPollInterval = .seconds(10)
-    let consumer = try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
+    let consumer = try readerConsumer(topic: topic, logger: logger)
     let received = ReceivedMessages(consumer)
     return try await withServicesRunning([consumer]) {
         // Joining the group takes a few seconds on the local broker; then the topic is read out.

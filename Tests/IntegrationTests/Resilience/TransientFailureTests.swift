@@ -16,19 +16,21 @@ import Testing
         try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) { database in
             try await Migrator(database: database, logger: logger).migrate()
             try await database.client.query(
-                PostgresQuery(unsafeSQL: 
-                    """
-                    CREATE FUNCTION \(trigger)() RETURNS trigger LANGUAGE plpgsql AS $$
-                    BEGIN
-                      IF NEW.consumer_group = '\(harness.evaluatorGroup)' THEN
-                        RAISE EXCEPTION 'too many connections (test)' USING ERRCODE = '53300';
-                      END IF;
-                      RETURN NEW;
-                    END $$
-                    """), logger: logger)
+                PostgresQuery(
+                    unsafeSQL:
+                        """
+                        CREATE FUNCTION \(trigger)() RETURNS trigger LANGUAGE plpgsql AS $$
+                        BEGIN
+                          IF NEW.consumer_group = '\(harness.evaluatorGroup)' THEN
+                            RAISE EXCEPTION 'too many connections (test)' USING ERRCODE = '53300';
+                          END IF;
+                          RETURN NEW;
+                        END $$
+                        """), logger: logger)
             try await database.client.query(
-                PostgresQuery(unsafeSQL: 
-                    "CREATE TRIGGER \(trigger) BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION \(trigger)()"
+                PostgresQuery(
+                    unsafeSQL:
+                        "CREATE TRIGGER \(trigger) BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION \(trigger)()"
                 ), logger: logger)
         }
         @Sendable func dropTrigger() async throws {
