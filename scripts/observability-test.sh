@@ -44,6 +44,11 @@ cleanup() {
 trap cleanup EXIT
 
 export CHECKIN_LOG_LEVEL=warning
+# The partners are local http servers, and the webhook secrets are sealed under one key
+# for the CLI and the service alike.
+export CHECKIN_WEBHOOK_ALLOW_PRIVATE=true CHECKIN_WEBHOOK_ALLOW_HTTP=true
+CHECKIN_SECRET_KEY="$(head -c 32 /dev/urandom | base64)"
+export CHECKIN_SECRET_KEY
 "$BIN" projects create observability >/dev/null
 "$BIN" zones import --project observability "$ROOT/examples/zones.json" >/dev/null
 # A partner that never answers: deliveries queue and retry, so the backlog has series.
