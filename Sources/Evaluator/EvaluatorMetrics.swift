@@ -4,18 +4,11 @@ import Metrics
 /// they are exported (at 0) before anything happened: an alert or a dashboard panel
 /// over a series that does not exist yet would say nothing.
 public struct EvaluatorMetrics: Sendable {
-    /// Batches that failed on Postgres or the broker and were retried.
-    public let databaseFailures = Counter(
-        label: "checkin_evaluator_transient_failures_total", dimensions: [("component", "database")])
-    public let brokerFailures = Counter(label: "checkin_evaluator_transient_failures_total", dimensions: [("component", "broker")])
-    /// Records that failed processing every time and were set aside.
-    public let poisonRecords = Counter(label: "checkin_evaluator_poison_records_total")
-    /// Records sent to `checkin.fixes.dlq`, by why.
+    /// Records sent to `checkin.fixes.dlq` because they are not valid fixes. (Transient
+    /// failures, poison records and their dead letters are `ProcessingHealth`'s; stalled
+    /// partitions are `PartitionStallWatchdog`'s.)
     public let invalidFixDeadLetters = Counter(
         label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "invalid-fix")])
-    public let poisonDeadLetters = Counter(label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "poison")])
-    /// Partitions with lag whose position has not moved for `max.poll.interval`.
-    public let stalledPartitions = Gauge(label: "checkin_evaluator_partitions_stalled")
     /// The zones the engine in use was built from.
     public let zonesLoaded = Gauge(label: "checkin_evaluator_zones_loaded")
     public let fencesLoaded = Gauge(label: "checkin_evaluator_fences_loaded")

@@ -89,7 +89,6 @@ public final class WebhookDispatcher: Service, Sendable {
         await recorder.flush()
         recorder.finish()
         await recording
-        await sender.shutdown()
     }
 
     /// Claims and starts deliveries until a graceful shutdown; then gives back what it

@@ -58,8 +58,6 @@ final class WebhookSender: Sendable {
             return WebhookResponse(error: String(describing: error))
         }
     }
-
-    func shutdown() async {}
 }
 
 extension TimeAmount {
