@@ -44,17 +44,10 @@ import Testing
             let notifiers = try ["notifier-1", "notifier-2"].map { name in
                 ServiceProcess(
                     name: name, arguments: ["notifier"],
-                    environment: [
-                        "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": harness.databaseURL,
-                        "CHECKIN_TOPIC_CHECKINS": harness.topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": harness.topics.checkOuts,
-                        "CHECKIN_TOPIC_EVENTS_DLQ": harness.topics.eventsDeadLetter,
-                        "CHECKIN_NOTIFIER_GROUP": harness.notifierGroup, "CHECKIN_KAFKA_PARTITIONS": "4",
-                        "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000", "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000",
-                        "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000", "CHECKIN_WEBHOOK_RETRY_DELAY": "0.2",
+                    environment: harness.processEnvironment.merging([
                         "CHECKIN_HTTP_PORT": String(try freePort()), "CHECKIN_LOG_LEVEL": "warning",
-                        "CHECKIN_SECRET_KEY": harness.secretKey.base64, "CHECKIN_WEBHOOK_ALLOW_PRIVATE": "true",
-                        "CHECKIN_WEBHOOK_ALLOW_HTTP": "true",
-                    ], logDirectory: logDirectory)
+                    ]) { $1 },
+                    logDirectory: logDirectory)
             }
             defer { notifiers.forEach { $0.stop() } }
             for notifier in notifiers { try notifier.start() }

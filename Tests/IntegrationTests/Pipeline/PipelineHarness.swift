@@ -72,6 +72,24 @@ struct PipelineHarness {
         return try await IntegrationTests.freshDatabaseURL(logger: logger)
     }
 
+    /// What a `checkin` service process started by a test needs: this harness's broker,
+    /// database, topics and groups, the local broker's short group timeouts, quick retries,
+    /// the shared secret key and local partners over http. Callers add `CHECKIN_HTTP_PORT`.
+    var processEnvironment: [String: String] {
+        [
+            "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": databaseURL,
+            "CHECKIN_TOPIC_FIXES": topics.fixes, "CHECKIN_TOPIC_FIXES_DLQ": topics.fixesDeadLetter,
+            "CHECKIN_TOPIC_CHECKINS": topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": topics.checkOuts,
+            "CHECKIN_TOPIC_EVENTS_DLQ": topics.eventsDeadLetter,
+            "CHECKIN_EVALUATOR_GROUP": evaluatorGroup, "CHECKIN_NOTIFIER_GROUP": notifierGroup,
+            "CHECKIN_KAFKA_PARTITIONS": "4", "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000",
+            "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000", "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000",
+            "CHECKIN_ZONE_REFRESH_INTERVAL": "0.5", "CHECKIN_WEBHOOK_RETRY_DELAY": "0.2", "CHECKIN_LOG_LEVEL": "info",
+            "CHECKIN_SECRET_KEY": secretKey.base64, "CHECKIN_WEBHOOK_ALLOW_PRIVATE": "true",
+            "CHECKIN_WEBHOOK_ALLOW_HTTP": "true",
+        ]
+    }
+
     func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
         var configuration = KafkaConsumerConfiguration(
             bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "", clientId: clientId, topics: [])

@@ -33,19 +33,7 @@ import Testing
             try await harness.addEndpoint(url: "http://127.0.0.1:\(port)/hooks")
 
             let ingestPort = try freePort()
-            var shared: [String: String] = [
-                "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": TestEnvironment.databaseURL,
-                "CHECKIN_TOPIC_FIXES": harness.topics.fixes, "CHECKIN_TOPIC_FIXES_DLQ": harness.topics.fixesDeadLetter,
-                "CHECKIN_TOPIC_CHECKINS": harness.topics.checkIns, "CHECKIN_TOPIC_CHECKOUTS": harness.topics.checkOuts,
-                "CHECKIN_TOPIC_EVENTS_DLQ": harness.topics.eventsDeadLetter,
-                "CHECKIN_EVALUATOR_GROUP": harness.evaluatorGroup, "CHECKIN_NOTIFIER_GROUP": harness.notifierGroup,
-                "CHECKIN_KAFKA_PARTITIONS": "4", "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000",
-                "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000", "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000",
-                "CHECKIN_ZONE_REFRESH_INTERVAL": "0.5", "CHECKIN_WEBHOOK_RETRY_DELAY": "0.2", "CHECKIN_LOG_LEVEL": "info",
-                "CHECKIN_SECRET_KEY": harness.secretKey.base64, "CHECKIN_WEBHOOK_ALLOW_PRIVATE": "true",
-                "CHECKIN_WEBHOOK_ALLOW_HTTP": "true",
-            ]
-            shared["CHECKIN_HTTP_PORT"] = nil
+            let shared = harness.processEnvironment
             let services: [Victim: ServiceProcess] = Dictionary(
                 uniqueKeysWithValues: try Victim.allCases.map { service in
                     var environment = shared
