@@ -82,13 +82,14 @@ public final class WebhookDispatcher: Service, Sendable {
         await withTaskGroup(of: Void.self) { chores in
             chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
-            chores.addTask { await self.every(.seconds(15)) { await self.failExpiredWhileDisabled() } }
+            chores.addTask { await self.every(.seconds(15)) { await self.tendDisabledEndpoints() } }
             await dispatchUntilShutdown()
             chores.cancelAll()
         }
         await recorder.flush()
         recorder.finish()
         await recording
+        sender.client.shutdown()
     }
 
     /// Claims and starts deliveries until a graceful shutdown; then gives back what it
@@ -202,7 +203,13 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    private func failExpiredWhileDisabled() async {
+    /// Deliveries of disabled endpoints stay out of claims, and fail once their retries would have run out.
+    private func tendDisabledEndpoints() async {
+        do {
+            try await webhooks.parkDeliveriesOfDisabledEndpoints()
+        } catch {
+            logger.error("could not park deliveries of disabled endpoints", metadata: ["error": "\(error)"])
+        }
         do {
             let failed = try await webhooks.failExpiredWhileDisabled(retryWindow: configuration.retryWindow)
             if failed > 0 {

@@ -11,7 +11,7 @@ public struct Migration: Sendable {
 extension Migration {
     /// Every migration, in order.
     public static let all: [Migration] = [
-        initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex,
+        initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex, dueDeliveriesOrder,
     ]
 }
 

@@ -169,9 +169,18 @@ extension WebhookStore {
         guard !deliveries.isEmpty else { return 0 }
         let rows = try await database.client.query(
             """
-            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
+                                    next_attempt_at)
             SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
-                   NULLIF(u.sequence, 0), u.payload
+                   NULLIF(u.sequence, 0), u.payload,
+                   -- Not due before the device's delivery that goes first (it may be waiting to
+                   -- retry), nor while the endpoint is disabled.
+                   GREATEST(now(), (SELECT h.next_attempt_at FROM deliveries h
+                                     WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id
+                                       AND h.status = 'pending'
+                                     ORDER BY h.sequence NULLS FIRST, h.id LIMIT 1),
+                            (SELECT 'infinity'::timestamptz FROM webhook_endpoints e
+                              WHERE e.id = u.endpoint_id AND NOT e.enabled))
             FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
                         \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
                         \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
@@ -201,25 +210,28 @@ extension WebhookStore {
     ) async throws -> [DeliveryAttempt] {
         let rows = try await database.client.query(
             """
-            WITH heads AS (
-                -- Each device's first pending delivery to each endpoint: the only one that may go.
-                SELECT DISTINCT ON (d.endpoint_id, d.device_id)
-                       d.id, d.endpoint_id, d.device_id, d.sequence, d.next_attempt_at, d.leased_until, d.created_at
+            WITH eligible AS (
+                -- Due deliveries in the order they go, each the first pending one of its device
+                -- to its endpoint (the only one that may go), read until there are enough:
+                -- the cost follows the claim, not the backlog.
+                SELECT d.id, d.endpoint_id, d.next_attempt_at
                   FROM deliveries d
-                 WHERE d.status = 'pending'
-                 ORDER BY d.endpoint_id, d.device_id, d.sequence NULLS FIRST, d.id
-            ), eligible AS (
-                SELECT h.id, h.endpoint_id, h.next_attempt_at FROM heads h
-                  JOIN webhook_endpoints e ON e.id = h.endpoint_id
-                 WHERE h.next_attempt_at <= now()
-                   AND (h.leased_until IS NULL OR h.leased_until <= now())
-                   AND e.enabled
-                   AND NOT (h.endpoint_id = ANY(\(excluding)::text[]))
-                   AND (h.sequence IS NULL OR h.sequence <= 1
-                        OR h.created_at <= now() - make_interval(secs => \(gapHold.seconds))
-                        OR EXISTS (SELECT 1 FROM deliveries p
-                                    WHERE p.endpoint_id = h.endpoint_id AND p.device_id = h.device_id
-                                      AND p.sequence = h.sequence - 1))
+                 WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+                   AND (d.leased_until IS NULL OR d.leased_until <= now())
+                   AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
+                   AND NOT EXISTS (SELECT 1 FROM deliveries p
+                                    WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                                      AND p.status = 'pending'
+                                      AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id))
+                   AND (d.sequence IS NULL OR d.sequence <= 1
+                        OR d.created_at <= now() - make_interval(secs => \(gapHold.seconds))
+                        -- A scalar subquery: one index probe per row, never a hash of the whole table.
+                        OR COALESCE((SELECT true FROM deliveries p
+                                      WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                                        AND p.sequence = d.sequence - 1 LIMIT 1), false))
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
+                 ORDER BY d.next_attempt_at, d.id
+                 LIMIT \(4 * limit)
             ), ranked AS (
                 SELECT id, next_attempt_at,
                        row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
@@ -244,10 +256,10 @@ extension WebhookStore {
                              ORDER BY s.id DESC),
                       d.event_id, d.device_id,
                       COALESCE(d.sequence, 0), d.payload, d.attempts,
-                      COALESCE(d.sequence > 1 AND NOT EXISTS (
-                          SELECT 1 FROM deliveries p
-                           WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                             AND p.sequence = d.sequence - 1), false)
+                      COALESCE(d.sequence > 1, false)
+                          AND (SELECT true FROM deliveries p
+                                WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                                  AND p.sequence = d.sequence - 1 LIMIT 1) IS NULL
             """, logger: logger)
         var result: [DeliveryAttempt] = []
         for try await row in rows {
@@ -318,11 +330,48 @@ extension WebhookStore {
                   FROM r
                  WHERE d.id = r.id AND d.lease_owner = \(owner)
                 RETURNING d.id
+            ), held_back AS (
+                -- A device's later deliveries wait with its retried one: they are not due before
+                -- it, so claims meanwhile do not read them again and again.
+                UPDATE deliveries l SET next_attempt_at = now() + make_interval(secs => r.delay)
+                  FROM r JOIN deliveries h ON h.id = r.id
+                 WHERE r.status = 'pending' AND h.lease_owner = \(owner)
+                   AND l.endpoint_id = h.endpoint_id AND l.device_id = h.device_id AND l.status = 'pending'
+                   AND NOT (l.id = ANY(\(results.map(\.deliveryId))::bigint[]))
+                   AND l.next_attempt_at < now() + make_interval(secs => r.delay)
+                RETURNING l.id
             )
             INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
             SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
               FROM r JOIN deliveries d ON d.id = r.id
             """, logger: logger)
+    }
+
+    /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity') and
+    /// brings those of enabled endpoints back: disabling, enabling and queueing do this as
+    /// they go, and this pass mends what raced with them (a delivery queued while its
+    /// endpoint was being enabled, an attempt recorded as a retry after a 410).
+    @discardableResult
+    public func parkDeliveriesOfDisabledEndpoints() async throws -> Int {
+        let rows = try await database.client.query(
+            """
+            WITH parked AS (
+                UPDATE deliveries d SET next_attempt_at = 'infinity'
+                  FROM webhook_endpoints e
+                 WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.status = 'pending'
+                   AND d.next_attempt_at < 'infinity' AND (d.leased_until IS NULL OR d.leased_until <= now())
+                RETURNING d.id
+            ), unparked AS (
+                UPDATE deliveries d SET next_attempt_at = now()
+                  FROM webhook_endpoints e
+                 WHERE e.id = d.endpoint_id AND e.enabled AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
+                RETURNING d.id
+            )
+            SELECT (SELECT count(*) FROM parked) + (SELECT count(*) FROM unparked)
+            """, logger: logger)
+        var count = 0
+        for try await changed in rows.decode(Int.self) { count = changed }
+        return count
     }
 
     /// Deliveries of disabled endpoints whose retries ran out meanwhile (queued longer than

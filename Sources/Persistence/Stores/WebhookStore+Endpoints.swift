@@ -63,12 +63,20 @@ extension WebhookStore {
     public func disableEndpoint(id: String, projectId: String? = nil, reason: String) async throws -> WebhookEndpoint? {
         let rows = try await database.client.query(
             """
-            UPDATE webhook_endpoints
-               SET disabled_reason = CASE WHEN enabled THEN \(reason) ELSE disabled_reason END,
-                   disabled_at = CASE WHEN enabled THEN now() ELSE disabled_at END,
-                   enabled = false
-             WHERE id = \(id) AND (\(projectId ?? "") = '' OR project_id = \(projectId ?? ""))
-            RETURNING project_id
+            WITH disabled AS (
+                UPDATE webhook_endpoints
+                   SET disabled_reason = CASE WHEN enabled THEN \(reason) ELSE disabled_reason END,
+                       disabled_at = CASE WHEN enabled THEN now() ELSE disabled_at END,
+                       enabled = false
+                 WHERE id = \(id) AND (\(projectId ?? "") = '' OR project_id = \(projectId ?? ""))
+                RETURNING id, project_id
+            ), parked AS (
+                -- Not due while the endpoint is disabled, so that claims never read them.
+                UPDATE deliveries d SET next_attempt_at = 'infinity'
+                  FROM disabled WHERE d.endpoint_id = disabled.id AND d.status = 'pending'
+                RETURNING d.id
+            )
+            SELECT project_id FROM disabled
             """, logger: logger)
         for try await project in rows.decode(String.self) { return try await endpoint(id: id, projectId: project) }
         return nil
@@ -79,8 +87,13 @@ extension WebhookStore {
     public func enableEndpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
         try await database.client.query(
             """
-            UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
-             WHERE id = \(id) AND project_id = \(projectId)
+            WITH enabled AS (
+                UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
+                 WHERE id = \(id) AND project_id = \(projectId)
+                RETURNING id
+            )
+            UPDATE deliveries d SET next_attempt_at = now()
+              FROM enabled WHERE d.endpoint_id = enabled.id AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
             """, logger: logger)
         return try await endpoint(id: id, projectId: projectId)
     }

@@ -134,8 +134,10 @@ import Testing
 
             try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) {
                 database in
-                try await database.client.query(
-                    "UPDATE webhook_endpoints SET enabled = true WHERE project_id = \(harness.projectId)", logger: logger)
+                let webhooks = WebhookStore(database: database, logger: logger, sealer: harness.sealer)
+                for endpoint in try await webhooks.endpoints(projectId: harness.projectId) {
+                    _ = try await webhooks.enableEndpoint(id: endpoint.id, projectId: harness.projectId)
+                }
             }
             try await received.wait(timeout: .seconds(60)) { trip.isComplete($0) }
 

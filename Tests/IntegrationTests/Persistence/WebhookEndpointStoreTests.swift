@@ -156,6 +156,87 @@ import Testing
         }
     }
 
+    /// Deliveries of a disabled endpoint are not due ('infinity'), so that claims never read
+    /// them however many queue up; enabling brings them back, and the notifier's periodic
+    /// pass mends rows that raced with either.
+    @Test func deliveriesOfADisabledEndpointStayOutOfClaimsUntilItIsEnabled() async throws {
+        let (logger, sealer) = (logger, sealer)
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
+            func claim() async throws -> Int {
+                let claimed = try await webhooks.claimDue(
+                    limit: 100, perEndpoint: 100, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
+                try await webhooks.releaseLeases(ids: claimed.map(\.id), owner: "test")
+                return claimed.count
+            }
+            func parked() async throws -> Int {
+                let rows = try await database.client.query(
+                    "SELECT count(*)::int FROM deliveries WHERE next_attempt_at = 'infinity'", logger: logger)
+                var count = 0
+                for try await value in rows.decode(Int.self) { count = value }
+                return count
+            }
+            try await enqueueOne(webhooks, endpointId: endpoint.id)
+            _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "HTTP 410 Gone")
+            try await enqueueOne(webhooks, endpointId: endpoint.id)
+            #expect(try await parked() == 2)
+            #expect(try await claim() == 0)
+
+            _ = try await webhooks.enableEndpoint(id: endpoint.id, projectId: "p")
+            #expect(try await parked() == 0)
+            #expect(try await claim() == 2)
+
+            // A retry recorded after the endpoint was disabled made one due again; the pass parks it.
+            _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "operator")
+            try await database.client.query(
+                "UPDATE deliveries SET next_attempt_at = now() WHERE id = (SELECT min(id) FROM deliveries)", logger: logger)
+            #expect(try await webhooks.parkDeliveriesOfDisabledEndpoints() == 1)
+            #expect(try await parked() == 2)
+            // Enabled behind the store's back: the pass brings both back.
+            try await database.client.query("UPDATE webhook_endpoints SET enabled = true", logger: logger)
+            #expect(try await webhooks.parkDeliveriesOfDisabledEndpoints() == 2)
+            #expect(try await claim() == 2)
+        }
+    }
+
+    /// While a device's delivery waits to retry, its later deliveries to the endpoint (queued
+    /// before or after) are not due before it, so claims meanwhile do not read them.
+    @Test func aDevicesLaterDeliveriesWaitWithItsRetry() async throws {
+        let (logger, sealer) = (logger, sealer)
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
+            func delivery(_ sequence: Int) -> NewDelivery {
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: "p", eventId: "e\(sequence)", eventType: "checkin", deviceId: "d",
+                    eventTime: Date(), sequence: sequence, payload: "{}")
+            }
+            try await webhooks.enqueue([delivery(1), delivery(2)])
+            let first = try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
+            #expect(first.map(\.sequence) == [1])
+            try await webhooks.record(
+                [
+                    DeliveryResult(
+                        deliveryId: first[0].id, attempt: 1, startedAt: Date(), latency: .milliseconds(5), statusCode: 500,
+                        error: "HTTP 500", outcome: .retry(after: .seconds(3600)))
+                ], owner: "test")
+            try await webhooks.enqueue([delivery(3)])
+            let rows = try await database.client.query(
+                """
+                SELECT sequence::int, (next_attempt_at > now() + interval '3500 seconds') FROM deliveries ORDER BY sequence
+                """, logger: logger)
+            var waiting: [Int: Bool] = [:]
+            for try await (sequence, later) in rows.decode((Int, Bool).self) { waiting[sequence] = later }
+            #expect(waiting == [1: true, 2: true, 3: true])
+            #expect(
+                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
+                    .isEmpty)
+        }
+    }
+
     @Test func productionNeedsAKeyWhileDevAndDemoKeepALocalOne() async throws {
         let logger = logger
         try await withFreshDatabase { database in
