@@ -24,7 +24,8 @@ public struct Notifier: Sendable {
         consumerConfiguration.topics = [configuration.topics.checkIns, configuration.topics.checkOuts]
         let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: nil, logger: logger)
-        let webhookClient = try GuardedWebhookClient(policy: configuration.webhookURLPolicy, resolver: hostResolver)
+        let webhookClient = try GuardedWebhookClient(
+            policy: configuration.webhookURLPolicy, resolver: hostResolver, maximumIdlePerHost: configuration.endpointConcurrency)
         let dispatcher = WebhookDispatcher(
             configuration: configuration, webhooks: webhooks, webhookClient: webhookClient, logger: logger)
         self.consumer = consumer

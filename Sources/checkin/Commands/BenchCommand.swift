@@ -158,7 +158,8 @@ struct NotifierBench: AsyncParsableCommand {
     ) async throws {
         let dispatcher = WebhookDispatcher(
             configuration: configuration, webhooks: webhooks,
-            webhookClient: try GuardedWebhookClient(policy: .local), logger: logger)
+            webhookClient: try GuardedWebhookClient(policy: .local, maximumIdlePerHost: configuration.endpointConcurrency),
+            logger: logger)
         try await runServices([dispatcher], logger: logger) { try await body(dispatcher) }
     }
 
