@@ -262,18 +262,39 @@ extension WebhookStore {
                                   AND p.sequence = d.sequence - 1 LIMIT 1) IS NULL
             """, logger: logger)
         var result: [DeliveryAttempt] = []
+        var unsigned: [DeliveryResult] = []
         for try await row in rows {
             let (id, endpointId, projectId, url, secrets, eventId, deviceId, sequence, payload, attempts, gap) =
                 try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool).self)
+            let opened: [String]
+            do {
+                opened = try openSecrets(secrets)
+            } catch {
+                // This endpoint's deliveries cannot be signed; the rest of the claim goes on.
+                unsigned.append(
+                    DeliveryResult(
+                        deliveryId: id, attempt: attempts, startedAt: Date(), latency: .zero, statusCode: nil,
+                        error: "not sent: \(error)", outcome: .retry(after: Self.unsignableRetryDelay)))
+                continue
+            }
             result.append(
                 DeliveryAttempt(
-                    id: id, endpointId: endpointId, projectId: projectId, url: url, secrets: try openSecrets(secrets),
-                    eventId: eventId,
+                    id: id, endpointId: endpointId, projectId: projectId, url: url, secrets: opened, eventId: eventId,
                     deviceId: deviceId, sequence: sequence == 0 ? nil : sequence, payload: payload, attempt: attempts,
                     skippedGap: gap))
         }
+        if !unsigned.isEmpty {
+            logger.error(
+                "deliveries not sent: their endpoint's secret cannot be opened with CHECKIN_SECRET_KEY",
+                metadata: ["deliveries": "\(unsigned.count)", "error": "\(unsigned[0].error ?? "")"])
+            try await record(unsigned, owner: owner)
+        }
         return result
     }
+
+    /// How long a delivery whose endpoint secret cannot be opened (sealed under another key)
+    /// waits before it is tried again: until an operator starts the notifier with that key.
+    static let unsignableRetryDelay: Duration = .seconds(300)
 
     /// Keeps `owner`'s claims alive while their attempts run.
     public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {

@@ -201,6 +201,39 @@ import Testing
         }
     }
 
+    /// An endpoint whose secret was sealed under another key cannot be signed for: its
+    /// delivery is recorded as a failed attempt and waits, and the rest of the claim goes.
+    @Test func aDeliveryThatCannotBeSignedDoesNotStopTheClaim() async throws {
+        let (logger, sealer) = (logger, sealer)
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let otherKey = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let sealedElsewhere = try await otherKey.addEndpoint(
+                projectId: "p", url: "https://old.example.com/", secrets: [WebhookSecret.generate()])
+            let healthy = try await webhooks.addEndpoint(
+                projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
+            try await enqueueOne(webhooks, endpointId: sealedElsewhere.id)
+            try await enqueueOne(webhooks, endpointId: healthy.id)
+
+            let claimed = try await webhooks.claimDue(
+                limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
+            #expect(claimed.map(\.endpointId) == [healthy.id])
+            let rows = try await database.client.query(
+                """
+                SELECT d.attempts, d.lease_owner IS NULL, d.next_attempt_at > now() + interval '200 seconds',
+                       (SELECT count(*)::int FROM delivery_attempts a WHERE a.delivery_id = d.id), COALESCE(d.last_error, '')
+                  FROM deliveries d WHERE d.endpoint_id = \(sealedElsewhere.id)
+                """, logger: logger)
+            var seen = 0
+            for try await (attempts, released, waits, logged, error) in rows.decode((Int, Bool, Bool, Int, String).self) {
+                seen += 1
+                #expect(attempts == 1 && released && waits && logged == 1)
+                #expect(error.contains("not sent"), "\(error)")
+            }
+            #expect(seen == 1)
+        }
+    }
+
     /// While a device's delivery waits to retry, its later deliveries to the endpoint (queued
     /// before or after) are not due before it, so claims meanwhile do not read them.
     @Test func aDevicesLaterDeliveriesWaitWithItsRetry() async throws {
