@@ -219,10 +219,12 @@ extension WebhookStore {
                  WHERE d.status = 'pending' AND d.next_attempt_at <= now()
                    AND (d.leased_until IS NULL OR d.leased_until <= now())
                    AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
-                   AND NOT EXISTS (SELECT 1 FROM deliveries p
-                                    WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                                      AND p.status = 'pending'
-                                      AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id))
+                   -- In the order of the index of pending heads, so that this is one probe of it
+                   -- whatever the planner knows of the table.
+                   AND d.id = (SELECT p.id FROM deliveries p
+                                WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                                  AND p.status = 'pending'
+                                ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
                    AND (d.sequence IS NULL OR d.sequence <= 1
                         OR d.created_at <= now() - make_interval(secs => \(gapHold.seconds))
                         -- A scalar subquery: one index probe per row, never a hash of the whole table.
