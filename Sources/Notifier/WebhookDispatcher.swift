@@ -82,7 +82,7 @@ public final class WebhookDispatcher: Service, Sendable {
         await withTaskGroup(of: Void.self) { chores in
             chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
-            chores.addTask { await self.every(.seconds(15)) { await self.tendDisabledEndpoints() } }
+            chores.addTask { await self.every(.seconds(15)) { await self.tendDueDeliveries() } }
             await dispatchUntilShutdown()
             chores.cancelAll()
         }
@@ -203,12 +203,13 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    /// Deliveries of disabled endpoints stay out of claims, and fail once their retries would have run out.
-    private func tendDisabledEndpoints() async {
+    /// Deliveries of disabled endpoints stay out of claims, and fail once their retries would
+    /// have run out; each device's first delivery of an enabled endpoint is due.
+    private func tendDueDeliveries() async {
         do {
-            try await webhooks.parkDeliveriesOfDisabledEndpoints()
+            try await webhooks.mendDueDeliveries()
         } catch {
-            logger.error("could not park deliveries of disabled endpoints", metadata: ["error": "\(error)"])
+            logger.error("could not mend which deliveries are due", metadata: ["error": "\(error)"])
         }
         do {
             let failed = try await webhooks.failExpiredWhileDisabled(retryWindow: configuration.retryWindow)

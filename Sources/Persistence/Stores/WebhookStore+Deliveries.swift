@@ -164,6 +164,11 @@ extension Duration {
 extension WebhookStore {
     /// Adds deliveries in one statement (all or none); an (endpoint, event) pair already
     /// queued is left as it is, which makes a redelivered event harmless. Returns how many were new.
+    ///
+    /// Only a device's first pending delivery to an endpoint is due; the ones behind it wait
+    /// at 'infinity' until it is done (`record` lets the next one go), so that a claim reads
+    /// the deliveries that may go, never the backlog behind them. A race with `record` can
+    /// leave a first delivery waiting; `releaseWaitingHeads` mends that.
     @discardableResult
     public func enqueue(_ deliveries: [NewDelivery]) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
@@ -173,19 +178,21 @@ extension WebhookStore {
                                     next_attempt_at)
             SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
                    NULLIF(u.sequence, 0), u.payload,
-                   -- Not due before the device's delivery that goes first (it may be waiting to
-                   -- retry), nor while the endpoint is disabled.
-                   GREATEST(now(), (SELECT h.next_attempt_at FROM deliveries h
-                                     WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id
-                                       AND h.status = 'pending'
-                                     ORDER BY h.sequence NULLS FIRST, h.id LIMIT 1),
-                            (SELECT 'infinity'::timestamptz FROM webhook_endpoints e
-                              WHERE e.id = u.endpoint_id AND NOT e.enabled))
-            FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
-                        \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
-                        \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
-                        \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[])
-                 AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)
+                   CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
+                        THEN 'infinity'::timestamptz
+                        -- Behind an earlier delivery of the device in this batch or already queued.
+                        WHEN u.turn > 1 OR EXISTS (
+                            SELECT 1 FROM deliveries h
+                             WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
+                               AND COALESCE(h.sequence, 0) <= u.sequence)
+                        THEN 'infinity'::timestamptz
+                        ELSE now() END
+            FROM (SELECT *, row_number() OVER (PARTITION BY endpoint_id, device_id ORDER BY sequence, event_id) AS turn
+                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                                \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                                \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                                \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[])
+                         AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)) u
             ON CONFLICT (endpoint_id, event_id) DO NOTHING
             RETURNING id
             """, logger: logger)
@@ -352,16 +359,29 @@ extension WebhookStore {
                        lease_owner = NULL, leased_until = NULL
                   FROM r
                  WHERE d.id = r.id AND d.lease_owner = \(owner)
-                RETURNING d.id
+                RETURNING d.id, d.endpoint_id, d.device_id, d.sequence, d.status
+            ), next_ones AS (
+                -- A device's delivery done: the one behind it may go.
+                UPDATE deliveries n SET next_attempt_at = now()
+                  FROM updated u
+                 WHERE u.status <> 'pending'
+                   AND n.id = (SELECT p.id FROM deliveries p
+                                WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
+                                  AND NOT (p.id = ANY(\(results.map(\.deliveryId))::bigint[]))
+                                ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
+                   AND n.next_attempt_at = 'infinity'
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = n.endpoint_id AND e.enabled)
+                RETURNING n.id
             ), held_back AS (
-                -- A device's later deliveries wait with its retried one: they are not due before
-                -- it, so claims meanwhile do not read them again and again.
-                UPDATE deliveries l SET next_attempt_at = now() + make_interval(secs => r.delay)
-                  FROM r JOIN deliveries h ON h.id = r.id
-                 WHERE r.status = 'pending' AND h.lease_owner = \(owner)
-                   AND l.endpoint_id = h.endpoint_id AND l.device_id = h.device_id AND l.status = 'pending'
+                -- A device's delivery to retry: the ones behind it wait with it (any let out of
+                -- order, after a gap, go back to waiting), so claims meanwhile do not read them.
+                UPDATE deliveries l SET next_attempt_at = 'infinity'
+                  FROM updated u
+                 WHERE u.status = 'pending'
+                   AND l.endpoint_id = u.endpoint_id AND l.device_id = u.device_id AND l.status = 'pending'
                    AND NOT (l.id = ANY(\(results.map(\.deliveryId))::bigint[]))
-                   AND l.next_attempt_at < now() + make_interval(secs => r.delay)
+                   AND (COALESCE(l.sequence, 0), l.id) > (COALESCE(u.sequence, 0), u.id)
+                   AND l.next_attempt_at < 'infinity' AND (l.leased_until IS NULL OR l.leased_until <= now())
                 RETURNING l.id
             )
             INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
@@ -370,30 +390,43 @@ extension WebhookStore {
             """, logger: logger)
     }
 
-    /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity') and
-    /// brings those of enabled endpoints back: disabling, enabling and queueing do this as
-    /// they go, and this pass mends what raced with them (a delivery queued while its
-    /// endpoint was being enabled, an attempt recorded as a retry after a 410).
+    /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity')
+    /// and lets each device's first waiting delivery of an enabled endpoint go: disabling,
+    /// queueing and recording do this as they go, and this pass mends what raced with them
+    /// (an attempt recorded as a retry after a 410, a delivery queued behind one that was
+    /// being recorded as delivered). Returns how many deliveries it changed.
     @discardableResult
-    public func parkDeliveriesOfDisabledEndpoints() async throws -> Int {
+    public func mendDueDeliveries() async throws -> Int {
         let rows = try await database.client.query(
             """
-            WITH parked AS (
-                UPDATE deliveries d SET next_attempt_at = 'infinity'
-                  FROM webhook_endpoints e
-                 WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.status = 'pending'
-                   AND d.next_attempt_at < 'infinity' AND (d.leased_until IS NULL OR d.leased_until <= now())
-                RETURNING d.id
-            ), unparked AS (
-                UPDATE deliveries d SET next_attempt_at = now()
-                  FROM webhook_endpoints e
-                 WHERE e.id = d.endpoint_id AND e.enabled AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
-                RETURNING d.id
-            )
-            SELECT (SELECT count(*) FROM parked) + (SELECT count(*) FROM unparked)
+            UPDATE deliveries d SET next_attempt_at = 'infinity'
+              FROM webhook_endpoints e
+             WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.status = 'pending'
+               AND d.next_attempt_at < 'infinity' AND (d.leased_until IS NULL OR d.leased_until <= now())
+            RETURNING d.id
             """, logger: logger)
         var count = 0
-        for try await changed in rows.decode(Int.self) { count = changed }
+        for try await _ in rows { count += 1 }
+        return count + (try await releaseWaitingHeads())
+    }
+
+    /// Lets each device's first pending delivery go where it waits at 'infinity' although
+    /// nothing is ahead of it, for the enabled endpoints (or the one given). Reads every
+    /// pending delivery of those endpoints once.
+    @discardableResult
+    public func releaseWaitingHeads(endpointId: String? = nil) async throws -> Int {
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries d SET next_attempt_at = now()
+              FROM (SELECT DISTINCT ON (p.endpoint_id, p.device_id) p.id, p.next_attempt_at
+                      FROM deliveries p JOIN webhook_endpoints e ON e.id = p.endpoint_id
+                     WHERE p.status = 'pending' AND e.enabled AND (\(endpointId ?? "") = '' OR e.id = \(endpointId ?? ""))
+                     ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id) heads
+             WHERE d.id = heads.id AND heads.next_attempt_at = 'infinity'
+            RETURNING d.id
+            """, logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
         return count
     }
 

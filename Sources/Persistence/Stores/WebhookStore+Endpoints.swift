@@ -87,14 +87,10 @@ extension WebhookStore {
     public func enableEndpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
         try await database.client.query(
             """
-            WITH enabled AS (
-                UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
-                 WHERE id = \(id) AND project_id = \(projectId)
-                RETURNING id
-            )
-            UPDATE deliveries d SET next_attempt_at = now()
-              FROM enabled WHERE d.endpoint_id = enabled.id AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
+            UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
+             WHERE id = \(id) AND project_id = \(projectId)
             """, logger: logger)
+        try await releaseWaitingHeads(endpointId: id)
         return try await endpoint(id: id, projectId: projectId)
     }
 

@@ -192,12 +192,57 @@ import Testing
             _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "operator")
             try await database.client.query(
                 "UPDATE deliveries SET next_attempt_at = now() WHERE id = (SELECT min(id) FROM deliveries)", logger: logger)
-            #expect(try await webhooks.parkDeliveriesOfDisabledEndpoints() == 1)
+            #expect(try await webhooks.mendDueDeliveries() == 1)
             #expect(try await parked() == 2)
             // Enabled behind the store's back: the pass brings both back.
             try await database.client.query("UPDATE webhook_endpoints SET enabled = true", logger: logger)
-            #expect(try await webhooks.parkDeliveriesOfDisabledEndpoints() == 2)
+            #expect(try await webhooks.mendDueDeliveries() == 2)
             #expect(try await claim() == 2)
+        }
+    }
+
+    /// Only a device's first pending delivery is due; the next one becomes due when it is
+    /// done, and a first delivery left waiting (queued while the one ahead was being
+    /// recorded) is let go by the notifier's periodic pass.
+    @Test func onlyEachDevicesFirstDeliveryIsDue() async throws {
+        let (logger, sealer) = (logger, sealer)
+        try await withFreshDatabase { database in
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
+            func delivery(_ sequence: Int) -> NewDelivery {
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: "p", eventId: "e\(sequence)", eventType: "checkin", deviceId: "d",
+                    eventTime: Date(), sequence: sequence, payload: "{}")
+            }
+            func due() async throws -> [Int] {
+                let rows = try await database.client.query(
+                    "SELECT sequence::int FROM deliveries WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY 1",
+                    logger: logger)
+                var sequences: [Int] = []
+                for try await sequence in rows.decode(Int.self) { sequences.append(sequence) }
+                return sequences
+            }
+            try await webhooks.enqueue([delivery(2), delivery(1)])
+            try await webhooks.enqueue([delivery(3)])
+            #expect(try await due() == [1])
+
+            let first = try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
+            #expect(first.map(\.sequence) == [1])
+            try await webhooks.record(
+                [
+                    DeliveryResult(
+                        deliveryId: first[0].id, attempt: 1, startedAt: Date(), latency: .milliseconds(5), statusCode: 204,
+                        error: nil, outcome: .delivered)
+                ], owner: "test")
+            #expect(try await due() == [2])
+
+            // As if the delivery of 2 had been recorded without seeing 3, queued meanwhile.
+            try await database.client.query(
+                "UPDATE deliveries SET status = 'delivered' WHERE sequence = 2", logger: logger)
+            #expect(try await due() == [])
+            #expect(try await webhooks.mendDueDeliveries() == 1)
+            #expect(try await due() == [3])
         }
     }
 
