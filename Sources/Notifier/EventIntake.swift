@@ -112,7 +112,7 @@ public final class EventIntake: Service, Sendable {
         try await producer.sendAll(deadLetters)
         if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
         if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
-        let queued = try await webhooks.enqueue(deliveries)
+        let queued = try await webhooks.enqueue(deliveries, gapHold: dispatcher.configuration.gapHold)
         if queued > 0 { queuedCounter.increment(by: queued) }
     }
 

@@ -175,7 +175,11 @@ public struct GuardedWebhookClient: Sendable {
         let timer = channel.eventLoop.scheduleTask(deadline: deadline) { channel.close(promise: nil) }
         defer { timer.cancel() }
         let answer = channel.eventLoop.makePromise(of: Answer.self)
-        channel.writeAndFlush(PendingExchange(exchange: exchange, answer: answer), promise: nil)
+        // The write fails only if the exchange never reached the handler (the connection was
+        // torn down already); once it has, the handler alone completes the answer.
+        channel.writeAndFlush(PendingExchange(exchange: exchange, answer: answer)).whenFailure { _ in
+            answer.fail(ClosedBeforeAnswer())
+        }
         let received: Answer
         do {
             received = try await answer.futureResult.get()
@@ -233,6 +237,8 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
     private var head: HTTPResponseHead?
     private var body = ByteBuffer()
     private var informational = false
+    /// Why the connection failed (a TLS handshake refused, say), to report rather than a bare close.
+    private var failure: (any Error)?
 
     init(maximumResponseBytes: Int) {
         self.maximumResponseBytes = maximumResponseBytes
@@ -240,6 +246,12 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let pending = unwrapOutboundIn(data)
+        // From here on the answer is this handler's to give, whatever happens to the writes.
+        promise?.succeed(())
+        guard context.channel.isActive else {
+            pending.answer.fail(failure ?? ClosedBeforeAnswer())
+            return
+        }
         answer = pending.answer
         head = nil
         body.clear()
@@ -248,7 +260,7 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
         // answer that came is what counts even if the last write then failed.
         context.write(wrapOutboundOut(.head(pending.exchange.head)), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(pending.exchange.body))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: promise)
+        context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -277,6 +289,7 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        failure = failure ?? error
         if head == nil, let answer {
             self.answer = nil
             answer.fail(error)
@@ -290,7 +303,7 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
         if let head {
             answer.succeed(Answer(head: head, body: body, keepAlive: keepAlive))
         } else {
-            answer.fail(ClosedBeforeAnswer())
+            answer.fail(failure ?? ClosedBeforeAnswer())
         }
     }
 }

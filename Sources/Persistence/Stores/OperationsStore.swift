@@ -43,7 +43,8 @@ public struct OperationsStore: Sendable {
     }
 
     /// Every endpoint, with its undelivered deliveries by state (an endpoint with none
-    /// is listed with zeros). Reads only undelivered rows, through their partial index.
+    /// is listed with zeros). Reads only undelivered rows, through their partial index
+    /// (`deliveries_undelivered_age`).
     public func deliveryBacklog() async throws -> [EndpointBacklog] {
         let rows = try await database.client.query(
             """

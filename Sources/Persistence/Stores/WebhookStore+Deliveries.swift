@@ -166,38 +166,59 @@ extension WebhookStore {
     /// queued is left as it is, which makes a redelivered event harmless. Returns how many were new.
     ///
     /// Only a device's first pending delivery to an endpoint is due; the ones behind it wait
-    /// at 'infinity' until it is done (`record` lets the next one go), so that a claim reads
-    /// the deliveries that may go, never the backlog behind them. A race with `record` can
-    /// leave a first delivery waiting; `releaseWaitingHeads` mends that.
+    /// at 'infinity' until it is done (`record` lets the next one go), and one whose
+    /// predecessor is not queued yet (it comes from the other event topic) is due only once
+    /// `gapHold` has passed, unless the predecessor comes first. So a claim reads the
+    /// deliveries that may go, never the backlog behind them. A race with `record` can leave
+    /// a first delivery waiting; `mendDueDeliveries` lets it go.
     @discardableResult
-    public func enqueue(_ deliveries: [NewDelivery]) async throws -> Int {
+    public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
         let rows = try await database.client.query(
             """
-            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
-                                    next_attempt_at)
-            SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
-                   NULLIF(u.sequence, 0), u.payload,
-                   CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
-                        THEN 'infinity'::timestamptz
-                        -- Behind an earlier delivery of the device in this batch or already queued.
-                        WHEN u.turn > 1 OR EXISTS (
-                            SELECT 1 FROM deliveries h
-                             WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
-                               AND COALESCE(h.sequence, 0) <= u.sequence)
-                        THEN 'infinity'::timestamptz
-                        ELSE now() END
-            FROM (SELECT *, row_number() OVER (PARTITION BY endpoint_id, device_id ORDER BY sequence, event_id) AS turn
-                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
-                                \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
-                                \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
-                                \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[])
-                         AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)) u
-            ON CONFLICT (endpoint_id, event_id) DO NOTHING
-            RETURNING id
+            WITH inserted AS (
+                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                        payload, next_attempt_at)
+                SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
+                       NULLIF(u.sequence, 0), u.payload,
+                       CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
+                            THEN 'infinity'::timestamptz
+                            -- Behind an earlier delivery of the device, in this batch or already queued
+                            -- (the device's first pending one, read in the order of the pending-heads index).
+                            WHEN u.turn > 1 OR (
+                                SELECT COALESCE(h.sequence, 0) FROM deliveries h
+                                 WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
+                                 ORDER BY h.sequence NULLS FIRST, h.id LIMIT 1) <= u.sequence
+                            THEN 'infinity'::timestamptz
+                            -- Its predecessor not queued (yet): it waits for it, up to the gap hold.
+                            -- (A scalar subquery: one index probe per row, never a hash of the table.)
+                            WHEN u.sequence > 1 AND (
+                                SELECT true FROM deliveries p
+                                 WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id
+                                   AND p.sequence = u.sequence - 1 LIMIT 1) IS NULL
+                            THEN now() + make_interval(secs => \(gapHold.seconds))
+                            ELSE now() END
+                FROM (SELECT *, row_number() OVER (PARTITION BY endpoint_id, device_id ORDER BY sequence, event_id) AS turn
+                        FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                                    \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                                    \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                                    \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[])
+                             AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)) u
+                ON CONFLICT (endpoint_id, event_id) DO NOTHING
+                RETURNING endpoint_id, device_id, sequence
+            ), behind AS (
+                -- A predecessor that came late goes first: what was queued after it waits again.
+                UPDATE deliveries l SET next_attempt_at = 'infinity'
+                  FROM inserted i
+                 WHERE l.endpoint_id = i.endpoint_id AND l.device_id = i.device_id AND l.sequence > i.sequence
+                   AND l.status = 'pending' AND l.next_attempt_at < 'infinity'
+                   AND (l.leased_until IS NULL OR l.leased_until <= now())
+                RETURNING l.id
+            )
+            SELECT count(*)::int FROM inserted
             """, logger: logger)
         var inserted = 0
-        for try await _ in rows { inserted += 1 }
+        for try await count in rows.decode(Int.self) { inserted = count }
         return inserted
     }
 
@@ -217,29 +238,34 @@ extension WebhookStore {
     ) async throws -> [DeliveryAttempt] {
         let rows = try await database.client.query(
             """
-            WITH eligible AS (
-                -- Due deliveries in the order they go, each the first pending one of its device
-                -- to its endpoint (the only one that may go), read until there are enough:
-                -- the cost follows the claim, not the backlog.
-                SELECT d.id, d.endpoint_id, d.next_attempt_at
+            WITH due_window AS (
+                -- The due deliveries in the order they go, as many as the claim may need: each
+                -- device's first pending one (those behind it wait at 'infinity', those in flight
+                -- until their lease ends), so the cost follows the claim, not the backlog.
+                SELECT d.id, d.endpoint_id, d.device_id, d.sequence, d.created_at, d.next_attempt_at, d.leased_until
                   FROM deliveries d
                  WHERE d.status = 'pending' AND d.next_attempt_at <= now()
-                   AND (d.leased_until IS NULL OR d.leased_until <= now())
                    AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
-                   -- In the order of the index of pending heads, so that this is one probe of it
-                   -- whatever the planner knows of the table.
-                   AND d.id = (SELECT p.id FROM deliveries p
-                                WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                 ORDER BY d.next_attempt_at, d.id
+                 LIMIT \(4 * limit)
+            ), eligible AS (
+                -- Checked again, whatever led here: the device's first pending delivery (one
+                -- probe of the pending-heads index), not leased, its predecessor queued or the
+                -- gap hold passed, its endpoint enabled.
+                SELECT w.id, w.endpoint_id, w.next_attempt_at FROM due_window w
+                 WHERE (w.leased_until IS NULL OR w.leased_until <= now())
+                   AND w.id = (SELECT p.id FROM deliveries p
+                                WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
                                   AND p.status = 'pending'
                                 ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
-                   AND (d.sequence IS NULL OR d.sequence <= 1
-                        OR d.created_at <= now() - make_interval(secs => \(gapHold.seconds))
-                        -- A scalar subquery: one index probe per row, never a hash of the whole table.
+                   AND (w.sequence IS NULL OR w.sequence <= 1
+                        OR w.created_at <= now() - make_interval(secs => \(gapHold.seconds))
                         OR COALESCE((SELECT true FROM deliveries p
-                                      WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                                        AND p.sequence = d.sequence - 1 LIMIT 1), false))
-                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
-                 ORDER BY d.next_attempt_at, d.id
+                                      WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
+                                        AND p.sequence = w.sequence - 1 LIMIT 1), false))
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled)
+                 -- In the window's order: the checks stop once there are enough.
+                 ORDER BY w.next_attempt_at, w.id
                  LIMIT \(4 * limit)
             ), ranked AS (
                 SELECT id, next_attempt_at,
@@ -256,7 +282,8 @@ extension WebhookStore {
             )
             UPDATE deliveries d
                SET attempts = d.attempts + 1, lease_owner = \(owner),
-                   leased_until = now() + make_interval(secs => \(lease.seconds))
+                   leased_until = now() + make_interval(secs => \(lease.seconds)),
+                   next_attempt_at = now() + make_interval(secs => \(lease.seconds))
               FROM due, webhook_endpoints e
              WHERE d.id = due.id AND e.id = d.endpoint_id
             RETURNING d.id, d.endpoint_id, d.project_id, e.url,
@@ -310,8 +337,13 @@ extension WebhookStore {
         guard !ids.isEmpty else { return }
         try await database.client.query(
             """
-            UPDATE deliveries SET leased_until = now() + make_interval(secs => \(lease.seconds))
-             WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
+            WITH held AS (
+                SELECT id FROM deliveries WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
+                 ORDER BY id FOR UPDATE
+            )
+            UPDATE deliveries d SET leased_until = now() + make_interval(secs => \(lease.seconds)),
+                                    next_attempt_at = now() + make_interval(secs => \(lease.seconds))
+              FROM held WHERE d.id = held.id
             """, logger: logger)
     }
 
@@ -321,7 +353,8 @@ extension WebhookStore {
         guard !ids.isEmpty else { return }
         try await database.client.query(
             """
-            UPDATE deliveries SET attempts = GREATEST(attempts - 1, 0), lease_owner = NULL, leased_until = NULL
+            UPDATE deliveries SET attempts = GREATEST(attempts - 1, 0), lease_owner = NULL, leased_until = NULL,
+                                  next_attempt_at = now()
              WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
             """, logger: logger)
     }
@@ -330,6 +363,8 @@ extension WebhookStore {
     /// (only while `owner` still holds it) and one attempt-log row per attempt.
     public func record(_ results: [DeliveryResult], owner: String) async throws {
         guard !results.isEmpty else { return }
+        // Rows are locked in id order, as `renewLeases` locks them, so the two never deadlock.
+        let results = results.sorted { $0.deliveryId < $1.deliveryId }
         let statuses = results.map { result -> String in
             switch result.outcome {
             case .delivered: DeliveryStatus.delivered.rawValue

@@ -15,6 +15,8 @@ enum PartnerConnectionHabit: Sendable {
     /// Answers the first request of a connection, then closes the connection when the
     /// second one arrives, without answering it (a partner's idle timeout racing a request).
     case dropSecondRequest
+    /// Closes every connection as soon as it is accepted (a TLS or proxy failure looks alike).
+    case closeAtOnce
 }
 
 /// A partner on 127.0.0.1 written against NIO directly, so that a test decides what
@@ -36,6 +38,7 @@ final class ConnectionCountingPartner: Sendable {
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
                 counts.withLockedValue { $0.connections += 1 }
+                if habit == .closeAtOnce { return channel.close() }
                 return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.configureHTTPServerPipeline()
                     try channel.pipeline.syncOperations.addHandler(PartnerHandler(habit: habit, counts: counts))
@@ -126,6 +129,19 @@ final class ConnectionCountingPartner: Sendable {
         #expect(partner.answered == 2)
         #expect(partner.connections == 2)
         client.shutdown()
+        try await partner.stop()
+    }
+
+    /// A connection closed before the request could be written fails the attempt at once,
+    /// never leaves it waiting.
+    @Test(.timeLimit(.minutes(1))) func aConnectionClosedAtOnceFailsTheRequest() async throws {
+        let partner = try await ConnectionCountingPartner(habit: .closeAtOnce)
+        let client = try GuardedWebhookClient(policy: .local)
+        for _ in 0..<20 {
+            await #expect(throws: (any Error).self) {
+                try await client.execute(post(partner.port), timeout: .seconds(600))
+            }
+        }
         try await partner.stop()
     }
 

@@ -30,6 +30,14 @@ import Testing
             let events = try await consumeEvents(of: good.deviceId, count: 2, harness)
             #expect(events.map(\.type) == [.checkin, .checkout])
             try await expectCommittedOffset(10, partition: 0, harness)
+
+            // With the worker running and caught up: how long a partition takes to move past one.
+            let later = TestTrip(projectId: otherProject)
+            let produced = ContinuousClock.now
+            try await produce([poison.fix(4), later.fix(0)], to: harness.topics.fixes, partition: 0, harness)
+            try await expectCommittedOffset(12, partition: 0, harness)
+            print("partition moved past a poison record in \(ContinuousClock.now - produced)")
+            #expect(try await consume(topic: harness.topics.fixesDeadLetter, count: 2, logger: harness.logger).count == 2)
         }
     }
 
@@ -68,6 +76,14 @@ import Testing
             let events = try await consumeEvents(of: good.deviceId, count: 2, harness)
             #expect(events.map(\.type) == [.checkin, .checkout])
             try await expectCommittedOffset(10, partition: 0, harness)
+
+            // With the worker running and caught up: how long a partition takes to move past one.
+            let later = TestTrip(projectId: otherProject)
+            let produced = ContinuousClock.now
+            try await produce([poison.fix(4), later.fix(0)], to: harness.topics.fixes, partition: 0, harness)
+            try await expectCommittedOffset(12, partition: 0, harness)
+            print("partition moved past a poison record in \(ContinuousClock.now - produced)")
+            #expect(try await consume(topic: harness.topics.fixesDeadLetter, count: 2, logger: harness.logger).count == 2)
         }
     }
 
