@@ -18,6 +18,8 @@ public struct Evaluator: Sendable {
     let consumerAfterZones: ConsumerAfterZonesLoaded
     let watchdog: PartitionStallWatchdog
     public let lagMonitor: EvaluatorLagMonitor
+    /// Deletes the states of devices gone silent; nil when they are kept for ever.
+    public let retention: RetentionService?
     public let metrics = EvaluatorMetrics()
 
     public init(
@@ -55,12 +57,21 @@ public struct Evaluator: Sendable {
             offsets: OffsetStore(database: database, logger: logger), group: configuration.groupId,
             topic: configuration.topics.fixes, logger: logger)
         self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
+        let purge = DeviceStatePurge(database: database, retention: configuration.deviceStateRetention, logger: logger)
+        self.retention =
+            configuration.deviceStateRetention > .zero
+            ? RetentionService(
+                name: "device states", metric: "checkin_evaluator_device_states_purged_total", logger: logger,
+                purge: { now in try await purge.purge(now: now) })
+            : nil
         self.watchdog = PartitionStallWatchdog(
             consumer: consumer, leases: leases, readiness: readiness,
             stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
     }
 
-    public var services: [any Service] { [catalog, consumerAfterZones, sweeper, service, watchdog, lagMonitor] }
+    public var services: [any Service] {
+        [catalog, consumerAfterZones, sweeper, service, watchdog, lagMonitor] + (retention.map { [$0] } ?? [])
+    }
 
     /// Names this process in `partition_epochs`, for operators reading who holds what.
     static func ownerName() -> String {

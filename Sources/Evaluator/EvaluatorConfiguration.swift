@@ -18,12 +18,15 @@ public struct EvaluatorConfiguration: Sendable {
     public var zoneLoadTimeout: Duration
     /// Checked again on every record, for producers that write to Kafka directly.
     public var limits: InputLimits
+    /// States of devices not heard from for this long are deleted (ten times as long for a
+    /// device still checked in); zero keeps them for ever.
+    public var deviceStateRetention: Duration
 
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
         maximumBatchSize: Int = 500, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
-        limits: InputLimits = InputLimits()
+        limits: InputLimits = InputLimits(), deviceStateRetention: Duration = .seconds(30 * 86_400)
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -34,6 +37,7 @@ public struct EvaluatorConfiguration: Sendable {
         self.batchTimeout = batchTimeout
         self.zoneLoadTimeout = zoneLoadTimeout
         self.limits = limits
+        self.deviceStateRetention = deviceStateRetention
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -55,6 +59,7 @@ public struct EvaluatorConfiguration: Sendable {
             limits: InputLimits(
                 maxClockSkew: try environment.double(
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
-                    range: InputLimits.maxClockSkewRange)))
+                    range: InputLimits.maxClockSkewRange)),
+            deviceStateRetention: try environment.duration("CHECKIN_DEVICE_STATE_RETENTION", default: .seconds(30 * 86_400)))
     }
 }

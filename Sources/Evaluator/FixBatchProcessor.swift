@@ -91,15 +91,12 @@ struct FixBatchProcessor: Sendable {
             for key in keys {
                 current[key] = stored[key].map { decodeState($0, key: key, decoder: decoder) } ?? DeviceState()
             }
-            var lastFixAt: [DeviceKey: Date] = [:]
             var records = deadLetters
             for (_, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 let evaluation = engine.evaluate(fix, state: &current[key, default: DeviceState()])
                 switch evaluation.outcome {
-                case .evaluated:
-                    result.evaluated += 1
-                    lastFixAt[key] = max(lastFixAt[key] ?? fix.timestamp, fix.timestamp)
+                case .evaluated: result.evaluated += 1
                 case .late: result.late += 1
                 case .duplicate: result.duplicate += 1
                 }
@@ -109,10 +106,12 @@ struct FixBatchProcessor: Sendable {
                 }
             }
             try await producer.sendAll(records)
+            // The state's last evaluated fix, not this batch's: a batch of late fixes only
+            // must not blank out when the device was last seen.
             let toSave = try current.map { key, state in
                 StoredDeviceState(
                     key: key, stateJSON: String(decoding: try encoder.encode(state), as: UTF8.self),
-                    lastFixAt: lastFixAt[key], staleAt: engine.staleDeadline(of: state))
+                    lastFixAt: state.lastFixTime, staleAt: engine.staleDeadline(of: state))
             }
             try await states.save(toSave, on: connection)
             try await offsets.save(

@@ -86,9 +86,13 @@ public final class ZoneCatalog: Service, Sendable {
     }
 
     private func rebuildIfChanged() async throws {
-        let version = try await zones.catalogVersion()
-        if loaded.withLockedValue({ $0?.version }) == version { return }
-        let projects = try await zones.allZones().map { ProjectZones(projectId: $0.projectId, zones: $0.zones) }
+        let latest = try await zones.catalogVersion()
+        if loaded.withLockedValue({ $0?.version }) == latest { return }
+        // The version comes from the same snapshot as the zones, so the engine is labelled
+        // with exactly the catalog it was built from.
+        let catalog = try await zones.catalog()
+        let version = catalog.version
+        let projects = catalog.projects.map { ProjectZones(projectId: $0.projectId, zones: $0.zones) }
         let started = ContinuousClock.now
         let engine = buildSkippingInvalidProjects(projects)
         let buildTime = ContinuousClock.now - started

@@ -37,11 +37,13 @@ public func buildIngestApplication(
     configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let router = Router()
+    let router = Router(context: IngestRequestContext.self)
     router.middlewares.add(ProblemMiddleware(logger: logger, maximumBodyBytes: configuration.maximumBodyBytes))
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     OpenAPIDocument.add(to: router)
-    let keys = APIKeyResolver(projects: dependencies.projects)
+    let keys = APIKeyResolver(
+        projects: dependencies.projects, timeToLive: configuration.apiKeyCacheTimeToLive,
+        failuresPerMinute: configuration.authFailuresPerMinute)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
     ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
     return Application(
@@ -63,17 +65,17 @@ struct FixRoutes {
     let rejectedBatches = Counter(label: "checkin_ingest_batches_rejected_total")
     let publishLatency = Metrics.Timer(label: "checkin_ingest_publish_seconds")
 
-    func add(to router: Router<BasicRequestContext>) {
+    func add(to router: Router<IngestRequestContext>) {
         router.post("/v1/fixes") { request, context in
             try await accept(request, context: context)
         }
     }
 
-    func accept(_ request: Request, context: BasicRequestContext) async throws -> Response {
+    func accept(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let receivedAt = Date()
         let projectId: String? =
             configuration.requireAPIKey || APIKeyResolver.key(in: request) != nil
-            ? try await keys.project(for: request, kind: .device) : nil
+            ? try await keys.project(for: request, context: context, kind: .device) : nil
         let body = try await request.body.collect(upTo: configuration.maximumBodyBytes)
         let fixes: [Fix]
         do {

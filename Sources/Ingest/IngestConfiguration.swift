@@ -18,12 +18,19 @@ public struct IngestConfiguration: Sendable {
     public var webhookURLPolicy: WebhookURLPolicy
     /// How long an endpoint's previous secret keeps signing after a rotation.
     public var secretRotationWindow: Duration
+    /// Failed authentications a client may make per minute before it is answered 429; 0: no limit.
+    public var authFailuresPerMinute: Int
+    /// How long an API key's answer (its project, or that it is no key) is cached.
+    public var apiKeyCacheTimeToLive: Duration
+
+    public static let defaultAuthFailuresPerMinute = 30
 
     public init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBatchSize: Int = 1000,
         maximumBodyBytes: Int = InputLimits.maximumRequestBodyBytes, limits: InputLimits = InputLimits(),
         requireAPIKey: Bool = true, topics: Topics = Topics(), webhookURLPolicy: WebhookURLPolicy = .strict,
-        secretRotationWindow: Duration = .seconds(86_400)
+        secretRotationWindow: Duration = .seconds(86_400), authFailuresPerMinute: Int = defaultAuthFailuresPerMinute,
+        apiKeyCacheTimeToLive: Duration = .seconds(30)
     ) {
         self.host = host
         self.port = port
@@ -34,6 +41,8 @@ public struct IngestConfiguration: Sendable {
         self.topics = topics
         self.webhookURLPolicy = webhookURLPolicy
         self.secretRotationWindow = secretRotationWindow
+        self.authFailuresPerMinute = authFailuresPerMinute
+        self.apiKeyCacheTimeToLive = apiKeyCacheTimeToLive
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -47,6 +56,8 @@ public struct IngestConfiguration: Sendable {
                     range: InputLimits.maxClockSkewRange)),
             requireAPIKey: try environment.bool("CHECKIN_INGEST_REQUIRE_API_KEY", default: true),
             topics: topics, webhookURLPolicy: try WebhookURLPolicy(environment: environment),
-            secretRotationWindow: try environment.secretRotationWindow())
+            secretRotationWindow: try environment.secretRotationWindow(),
+            authFailuresPerMinute: try environment.int(
+                "CHECKIN_AUTH_FAILURES_PER_MINUTE", default: Self.defaultAuthFailuresPerMinute, range: 0...1_000_000))
     }
 }

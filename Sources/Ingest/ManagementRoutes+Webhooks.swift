@@ -8,25 +8,25 @@ import Shared
 /// state, disable and enable, rotate the secret, remove. A secret is in the answer
 /// that created it and nowhere else.
 extension ManagementRoutes {
-    func addWebhookRoutes(to router: Router<BasicRequestContext>) {
-        router.post("/v1/webhooks") { request, _ in try await addEndpoint(request) }
-        router.get("/v1/webhooks") { request, _ in
-            let projectId = try await keys.project(for: request, kind: .management)
+    func addWebhookRoutes(to router: Router<IngestRequestContext>) {
+        router.post("/v1/webhooks") { request, context in try await addEndpoint(request, context: context) }
+        router.get("/v1/webhooks") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             return try json(try await dependencies.webhooks.endpoints(projectId: projectId).map { EndpointView($0) })
         }
         router.get("/v1/webhooks/:id") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let id = try endpointId(context)
             return try json(EndpointView(try existing(try await dependencies.webhooks.endpoint(id: id, projectId: projectId), id)))
         }
         router.delete("/v1/webhooks/:id") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let id = try endpointId(context)
             try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId)
             return Response(status: .noContent)
         }
         router.post("/v1/webhooks/:id/disable") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let id = try endpointId(context)
             let body = try await optionalBody(DisableRequest.self, of: request)
             let reason = body?.reason ?? "disabled through the management API"
@@ -37,12 +37,12 @@ extension ManagementRoutes {
             return try json(EndpointView(try existing(endpoint, id)))
         }
         router.post("/v1/webhooks/:id/enable") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let id = try endpointId(context)
             return try json(EndpointView(try existing(try await dependencies.webhooks.enableEndpoint(id: id, projectId: projectId), id)))
         }
         router.post("/v1/webhooks/:id/rotate-secret") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let id = try endpointId(context)
             let secret = try validatedSecret(try await optionalBody(SecretRequest.self, of: request)?.secret)
             let rotation = try await dependencies.webhooks.rotateSecret(
@@ -90,8 +90,8 @@ extension ManagementRoutes {
         }
     }
 
-    func addEndpoint(_ request: Request) async throws -> Response {
-        let projectId = try await keys.project(for: request, kind: .management)
+    func addEndpoint(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let projectId = try await keys.project(for: request, context: context, kind: .management)
         let body = try await request.body.collect(upTo: 64 << 10)
         guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
             throw Problem.invalid(
@@ -133,7 +133,7 @@ extension ManagementRoutes {
     }
 
     /// The `:id` of an endpoint route, refused (400) unless it is a valid identifier.
-    func endpointId(_ context: BasicRequestContext) throws -> String {
+    func endpointId(_ context: IngestRequestContext) throws -> String {
         let id = try context.parameters.require("id")
         if let problem = InputLimits.identifierProblem(id) {
             throw Problem.invalid("bad endpoint id", parameters: [.init(name: "id", reason: problem)])

@@ -16,15 +16,15 @@ struct ManagementRoutes {
 
     var maximumBodyBytes: Int { configuration.maximumBodyBytes }
 
-    func add(to router: Router<BasicRequestContext>) {
-        router.put("/v1/zones") { request, _ in try await replaceZones(request) }
-        router.get("/v1/zones") { request, _ in
-            let projectId = try await keys.project(for: request, kind: .management)
+    func add(to router: Router<IngestRequestContext>) {
+        router.put("/v1/zones") { request, context in try await replaceZones(request, context: context) }
+        router.get("/v1/zones") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             return try json(try await dependencies.zones.zones(projectId: projectId))
         }
         addWebhookRoutes(to: router)
-        router.get("/v1/deliveries") { request, _ in
-            let projectId = try await keys.project(for: request, kind: .management)
+        router.get("/v1/deliveries") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let statusText = request.uri.queryParameters.get("status")
             let status = try statusText.map { text in
                 guard let status = DeliveryStatus(rawValue: text) else {
@@ -37,7 +37,7 @@ struct ManagementRoutes {
             return try json(try await dependencies.webhooks.deliveries(projectId: projectId, status: status, limit: limit))
         }
         router.get("/v1/deliveries/:id") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             let text = try context.parameters.require("id")
             guard let id = Int64(text), let detail = try await dependencies.webhooks.delivery(id: id, projectId: projectId) else {
                 throw Problem.notFound("no delivery \(text) in this project")
@@ -45,18 +45,18 @@ struct ManagementRoutes {
             return try json(detail)
         }
         router.post("/v1/deliveries/:id/replay") { request, context in
-            let projectId = try await keys.project(for: request, kind: .management)
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
             guard let id = Int64(try context.parameters.require("id")) else { throw Problem.notFound("no such delivery") }
             guard try await dependencies.webhooks.replay(deliveryId: id, projectId: projectId) else {
                 throw Problem.notFound("no delivery \(id) in this project")
             }
             return Response(status: .accepted)
         }
-        router.post("/v1/deliveries/replay") { request, _ in try await replayDeliveries(request) }
+        router.post("/v1/deliveries/replay") { request, context in try await replayDeliveries(request, context: context) }
     }
 
-    func replaceZones(_ request: Request) async throws -> Response {
-        let projectId = try await keys.project(for: request, kind: .management)
+    func replaceZones(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let projectId = try await keys.project(for: request, context: context, kind: .management)
         let body = try await request.body.collect(upTo: maximumBodyBytes)
         let document: ZonesDocument
         do {
@@ -103,8 +103,8 @@ struct ManagementRoutes {
         var replayed: Int
     }
 
-    func replayDeliveries(_ request: Request) async throws -> Response {
-        let projectId = try await keys.project(for: request, kind: .management)
+    func replayDeliveries(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        let projectId = try await keys.project(for: request, context: context, kind: .management)
         let body = try await request.body.collect(upTo: 1 << 20)
         let replay: ReplayRequest
         do {

@@ -144,6 +144,15 @@ components:
       content:
         application/problem+json:
           schema: {$ref: "#/components/schemas/Problem"}
+    TooManyAuthenticationFailures:
+      description: >-
+        This client (its IPv4 address, or its IPv6 /64) sent more than CHECKIN_AUTH_FAILURES_PER_MINUTE (30) missing or
+        unknown keys in the last minute; try again after Retry-After. A key already in use keeps working meanwhile.
+      headers:
+        Retry-After: {description: Seconds to wait before the next attempt, schema: {type: integer, minimum: 1}}
+      content:
+        application/problem+json:
+          schema: {$ref: "#/components/schemas/Problem"}
     InternalError:
       description: An unexpected failure (Postgres unreachable, …); nothing was changed or the change can be retried.
       content:
@@ -173,6 +182,7 @@ paths:
           content: {application/json: {schema: {type: object, properties: {accepted: {type: integer}}}}}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "413": {$ref: "#/components/responses/Problem"}
         "500": {$ref: "#/components/responses/InternalError"}
         "503": {$ref: "#/components/responses/Problem"}
@@ -183,6 +193,7 @@ paths:
       responses:
         "200": {description: The zones document, content: {application/json: {schema: {$ref: "#/components/schemas/ZonesDocument"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "500": {$ref: "#/components/responses/InternalError"}
     put:
       summary: Replace the project's zones (validated, atomic)
@@ -218,6 +229,7 @@ paths:
                         message: {type: string}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "413": {$ref: "#/components/responses/Problem"}
         "500": {$ref: "#/components/responses/InternalError"}
   /v1/webhooks:
@@ -227,6 +239,7 @@ paths:
       responses:
         "200": {description: Endpoints, content: {application/json: {schema: {type: array, items: {$ref: "#/components/schemas/WebhookEndpoint"}}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
     post:
       summary: Add a webhook endpoint
       description: >
@@ -246,6 +259,7 @@ paths:
         "201": {description: Created; with `rotate-secret` the only answers that show a secret, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "400": {description: "The URL (invalid-params name `url`) or the secret (`secret`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /v1/webhooks/{id}:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     get:
@@ -253,6 +267,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "404": {$ref: "#/components/responses/Problem"}
     delete:
@@ -260,6 +275,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "204": {description: Removed}
   /v1/webhooks/{id}/disable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
@@ -272,6 +288,7 @@ paths:
         content: {application/json: {schema: {type: object, properties: {reason: {type: string, maxLength: 1024}}}}}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint, disabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/webhooks/{id}/enable:
@@ -281,6 +298,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint, enabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/webhooks/{id}/rotate-secret:
@@ -297,6 +315,7 @@ paths:
         content: {application/json: {schema: {type: object, properties: {secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint with its new `secret`, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "400": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
@@ -311,6 +330,7 @@ paths:
         "200": {description: "Deliveries, newest first", content: {application/json: {schema: {type: array, items: {$ref: "#/components/schemas/Delivery"}}}}}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "500": {$ref: "#/components/responses/InternalError"}
   /v1/deliveries/{id}:
     get:
@@ -319,6 +339,7 @@ paths:
       parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200":
           description: The delivery and its attempt log, oldest first
           content:
@@ -350,6 +371,7 @@ paths:
                 endpointId: {type: string}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "202": {description: Queued, content: {application/json: {schema: {type: object, properties: {replayed: {type: integer}}}}}}
         "400": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
@@ -361,6 +383,7 @@ paths:
       responses:
         "202": {description: Queued}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "404": {$ref: "#/components/responses/Problem"}
         "500": {$ref: "#/components/responses/InternalError"}
   /health:

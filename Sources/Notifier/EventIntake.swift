@@ -3,7 +3,6 @@ import Foundation
 import Kafka
 import Logging
 import Metrics
-import NIOConcurrencyHelpers
 import Persistence
 import ServiceLifecycle
 import ServiceSupport
@@ -23,7 +22,6 @@ public final class EventIntake: Service, Sendable {
     let database: Database
     let dispatcher: WebhookDispatcher
     let logger: Logger
-    let endpointCache = NIOLockedValueBox<[String: (endpoints: [WebhookEndpoint], expires: ContinuousClock.Instant)]>([:])
 
     let eventsCounter = Counter(label: "checkin_notifier_events_total")
     let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
@@ -83,28 +81,32 @@ public final class EventIntake: Service, Sendable {
     /// is queued, or none is. Records that are not events are dead-lettered first.
     func accept(_ batch: [KafkaConsumerMessage]) async throws {
         let decoder = WireJSON.decoder()
-        var deliveries: [NewDelivery] = []
+        var events: [(message: KafkaConsumerMessage, event: EventEnvelope)] = []
         var deadLetters: [KafkaRecord] = []
         for message in batch {
-            let event: EventEnvelope
             do {
-                event = try decoder.decode(EventEnvelope.self, from: Data(message.value))
+                events.append((message, try decoder.decode(EventEnvelope.self, from: Data(message.value))))
             } catch {
                 logger.error(
                     "dead-lettering a record that is not an event",
                     metadata: ["topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)"])
                 deadLetters.append(
                     deadLetter(message, reason: "not an event: \(DecodingErrorText.describe(error))"))
-                continue
             }
+        }
+        // Read for every batch, not cached: an endpoint added a moment ago gets the events
+        // that follow it, whichever notifier takes them. One indexed query per batch.
+        // Disabled endpoints too: their deliveries wait, in order, until they are enabled again.
+        let endpoints = try await webhooks.endpointIds(projectIds: Set(events.map { $0.event.projectId }))
+        var deliveries: [NewDelivery] = []
+        for (message, event) in events {
             eventsCounter.increment()
             let payload = String(
                 decoding: WebhookPayload.body(type: event.type, timestamp: event.time, event: message.value), as: UTF8.self)
-            // Disabled endpoints too: their deliveries wait, in order, until they are enabled again.
-            for endpoint in try await endpoints(of: event.projectId) {
+            for endpointId in endpoints[event.projectId] ?? [] {
                 deliveries.append(
                     NewDelivery(
-                        endpointId: endpoint.id, projectId: event.projectId, eventId: event.eventId,
+                        endpointId: endpointId, projectId: event.projectId, eventId: event.eventId,
                         eventType: event.type.rawValue, deviceId: event.deviceId, eventTime: event.time,
                         sequence: event.sequence, payload: payload))
             }
@@ -114,15 +116,6 @@ public final class EventIntake: Service, Sendable {
         if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
         let queued = try await webhooks.enqueue(deliveries, gapHold: dispatcher.configuration.gapHold)
         if queued > 0 { queuedCounter.increment(by: queued) }
-    }
-
-    /// Endpoints change rarely; a few seconds of caching saves a query per event.
-    func endpoints(of projectId: String) async throws -> [WebhookEndpoint] {
-        let now = ContinuousClock.now
-        if let cached = endpointCache.withLockedValue({ $0[projectId] }), cached.expires > now { return cached.endpoints }
-        let endpoints = try await webhooks.endpoints(projectId: projectId)
-        endpointCache.withLockedValue { $0[projectId] = (endpoints, now + .seconds(5)) }
-        return endpoints
     }
 }
 

@@ -13,6 +13,8 @@ public struct Notifier: Sendable {
     public let consumer: KafkaConsumer
     public let dispatcher: WebhookDispatcher
     public let monitor: NotifierMonitor
+    /// Deletes delivered deliveries past their retention; nil when they are kept for ever.
+    public let retention: RetentionService?
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
@@ -34,10 +36,17 @@ public struct Notifier: Sendable {
             bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
             group: configuration.groupId, topics: consumerConfiguration.topics,
             operations: OperationsStore(database: database, logger: logger), logger: logger)
+        let deliveryRetention = configuration.deliveryRetention
+        self.retention =
+            deliveryRetention > .zero
+            ? RetentionService(
+                name: "deliveries", metric: "checkin_notifier_deliveries_purged_total", logger: logger,
+                purge: { now in try await webhooks.purgeDelivered(olderThan: deliveryRetention, now: now) })
+            : nil
         self.intake = EventIntake(
             consumer: consumer, producer: producer, deadLetterTopic: configuration.topics.eventsDeadLetter, webhooks: webhooks,
             dispatcher: dispatcher, database: database, readiness: readiness, logger: logger)
     }
 
-    public var services: [any Service] { [consumer, intake, dispatcher, monitor] }
+    public var services: [any Service] { [consumer, intake, dispatcher, monitor] + (retention.map { [$0] } ?? []) }
 }

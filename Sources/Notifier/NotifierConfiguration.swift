@@ -27,13 +27,16 @@ public struct NotifierConfiguration: Sendable {
     public var pollInterval: Duration
     /// Which endpoint URLs and resolved addresses deliveries may connect to.
     public var webhookURLPolicy: WebhookURLPolicy
+    /// Delivered deliveries (and their attempt log) are deleted this long after delivery;
+    /// zero keeps them for ever. Pending and failed ones are always kept.
+    public var deliveryRetention: Duration
 
     public init(
         groupId: String = "checkin-notifier", topics: Topics = Topics(), concurrency: Int = 64, endpointConcurrency: Int = 16,
         requestTimeout: Duration = .seconds(10), initialRetryDelay: Duration = .seconds(5),
         maximumRetryDelay: Duration = .seconds(3600), maximumAttempts: Int = 12, attemptLease: Duration = .seconds(10),
         gapHold: Duration = .seconds(60), pollInterval: Duration = .milliseconds(250),
-        webhookURLPolicy: WebhookURLPolicy = .strict
+        webhookURLPolicy: WebhookURLPolicy = .strict, deliveryRetention: Duration = .seconds(7 * 86_400)
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -47,6 +50,7 @@ public struct NotifierConfiguration: Sendable {
         self.gapHold = gapHold
         self.pollInterval = pollInterval
         self.webhookURLPolicy = webhookURLPolicy
+        self.deliveryRetention = deliveryRetention
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -60,7 +64,8 @@ public struct NotifierConfiguration: Sendable {
             maximumAttempts: try environment.int("CHECKIN_WEBHOOK_MAX_ATTEMPTS", default: 12, range: 1...100),
             attemptLease: try environment.duration("CHECKIN_WEBHOOK_LEASE", default: .seconds(10)),
             gapHold: try environment.duration("CHECKIN_WEBHOOK_GAP_HOLD", default: .seconds(60)),
-            webhookURLPolicy: try WebhookURLPolicy(environment: environment))
+            webhookURLPolicy: try WebhookURLPolicy(environment: environment),
+            deliveryRetention: try environment.duration("CHECKIN_DELIVERY_RETENTION", default: .seconds(7 * 86_400)))
     }
 
     /// The back-off before attempt `attempt + 1`, after `attempt` failed, without jitter.

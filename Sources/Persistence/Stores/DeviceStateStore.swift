@@ -84,6 +84,54 @@ public struct DeviceStateStore: Sendable {
             """, logger: logger)
     }
 
+    /// One step of a walk through every state in key order: the next `limit` devices after
+    /// `cursor`, each with its state when it was last written before `cutoff` (a candidate
+    /// for deletion). `last` is where the next step starts; nil when the walk is over.
+    public func scanSilent(after cursor: DeviceKey?, cutoff: Date, limit: Int, on connection: PostgresConnection) async throws
+        -> (candidates: [(key: DeviceKey, stateJSON: String)], last: DeviceKey?)
+    {
+        let rows = try await connection.query(
+            """
+            SELECT project_id, device_id, CASE WHEN updated_at < \(cutoff) THEN state::text END
+              FROM device_states
+             WHERE (project_id, device_id) > (\(cursor?.projectId ?? ""), \(cursor?.deviceId ?? ""))
+             ORDER BY project_id, device_id
+             LIMIT \(limit)
+            """, logger: logger)
+        var candidates: [(key: DeviceKey, stateJSON: String)] = []
+        var last: DeviceKey?
+        var scanned = 0
+        for try await (project, device, state) in rows.decode((String, String, String?).self) {
+            let key = DeviceKey(projectId: project, deviceId: device)
+            if let state { candidates.append((key, state)) }
+            last = key
+            scanned += 1
+        }
+        return (candidates, scanned < limit ? nil : last)
+    }
+
+    /// Deletes these devices' states if they are still unwritten since before `cutoff` (a
+    /// device heard from meanwhile stays); rows a batch holds are skipped, never waited for.
+    public func delete(_ keys: [DeviceKey], writtenBefore cutoff: Date, on connection: PostgresConnection) async throws -> Int {
+        guard !keys.isEmpty else { return 0 }
+        let rows = try await connection.query(
+            """
+            WITH doomed AS (
+                SELECT s.project_id, s.device_id FROM device_states s
+                  JOIN UNNEST(\(keys.map(\.projectId))::text[], \(keys.map(\.deviceId))::text[]) AS k(project_id, device_id)
+                    ON s.project_id = k.project_id AND s.device_id = k.device_id
+                 WHERE s.updated_at < \(cutoff)
+                   FOR UPDATE OF s SKIP LOCKED
+            )
+            DELETE FROM device_states s USING doomed
+             WHERE s.project_id = doomed.project_id AND s.device_id = doomed.device_id
+            RETURNING 1
+            """, logger: logger)
+        var deleted = 0
+        for try await _ in rows { deleted += 1 }
+        return deleted
+    }
+
     /// Devices whose stale check-out is due, locked; rows another worker holds are skipped.
     public func claimStale(dueBy now: Date, limit: Int, on connection: PostgresConnection) async throws
         -> [StoredDeviceState]

@@ -52,6 +52,20 @@ extension WebhookStore {
         try await listEndpoints(projectId: projectId, id: nil)
     }
 
+    /// The ids of every endpoint (enabled or not) of these projects, by project: what an
+    /// event is queued for.
+    public func endpointIds(projectIds: Set<String>) async throws -> [String: [String]] {
+        guard !projectIds.isEmpty else { return [:] }
+        let rows = try await database.client.query(
+            """
+            SELECT project_id, id FROM webhook_endpoints WHERE project_id = ANY(\(Array(projectIds))::text[])
+            ORDER BY project_id, created_at, id
+            """, logger: logger)
+        var result: [String: [String]] = [:]
+        for try await (project, id) in rows.decode((String, String).self) { result[project, default: []].append(id) }
+        return result
+    }
+
     public func endpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
         try await listEndpoints(projectId: projectId, id: id).first
     }

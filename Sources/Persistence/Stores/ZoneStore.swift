@@ -80,12 +80,12 @@ public struct ZoneStore: Sendable {
 
     /// The project's zones as a document (the export format).
     public func zones(projectId: String) async throws -> ZonesDocument {
-        ZonesDocument(zones: try await loadAll(projectId: projectId).first?.zones ?? [])
+        ZonesDocument(zones: try await snapshot(projectId: projectId).projects.first?.zones ?? [])
     }
 
-    /// Every project's zones, for building an engine.
-    public func allZones() async throws -> [(projectId: String, zones: [ZoneDefinition])] {
-        try await loadAll(projectId: nil)
+    /// Every project's zones, for building an engine, with the catalog version they are at.
+    public func catalog() async throws -> ZoneCatalogSnapshot {
+        try await snapshot(projectId: nil)
     }
 
     /// Changes whenever any zone changes.
@@ -95,15 +95,31 @@ public struct ZoneStore: Sendable {
         return 0
     }
 
-    private func loadAll(projectId: String?) async throws -> [(projectId: String, zones: [ZoneDefinition])] {
+    /// Zones, fences and the version are read in one repeatable-read transaction: read
+    /// apart, a replacement committing between the reads would pair the new zones with
+    /// the old fences (a zone with none, or with another zone's).
+    private func snapshot(projectId: String?) async throws -> ZoneCatalogSnapshot {
+        try await database.withTransaction { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+            return try await loadAll(projectId: projectId, on: connection)
+        }
+    }
+
+    private func loadAll(projectId: String?, on connection: PostgresConnection) async throws -> ZoneCatalogSnapshot {
         let decoder = WireJSON.decoder()
         func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
             guard let text, !text.isEmpty else { return nil }
             return try decoder.decode(T.self, from: Data(text.utf8))
         }
+        var version: Int64 = 0
+        for try await value in try await connection.query("SELECT version FROM zone_catalog_version", logger: logger)
+            .decode(Int64.self)
+        {
+            version = value
+        }
         let filter = projectId ?? ""
         var fencesByZone: [String: [FenceDefinition]] = [:]
-        let fenceRows = try await database.client.query(
+        let fenceRows = try await connection.query(
             """
             SELECT project_id, zone_id, id, name, description, geometry::text, radius FROM fences
             WHERE \(filter) = '' OR project_id = \(filter)
@@ -118,7 +134,7 @@ public struct ZoneStore: Sendable {
         }
 
         var result: [(projectId: String, zones: [ZoneDefinition])] = []
-        let zoneRows = try await database.client.query(
+        let zoneRows = try await connection.query(
             """
             SELECT project_id, id, name, description, custom_data::text, minimum_retrigger_time, check_out_enabled,
                    enabled, conditions::text, active_schedule::text, beacons::text
@@ -143,6 +159,12 @@ public struct ZoneStore: Sendable {
                 result.append((project, [zone]))
             }
         }
-        return result
+        return ZoneCatalogSnapshot(version: version, projects: result)
     }
+}
+
+/// Every project's zones as of one catalog version.
+public struct ZoneCatalogSnapshot: Sendable {
+    public var version: Int64
+    public var projects: [(projectId: String, zones: [ZoneDefinition])]
 }

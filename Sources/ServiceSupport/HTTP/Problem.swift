@@ -20,16 +20,19 @@ public struct Problem: HTTPResponseError, Sendable {
     public var title: String
     public var detail: String?
     public var invalidParameters: [InvalidParameter]
+    /// Sent with the problem, such as `Retry-After`.
+    public var headers: HTTPFields
 
     public init(
         status: HTTPResponse.Status, type: String, title: String, detail: String? = nil,
-        invalidParameters: [InvalidParameter] = []
+        invalidParameters: [InvalidParameter] = [], headers: HTTPFields = [:]
     ) {
         self.status = status
         self.type = type
         self.title = title
         self.detail = detail
         self.invalidParameters = invalidParameters
+        self.headers = headers
     }
 
     struct Body: Encodable {
@@ -51,8 +54,10 @@ public struct Problem: HTTPResponseError, Sendable {
             invalidParameters: invalidParameters.isEmpty ? nil : invalidParameters)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        var headers = headers
+        headers[.contentType] = "application/problem+json"
         return Response(
-            status: status, headers: [.contentType: "application/problem+json"],
+            status: status, headers: headers,
             body: .init(byteBuffer: ByteBuffer(bytes: try encoder.encode(body))))
     }
 }
@@ -60,6 +65,16 @@ public struct Problem: HTTPResponseError, Sendable {
 extension Problem {
     public static func unauthorized(_ detail: String) -> Problem {
         Problem(status: .unauthorized, type: "unauthorized", title: "Missing or unknown API key", detail: detail)
+    }
+
+    /// Too many failed authentications from this client; `Retry-After` says when to try again.
+    public static func tooManyAuthenticationFailures(retryAfter: Duration) -> Problem {
+        let seconds = max(1, retryAfter.components.seconds + (retryAfter.components.attoseconds > 0 ? 1 : 0))
+        return Problem(
+            status: .tooManyRequests, type: "too-many-authentication-failures",
+            title: "Too many failed authentications",
+            detail: "this client sent too many missing or unknown API keys; try again in \(seconds) s",
+            headers: [.retryAfter: String(seconds)])
     }
 
     public static func forbidden(_ detail: String) -> Problem {

@@ -1,0 +1,160 @@
+import Evaluator
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import ServiceSupport
+import Shared
+import Testing
+
+/// Retention, with short retentions, on a database of these tests' own (a pass deletes
+/// whatever is old enough, whoever wrote it).
+@Suite(.serialized) struct RetentionTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.retention")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    static let ownDatabaseURL = Task<String, any Error> {
+        var logger = Logger(label: "test.retention")
+        logger.logLevel = .warning
+        return try await freshDatabaseURL(logger: logger)
+    }
+
+    func withDatabase<T: Sendable>(_ body: @Sendable (Database) async throws -> T) async throws -> T {
+        let logger = logger
+        return try await Database.withTemporaryClient(
+            configuration: try DatabaseConfiguration(url: try await Self.ownDatabaseURL.value), logger: logger
+        ) { database in
+            try await Migrator(database: database, logger: logger).migrate()
+            return try await body(database)
+        }
+    }
+
+    /// Delivered deliveries older than the retention go with their attempt log, a few per
+    /// statement; pending and failed ones stay, and so does each device's last delivery
+    /// while a later event may still look for it (its state exists).
+    @Test func deliveredDeliveriesPastTheRetentionArePurged() async throws {
+        let logger = logger
+        let projectId = "retention-" + UUID().uuidString
+        let (purged, left, attemptsLeft, counted) = try await withDatabase { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Retention")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            // device: [(sequence, status, hours since delivered)]
+            let plan: [String: [(Int, String, Double?)]] = [
+                "all-delivered": [(1, "delivered", 2), (2, "delivered", 2), (3, "delivered", 2)],
+                "stateless": [(1, "delivered", 2)],
+                "recent": [(1, "delivered", 0)],
+                "failed": [(1, "failed", nil), (2, "pending", nil)],
+                "next-pending": [(1, "delivered", 2), (2, "pending", nil)],
+            ]
+            for (device, deliveries) in plan {
+                try await webhooks.enqueue(
+                    deliveries.map { sequence, _, _ in
+                        NewDelivery(
+                            endpointId: endpoint.id, projectId: projectId, eventId: "\(device)-\(sequence)", eventType: "checkin",
+                            deviceId: device, eventTime: Date(), sequence: sequence, payload: "{}")
+                    })
+                for (sequence, status, hours) in deliveries where status != "pending" {
+                    let eventId = "\(device)-\(sequence)"
+                    try await database.client.query(
+                        """
+                        UPDATE deliveries SET status = \(status),
+                               delivered_at = CASE WHEN \(status) = 'delivered'
+                                                   THEN now() - make_interval(secs => \((hours ?? 0) * 3600)) END
+                         WHERE project_id = \(projectId) AND event_id = \(eventId)
+                        """, logger: logger)
+                    try await database.client.query(
+                        """
+                        INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code)
+                        SELECT id, 1, now(), 5, 200 FROM deliveries WHERE project_id = \(projectId) AND event_id = \(eventId)
+                        """, logger: logger)
+                }
+                if device != "stateless" {
+                    try await database.withTransaction { connection in
+                        try await DeviceStateStore(logger: logger).save(
+                            [
+                                StoredDeviceState(
+                                    key: DeviceKey(projectId: projectId, deviceId: device), stateJSON: "{}", lastFixAt: nil,
+                                    staleAt: nil)
+                            ], on: connection)
+                    }
+                }
+            }
+            // Queued before the oldest was delivered, as in life.
+            try await database.client.query(
+                "UPDATE deliveries SET created_at = now() - interval '3 hours' WHERE project_id = \(projectId)", logger: logger)
+            let service = RetentionService(
+                name: "deliveries", metric: "checkin_notifier_deliveries_purged_total", logger: logger,
+                purge: { now in try await webhooks.purgeDelivered(olderThan: .seconds(3600), now: now, batchSize: 2, pause: .zero) })
+            let purged = try await service.pass(now: Date())
+            var left: Set<String> = []
+            for try await eventId in try await database.client.query(
+                "SELECT event_id FROM deliveries WHERE project_id = \(projectId)", logger: logger
+            ).decode(String.self) {
+                left.insert(eventId)
+            }
+            var attemptsLeft = 0
+            for try await count in try await database.client.query(
+                "SELECT count(*) FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id WHERE d.project_id = \(projectId)",
+                logger: logger
+            ).decode(Int.self) {
+                attemptsLeft = count
+            }
+            let counted = MetricsBootstrap.prometheus().emitToString().split(separator: "\n")
+                .first { $0.hasPrefix("checkin_notifier_deliveries_purged_total ") }
+                .flatMap { Double($0.split(separator: " ").last ?? "") }
+            return (purged, left, attemptsLeft, counted)
+        }
+        #expect(purged == 3)
+        #expect(left == ["all-delivered-3", "recent-1", "failed-1", "failed-2", "next-pending-1", "next-pending-2"])
+        #expect(attemptsLeft == 4)
+        #expect((counted ?? 0) >= 3)
+    }
+
+    /// Devices silent past the retention lose their state; one still inside a zone or
+    /// with a check-in to close keeps it ten times as long.
+    @Test func statesOfSilentDevicesArePurgedUnlessCheckedIn() async throws {
+        let logger = logger
+        let projectId = "retention-" + UUID().uuidString
+        let inside = #"{"t": 1000, "z": [{"id": "zone-cafe", "in": true}]}"#
+        let open = #"{"t": 1000, "z": [{"id": "zone-cafe", "o": {"id": "check-in", "t": 1000}}]}"#
+        // device: (state, hours since it was last written)
+        let plan: [String: (String, Double)] = [
+            "idle-silent": ("{}", 2), "idle-recent": ("{}", 0.5), "inside-silent": (inside, 2), "open-silent": (open, 2),
+            "inside-ancient": (inside, 11), "unreadable-silent": (#"{"t": "not a time"}"#, 2),
+        ]
+        let (purged, left) = try await withDatabase { database in
+            let states = DeviceStateStore(logger: logger)
+            try await database.withTransaction { connection in
+                try await states.save(
+                    plan.map { device, entry in
+                        StoredDeviceState(
+                            key: DeviceKey(projectId: projectId, deviceId: device), stateJSON: entry.0, lastFixAt: nil, staleAt: nil)
+                    }, on: connection)
+            }
+            for (device, entry) in plan {
+                try await database.client.query(
+                    """
+                    UPDATE device_states SET updated_at = now() - make_interval(secs => \(entry.1 * 3600))
+                     WHERE project_id = \(projectId) AND device_id = \(device)
+                    """, logger: logger)
+            }
+            let purge = DeviceStatePurge(
+                database: database, retention: .seconds(3600), batchSize: 2, pause: .zero, logger: logger)
+            let purged = try await purge.purge(now: Date())
+            var left: Set<String> = []
+            for try await device in try await database.client.query(
+                "SELECT device_id FROM device_states WHERE project_id = \(projectId)", logger: logger
+            ).decode(String.self) {
+                left.insert(device)
+            }
+            return (purged, left)
+        }
+        #expect(purged == 3)
+        #expect(left == ["idle-recent", "inside-silent", "open-silent"])
+    }
+}
