@@ -53,6 +53,13 @@ import Testing
         ])
     }
 
+    /// Device `d`'s event number `sequence` for `endpoint`.
+    func delivery(_ sequence: Int, to endpoint: WebhookEndpoint) -> NewDelivery {
+        NewDelivery(
+            endpointId: endpoint.id, projectId: "p", eventId: "e\(sequence)", eventType: "checkin", deviceId: "d",
+            eventTime: Date(), sequence: sequence, payload: "{}")
+    }
+
     @Test func secretsAreSealedAtRestAndOpenedForSigning() async throws {
         let (logger, sealer) = (logger, sealer)
         let secret = WebhookSecret.generate()
@@ -210,11 +217,6 @@ import Testing
             let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
             let endpoint = try await webhooks.addEndpoint(
                 projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
-            func delivery(_ sequence: Int) -> NewDelivery {
-                NewDelivery(
-                    endpointId: endpoint.id, projectId: "p", eventId: "e\(sequence)", eventType: "checkin", deviceId: "d",
-                    eventTime: Date(), sequence: sequence, payload: "{}")
-            }
             func due() async throws -> [Int] {
                 let rows = try await database.client.query(
                     "SELECT sequence::int FROM deliveries WHERE status = 'pending' AND next_attempt_at <= now() ORDER BY 1",
@@ -223,8 +225,8 @@ import Testing
                 for try await sequence in rows.decode(Int.self) { sequences.append(sequence) }
                 return sequences
             }
-            try await webhooks.enqueue([delivery(2), delivery(1)])
-            try await webhooks.enqueue([delivery(3)])
+            try await webhooks.enqueue([delivery(2, to: endpoint), delivery(1, to: endpoint)])
+            try await webhooks.enqueue([delivery(3, to: endpoint)])
             #expect(try await due() == [1])
 
             let first = try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
@@ -287,12 +289,7 @@ import Testing
             let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
             let endpoint = try await webhooks.addEndpoint(
                 projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
-            func delivery(_ sequence: Int) -> NewDelivery {
-                NewDelivery(
-                    endpointId: endpoint.id, projectId: "p", eventId: "e\(sequence)", eventType: "checkin", deviceId: "d",
-                    eventTime: Date(), sequence: sequence, payload: "{}")
-            }
-            try await webhooks.enqueue([delivery(1), delivery(2)])
+            try await webhooks.enqueue([delivery(1, to: endpoint), delivery(2, to: endpoint)])
             let first = try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
             #expect(first.map(\.sequence) == [1])
             try await webhooks.record(
@@ -301,7 +298,7 @@ import Testing
                         deliveryId: first[0].id, attempt: 1, startedAt: Date(), latency: .milliseconds(5), statusCode: 500,
                         error: "HTTP 500", outcome: .retry(after: .seconds(3600)))
                 ], owner: "test")
-            try await webhooks.enqueue([delivery(3)])
+            try await webhooks.enqueue([delivery(3, to: endpoint)])
             let rows = try await database.client.query(
                 """
                 SELECT sequence::int, (next_attempt_at > now() + interval '3500 seconds') FROM deliveries ORDER BY sequence

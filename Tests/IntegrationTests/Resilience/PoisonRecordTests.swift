@@ -36,7 +36,7 @@ import Testing
             let produced = ContinuousClock.now
             try await produce([poison.fix(4), later.fix(0)], to: harness.topics.fixes, partition: 0, harness)
             try await expectCommittedOffset(12, partition: 0, harness)
-            print("partition moved past a poison record in \(ContinuousClock.now - produced)")
+            print("partition moved past a fix the database refuses in \(ContinuousClock.now - produced)")
             #expect(try await consume(topic: harness.topics.fixesDeadLetter, count: 2, logger: harness.logger).count == 2)
         }
     }
@@ -82,7 +82,7 @@ import Testing
             let produced = ContinuousClock.now
             try await produce([poison.fix(4), later.fix(0)], to: harness.topics.fixes, partition: 0, harness)
             try await expectCommittedOffset(12, partition: 0, harness)
-            print("partition moved past a poison record in \(ContinuousClock.now - produced)")
+            print("partition moved past a fix whose event the broker refuses in \(ContinuousClock.now - produced)")
             #expect(try await consume(topic: harness.topics.fixesDeadLetter, count: 2, logger: harness.logger).count == 2)
         }
     }
