@@ -6,8 +6,6 @@ extension Migration {
     /// column no delivery lookup constrains: keyed by endpoint and status it was taken, with
     /// stale statistics, for the per-device lookups, which it serves by reading every
     /// undelivered row of the endpoint.
-    ///
-    /// Deliveries leave free room on each page (fillfactor 80).
     static let dueDeliveriesOrder = Migration(
         version: 7, name: "due deliveries in claim order",
         sql: """
@@ -15,8 +13,5 @@ extension Migration {
             DROP INDEX deliveries_due;
             CREATE INDEX deliveries_undelivered_age ON deliveries (created_at) WHERE status <> 'delivered';
             DROP INDEX deliveries_undelivered;
-            -- Room on each page for a row's new version: leasing, renewing and releasing touch
-            -- no indexed column and are then updated in place (HOT), without index entries.
-            ALTER TABLE deliveries SET (fillfactor = 80);
             """)
 }
