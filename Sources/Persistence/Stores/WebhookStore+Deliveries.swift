@@ -248,32 +248,36 @@ extension WebhookStore {
                    AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
                  ORDER BY d.next_attempt_at, d.id
                  LIMIT \(4 * limit)
-            ), eligible AS (
+            ), checked AS (
                 -- Checked again, whatever led here: the device's first pending delivery (one
-                -- probe of the pending-heads index), not leased, its predecessor queued or the
-                -- gap hold passed, its endpoint enabled.
-                SELECT w.id, w.endpoint_id, w.next_attempt_at FROM due_window w
+                -- probe of the pending-heads index), not leased, its endpoint enabled; and
+                -- whether its predecessor is missing (not queued, from the other event topic).
+                SELECT w.id, w.endpoint_id, w.next_attempt_at, w.created_at,
+                       COALESCE(w.sequence > 1, false)
+                           AND (SELECT true FROM deliveries p
+                                 WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
+                                   AND p.sequence = w.sequence - 1 LIMIT 1) IS NULL AS skipped_gap
+                  FROM due_window w
                  WHERE (w.leased_until IS NULL OR w.leased_until <= now())
                    AND w.id = (SELECT p.id FROM deliveries p
                                 WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
                                   AND p.status = 'pending'
                                 ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
-                   AND (w.sequence IS NULL OR w.sequence <= 1
-                        OR w.created_at <= now() - make_interval(secs => \(gapHold.seconds))
-                        OR COALESCE((SELECT true FROM deliveries p
-                                      WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
-                                        AND p.sequence = w.sequence - 1 LIMIT 1), false))
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled)
+            ), eligible AS (
+                -- One whose predecessor is missing goes once the gap hold has passed.
+                SELECT id, endpoint_id, next_attempt_at, skipped_gap FROM checked
+                 WHERE NOT skipped_gap OR created_at <= now() - make_interval(secs => \(gapHold.seconds))
                  -- In the window's order: the checks stop once there are enough.
-                 ORDER BY w.next_attempt_at, w.id
+                 ORDER BY next_attempt_at, id
                  LIMIT \(4 * limit)
             ), ranked AS (
-                SELECT id, next_attempt_at,
+                SELECT id, next_attempt_at, skipped_gap,
                        row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
                   FROM eligible
             ), due AS (
                 -- Locking rechecks the row as it is now: another notifier may have claimed it meanwhile.
-                SELECT d.id FROM deliveries d JOIN ranked r ON r.id = d.id
+                SELECT d.id, r.skipped_gap FROM deliveries d JOIN ranked r ON r.id = d.id
                  WHERE r.turn <= \(perEndpoint) AND d.status = 'pending'
                    AND (d.leased_until IS NULL OR d.leased_until <= now())
                  ORDER BY r.next_attempt_at, d.id
@@ -291,11 +295,7 @@ extension WebhookStore {
                              WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
                              ORDER BY s.id DESC),
                       d.event_id, d.device_id,
-                      COALESCE(d.sequence, 0), d.payload, d.attempts,
-                      COALESCE(d.sequence > 1, false)
-                          AND (SELECT true FROM deliveries p
-                                WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                                  AND p.sequence = d.sequence - 1 LIMIT 1) IS NULL
+                      COALESCE(d.sequence, 0), d.payload, d.attempts, due.skipped_gap
             """, logger: logger)
         var result: [DeliveryAttempt] = []
         var unsigned: [DeliveryResult] = []
