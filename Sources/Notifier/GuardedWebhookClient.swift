@@ -325,6 +325,11 @@ final class WebhookConnectionPool: Sendable {
     struct Idle {
         var channel: any Channel
         var since: NIODeadline
+
+        /// Open, and not idle so long that the partner may be closing it.
+        func isUsable(now: NIODeadline, idleTimeout: TimeAmount) -> Bool {
+            channel.isActive && now - since < idleTimeout
+        }
     }
 
     let maximumIdlePerHost: Int
@@ -345,7 +350,7 @@ final class WebhookConnectionPool: Sendable {
         let found = idle.withLockedValue { idle -> (any Channel)? in
             defer { if idle[key]?.isEmpty == true { idle[key] = nil } }
             while let candidate = idle[key]?.popLast() {
-                if candidate.channel.isActive && now - candidate.since < idleTimeout { return candidate.channel }
+                if candidate.isUsable(now: now, idleTimeout: idleTimeout) { return candidate.channel }
                 stale.append(candidate.channel)
             }
             return nil
@@ -357,14 +362,17 @@ final class WebhookConnectionPool: Sendable {
     func giveBack(_ channel: any Channel, key: Key) {
         let now = NIODeadline.now()
         let surplus = idle.withLockedValue { idle -> [any Channel] in
-            var list = idle[key, default: []].filter { $0.channel.isActive && now - $0.since < idleTimeout }
-            var closing = idle[key, default: []].filter { !($0.channel.isActive && now - $0.since < idleTimeout) }.map(\.channel)
-            if list.count < maximumIdlePerHost {
-                list.append(Idle(channel: channel, since: now))
+            var kept: [Idle] = []
+            var closing: [any Channel] = []
+            for entry in idle[key, default: []] {
+                if entry.isUsable(now: now, idleTimeout: idleTimeout) { kept.append(entry) } else { closing.append(entry.channel) }
+            }
+            if kept.count < maximumIdlePerHost {
+                kept.append(Idle(channel: channel, since: now))
             } else {
                 closing.append(channel)
             }
-            idle[key] = list
+            idle[key] = kept
             return closing
         }
         surplus.forEach { $0.close(promise: nil) }

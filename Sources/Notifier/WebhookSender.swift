@@ -48,9 +48,8 @@ final class WebhookSender: Sendable {
         http.headers = request.headers
         http.body = .bytes(ByteBuffer(bytes: request.body))
         do {
+            // The client has read the answer to its end already (its body is not looked at).
             let response = try await client.execute(http, timeout: .init(requestTimeout))
-            // Read (and drop) the body so that the connection can serve the next request.
-            _ = try? await response.body.collect(upTo: 64 * 1024)
             return WebhookResponse(
                 statusCode: Int(response.status.code), retryAfter: response.headers.first(name: "retry-after"),
                 location: response.headers.first(name: "location"))
