@@ -33,9 +33,8 @@ public struct DeviceStatePurge: Sendable {
 
     /// One walk through every state, `batchSize` devices per statement; returns how many it deleted.
     public func purge(now: Date) async throws -> Int {
-        let seconds = Double(retention.components.seconds) + Double(retention.components.attoseconds) / 1e18
-        let cutoff = now.addingTimeInterval(-seconds)
-        let checkedInCutoff = now.addingTimeInterval(-seconds * Self.checkedInFactor)
+        let cutoff = now.addingTimeInterval(-retention.seconds)
+        let checkedInCutoff = now.addingTimeInterval(-retention.seconds * Self.checkedInFactor)
         let decoder = WireJSON.decoder()
         var cursor: DeviceKey?
         var purged = 0

@@ -1,4 +1,5 @@
 import Metrics
+import Shared
 
 /// Series of the evaluator that operators alert on, created with the evaluator so that
 /// they are exported (at 0) before anything happened: an alert or a dashboard panel
@@ -22,7 +23,6 @@ public struct EvaluatorMetrics: Sendable {
         zonesLoaded.record(zones)
         fencesLoaded.record(fences)
         zonesCatalogVersion.record(version)
-        let (seconds, attoseconds) = buildTime.components
-        zonesBuildSeconds.record(Double(seconds) + Double(attoseconds) / 1e18)
+        zonesBuildSeconds.record(buildTime.seconds)
     }
 }

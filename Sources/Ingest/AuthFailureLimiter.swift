@@ -51,9 +51,7 @@ final class AuthFailureLimiter: Sendable {
 
     /// The bucket's failures after what drained since it was last updated.
     private func drained(_ bucket: Bucket, now: ContinuousClock.Instant) -> Double {
-        let elapsed = now - bucket.updated
-        let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-        return max(0, bucket.failures - seconds * Double(failuresPerMinute) / 60)
+        max(0, bucket.failures - (now - bucket.updated).seconds * Double(failuresPerMinute) / 60)
     }
 }
 

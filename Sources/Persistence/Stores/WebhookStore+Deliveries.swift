@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Shared
 
 /// One event to send to one endpoint.
 public struct NewDelivery: Sendable {
@@ -154,11 +155,6 @@ public struct DeliveryAttemptRecord: Sendable, Codable, Equatable {
 public struct DeliveryDetail: Sendable, Codable, Equatable {
     public var delivery: DeliveryRecord
     public var attemptLog: [DeliveryAttemptRecord]
-}
-
-extension Duration {
-    /// Seconds as a floating-point number, for SQL intervals.
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
 }
 
 extension WebhookStore {

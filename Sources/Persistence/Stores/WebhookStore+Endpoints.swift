@@ -112,7 +112,6 @@ extension WebhookStore {
     /// signing for `window`, while the partner switches over; a secret still in the window
     /// of an earlier rotation keeps its own end, and expired ones are dropped.
     public func rotateSecret(id: String, projectId: String, newSecret: String, window: Duration) async throws -> SecretRotation? {
-        let windowSeconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
         let sealed = sealer.seal(newSecret)
         let found = try await database.withTransaction { connection in
             let rows = try await connection.query(
@@ -124,7 +123,7 @@ extension WebhookStore {
                 "DELETE FROM webhook_secrets WHERE endpoint_id = \(id) AND expires_at <= now()", logger: logger)
             try await connection.query(
                 """
-                UPDATE webhook_secrets SET expires_at = now() + make_interval(secs => \(windowSeconds))
+                UPDATE webhook_secrets SET expires_at = now() + make_interval(secs => \(window.seconds))
                  WHERE endpoint_id = \(id) AND expires_at IS NULL
                 """, logger: logger)
             try await connection.query(

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PostgresNIO
+import Shared
 
 extension WebhookStore {
     /// Deletes delivered deliveries (and, by cascade, their attempt log) delivered more than

@@ -221,7 +221,3 @@ final class BenchPartner: Sendable {
         state.withLock { $0[path, default: []].append(latency) }
     }
 }
-
-extension Duration {
-    fileprivate var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

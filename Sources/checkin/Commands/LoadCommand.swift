@@ -54,7 +54,7 @@ struct LoadCommand: AsyncParsableCommand {
             return latencies
         }
         let sent = ContinuousClock.now - started
-        let sentSeconds = seconds(sent)
+        let sentSeconds = sent.seconds
         let sorted = latencies.sorted()
         func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000 }
         print(
@@ -71,7 +71,7 @@ struct LoadCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        let total = seconds(ContinuousClock.now - started)
+        let total = (ContinuousClock.now - started).seconds
         print(
             String(
                 format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes, total,
@@ -100,7 +100,7 @@ struct LoadCommand: AsyncParsableCommand {
         guard response.status == .accepted else {
             throw ValidationError("ingest answered \(response.status.code): \(String(buffer: body))")
         }
-        return seconds(ContinuousClock.now - started)
+        return (ContinuousClock.now - started).seconds
     }
 
     /// The evaluator's count of evaluated, late and duplicate fixes.
@@ -111,9 +111,5 @@ struct LoadCommand: AsyncParsableCommand {
             .filter { $0.hasPrefix("checkin_evaluator_fixes_total{") && !$0.contains("invalid") }
             .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
             .reduce(0, +)
-    }
-
-    func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }
