@@ -23,13 +23,7 @@ import Testing
     }
 
     func withDatabase<T: Sendable>(_ body: @Sendable (Database) async throws -> T) async throws -> T {
-        let logger = logger
-        return try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: try await Self.ownDatabaseURL.value), logger: logger
-        ) { database in
-            try await Migrator(database: database, logger: logger).migrate()
-            return try await body(database)
-        }
+        try await withMigratedDatabase(url: try await Self.ownDatabaseURL.value, logger: logger, body)
     }
 
     /// Delivered deliveries older than the retention go with their attempt log, a few per

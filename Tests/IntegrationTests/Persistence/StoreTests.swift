@@ -17,30 +17,13 @@ import Testing
     /// A database of these tests' own: the pipeline tests running beside them have
     /// dispatchers that claim every due delivery, which would race the queue tests.
     static let ownDatabaseURL = Task<String, any Error> {
-        let logger = {
-            var logger = Logger(label: "test.stores")
-            logger.logLevel = .warning
-            return logger
-        }()
-        let name = "checkin_store_tests_\(UUID().uuidString.prefix(8).lowercased())"
-        try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
-        ) { database in
-            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
-        }
-        var components = try #require(URLComponents(string: TestEnvironment.databaseURL))
-        components.path = "/" + name
-        return try #require(components.string)
+        var logger = Logger(label: "test.stores")
+        logger.logLevel = .warning
+        return try await freshDatabaseURL(logger: logger)
     }
 
     func withDatabase<T: Sendable>(_ body: @Sendable (Database) async throws -> T) async throws -> T {
-        let logger = logger
-        return try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: try await Self.ownDatabaseURL.value), logger: logger
-        ) { database in
-            try await Migrator(database: database, logger: logger).migrate()
-            return try await body(database)
-        }
+        try await withMigratedDatabase(url: try await Self.ownDatabaseURL.value, logger: logger, body)
     }
 
     @Test func migratingTwiceAppliesNothingTheSecondTime() async throws {

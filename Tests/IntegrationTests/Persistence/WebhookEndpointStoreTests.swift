@@ -20,18 +20,9 @@ import Testing
         migrations: [Migration] = Migration.all, _ body: @Sendable (Database) async throws -> T
     ) async throws -> T {
         let logger = logger
-        let name = "checkin_endpoint_tests_\(UUID().uuidString.prefix(8).lowercased())"
-        try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: TestEnvironment.databaseURL), logger: logger
+        return try await withMigratedDatabase(
+            url: try await freshDatabaseURL(logger: logger), migrations: migrations, logger: logger
         ) { database in
-            try await database.client.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
-        }
-        var components = try #require(URLComponents(string: TestEnvironment.databaseURL))
-        components.path = "/" + name
-        return try await Database.withTemporaryClient(
-            configuration: try DatabaseConfiguration(url: try #require(components.string)), logger: logger
-        ) { database in
-            try await Migrator(database: database, logger: logger).migrate(migrations)
             try await database.client.query("INSERT INTO projects (id, name) VALUES ('p', 'P')", logger: logger)
             return try await body(database)
         }

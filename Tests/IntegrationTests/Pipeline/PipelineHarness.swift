@@ -72,6 +72,13 @@ struct PipelineHarness {
         return try await IntegrationTests.freshDatabaseURL(logger: logger)
     }
 
+    /// A directory for the logs of the service processes a test starts.
+    func makeLogDirectory() throws -> URL {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(suffix)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        return directory
+    }
+
     /// What a `checkin` service process started by a test needs: this harness's broker,
     /// database, topics and groups, the local broker's short group timeouts, quick retries,
     /// the shared secret key and local partners over http. Callers add `CHECKIN_HTTP_PORT`.
@@ -202,6 +209,16 @@ func freshDatabaseURL(logger: Logger) async throws -> String {
     components.path = "/" + name
     guard let url = components.string else { throw TestFailure("no URL for database \(name)") }
     return url
+}
+
+/// Runs `body` on the database at `url`, migrated up to `migrations` first.
+func withMigratedDatabase<T: Sendable>(
+    url: String, migrations: [Migration] = Migration.all, logger: Logger, _ body: @Sendable (Database) async throws -> T
+) async throws -> T {
+    try await Database.withTemporaryClient(configuration: try DatabaseConfiguration(url: url), logger: logger) { database in
+        try await Migrator(database: database, logger: logger).migrate(migrations)
+        return try await body(database)
+    }
 }
 
 /// Sends a JSON body to the ingest service and returns the status and body.
