@@ -21,23 +21,11 @@ import Testing
     ) async throws {
         let harness = PipelineHarness()
         try await harness.prepare()
-        let database = Database(configuration: try harness.databaseConfiguration(), logger: harness.logger)
-        let producer = try KafkaProducer(
-            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-ingest"),
-            logger: harness.logger)
-        let dependencies = IngestDependencies(
-            producer: producer, projects: ProjectStore(database: database, logger: harness.logger),
-            zones: ZoneStore(database: database, logger: harness.logger),
-            webhooks: WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer), readiness: Readiness(),
-            registry: MetricsBootstrap.prometheus())
-        let app = buildIngestApplication(
-            // Known keys stay known for the whole test, however slow the machine.
-            configuration: IngestConfiguration(
-                port: 0, topics: harness.topics, authFailuresPerMinute: authFailuresPerMinute,
-                apiKeyCacheTimeToLive: .seconds(600)),
-            dependencies: dependencies, logger: harness.logger)
-        try await withServicesRunning([database, producer]) {
-            try await app.test(target) { client in try await body(harness, database, client) }
+        // Known keys stay known for the whole test, however slow the machine.
+        let configuration = IngestConfiguration(
+            port: 0, topics: harness.topics, authFailuresPerMinute: authFailuresPerMinute, apiKeyCacheTimeToLive: .seconds(600))
+        try await withIngestApplication(harness, configuration: configuration, target: target) { database, client in
+            try await body(harness, database, client)
         }
     }
 

@@ -28,22 +28,8 @@ import Testing
     func withIngest(_ body: @Sendable (PipelineHarness, _ send: Sender) async throws -> Void) async throws {
         let harness = PipelineHarness()
         try await harness.prepare()
-        let database = Database(configuration: try harness.databaseConfiguration(), logger: harness.logger)
-        let producer = try KafkaProducer(
-            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-ingest"),
-            logger: harness.logger)
-        let dependencies = IngestDependencies(
-            producer: producer, projects: ProjectStore(database: database, logger: harness.logger),
-            zones: ZoneStore(database: database, logger: harness.logger),
-            webhooks: WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer), readiness: Readiness(),
-            registry: MetricsBootstrap.prometheus())
-        let app = buildIngestApplication(
-            configuration: IngestConfiguration(port: 0, topics: harness.topics), dependencies: dependencies,
-            logger: harness.logger)
-        try await withServicesRunning([database, producer]) {
-            try await app.test(.router) { client in
-                try await body(harness, Sender(client: client))
-            }
+        try await withIngestApplication(harness, configuration: IngestConfiguration(port: 0, topics: harness.topics)) { _, client in
+            try await body(harness, Sender(client: client))
         }
     }
 

@@ -22,24 +22,13 @@ import Testing
         configured.databaseURL = try await freshDatabaseURL(logger: configured.logger)
         let harness = configured
         try await harness.prepare()
-        let received = ReceivedWebhooks()
-        let receiverPort = AsyncStream.makeStream(of: Int.self)
+        let logDirectory = try harness.makeLogDirectory()
         // A partner that takes a while to answer, so that the kills land on attempts in flight.
-        let receiver = WebhookReceiver.application(
-            secret: try WebhookSecret(harness.secret), received: received,
-            respond: { _, _ in
-                try? await Task.sleep(for: .milliseconds(100))
-                return nil
-            }, onRunning: { receiverPort.continuation.yield($0) })
-        let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(harness.suffix)")
-        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
-
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await receiver.run() }
-            defer { tasks.cancelAll() }
-            var ports = receiverPort.stream.makeAsyncIterator()
-            guard let port = await ports.next() else { throw TestFailure("receiver did not start") }
-            try await harness.addEndpoint(url: "http://127.0.0.1:\(port)/hooks")
+        let slowly: WebhookReceiver.Responder = { _, _ in
+            try? await Task.sleep(for: .milliseconds(100))
+            return nil
+        }
+        try await withRegisteredReceiver(harness, respond: slowly) { received in
 
             let notifiers = try ["notifier-1", "notifier-2"].map { name in
                 ServiceProcess(

@@ -17,20 +17,8 @@ import Testing
     func killedServiceLosesNothing(_ victim: Victim) async throws {
         let harness = PipelineHarness()
         try await harness.prepare()
-        let received = ReceivedWebhooks()
-        let receiverPort = AsyncStream.makeStream(of: Int.self)
-        let receiver = WebhookReceiver.application(secret: try WebhookSecret(harness.secret), received: received) {
-            receiverPort.continuation.yield($0)
-        }
-        let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(harness.suffix)")
-        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
-
-        try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await receiver.run() }
-            defer { tasks.cancelAll() }
-            var ports = receiverPort.stream.makeAsyncIterator()
-            guard let port = await ports.next() else { throw TestFailure("receiver did not start") }
-            try await harness.addEndpoint(url: "http://127.0.0.1:\(port)/hooks")
+        let logDirectory = try harness.makeLogDirectory()
+        try await withRegisteredReceiver(harness) { received in
 
             let ingestPort = try freePort()
             let shared = harness.processEnvironment

@@ -120,3 +120,23 @@ enum WebhookReceiver {
             onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) }, logger: logger)
     }
 }
+
+/// Runs a verifying receiver, registered as `harness`'s project's endpoint, for the length
+/// of `body`, which gets what it receives.
+func withRegisteredReceiver(
+    _ harness: PipelineHarness, respond: WebhookReceiver.Responder? = nil, _ body: (ReceivedWebhooks) async throws -> Void
+) async throws {
+    let received = ReceivedWebhooks()
+    let receiverPort = AsyncStream.makeStream(of: Int.self)
+    let receiver = WebhookReceiver.application(secret: try WebhookSecret(harness.secret), received: received, respond: respond) {
+        receiverPort.continuation.yield($0)
+    }
+    try await withThrowingTaskGroup(of: Void.self) { tasks in
+        tasks.addTask { try await receiver.run() }
+        defer { tasks.cancelAll() }
+        var ports = receiverPort.stream.makeAsyncIterator()
+        guard let port = await ports.next() else { throw TestFailure("receiver did not start") }
+        try await harness.addEndpoint(url: "http://127.0.0.1:\(port)/hooks")
+        try await body(received)
+    }
+}

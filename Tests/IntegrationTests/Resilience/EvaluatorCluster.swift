@@ -27,8 +27,7 @@ final class EvaluatorCluster: @unchecked Sendable {
     init(harness: PipelineHarness = PipelineHarness()) throws {
         self.harness = harness
         self.postgres = try PrivatePostgres()
-        logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(harness.suffix)")
-        try FileManager.default.createDirectory(at: logDirectory, withIntermediateDirectories: true)
+        logDirectory = try harness.makeLogDirectory()
     }
 
     var logger: Logger { harness.logger }
