@@ -56,7 +56,8 @@ public struct Evaluator: Sendable {
             bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
             offsets: OffsetStore(database: database, logger: logger), group: configuration.groupId,
             topic: configuration.topics.fixes, logger: logger)
-        self.sweeper = StaleCheckOutSweeper(interval: configuration.staleSweepInterval, processor: processor, logger: logger)
+        self.sweeper = StaleCheckOutSweeper(
+            interval: configuration.staleSweepInterval, processor: processor, consumer: consumer, logger: logger)
         let purge = DeviceStatePurge(database: database, retention: configuration.deviceStateRetention, logger: logger)
         self.retention =
             configuration.deviceStateRetention > .zero

@@ -10,12 +10,14 @@ import Shared
 ///
 /// Inside one Postgres transaction it locks the batch's device states, runs the
 /// engine, publishes the resulting events (and dead letters) and waits for the
-/// broker's acknowledgements, then saves the new states together with the
-/// partitions' next offsets, and commits only if this worker's epochs for those
-/// partitions are still current. A crash anywhere before the commit replays the
-/// batch from the old state, which yields the same events with the same ids, so
-/// consumers downstream see duplicates at worst, never a gap; a worker that lost
-/// its partitions while it stalled rolls back instead of overwriting newer states.
+/// broker's acknowledgements, then saves the new states (each with the partition its
+/// fixes came from) together with the partitions' next offsets and the latest record
+/// time consumed (what the stale check-out is judged against), and commits only if
+/// this worker's epochs for those partitions are still current. A crash anywhere
+/// before the commit replays the batch from the old state, which yields the same
+/// events with the same ids, so consumers downstream see duplicates at worst, never a
+/// gap; a worker that lost its partitions while it stalled rolls back instead of
+/// overwriting newer states.
 struct FixBatchProcessor: Sendable {
     let configuration: EvaluatorConfiguration
     let database: Database
@@ -46,6 +48,8 @@ struct FixBatchProcessor: Sendable {
 
     struct Outcome {
         var nextOffsets: [KafkaTopicPartition: Int64] = [:]
+        /// Per partition, the latest record time of the batch: its stream is consumed up to there.
+        var consumedUntil: [OwnedPartition: Date] = [:]
         var evaluated = 0
         var late = 0
         var duplicate = 0
@@ -72,6 +76,10 @@ struct FixBatchProcessor: Sendable {
         for message in batch {
             let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
             outcome.nextOffsets[key] = max(outcome.nextOffsets[key] ?? 0, message.offset + 1)
+            if let stamp = message.timestamp {
+                let owned = OwnedPartition(topic: message.topic, partition: message.partition)
+                outcome.consumedUntil[owned] = max(outcome.consumedUntil[owned] ?? stamp, stamp)
+            }
             switch FixValidator.validate(json: message.value, receivedAt: message.timestamp ?? Date(), limits: configuration.limits) {
             case .success(let fix): fixes.append((message, fix))
             case .failure(let invalid):
@@ -91,9 +99,11 @@ struct FixBatchProcessor: Sendable {
             for key in keys {
                 current[key] = stored[key].map { decodeState($0, key: key, decoder: decoder) } ?? DeviceState()
             }
+            var partitions: [DeviceKey: Int32] = [:]
             var records = deadLetters
-            for (_, fix) in fixes {
+            for (message, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
+                partitions[key] = message.partition
                 let evaluation = engine.evaluate(fix, state: &current[key, default: DeviceState()])
                 switch evaluation.outcome {
                 case .evaluated: result.evaluated += 1
@@ -111,13 +121,14 @@ struct FixBatchProcessor: Sendable {
             let toSave = try current.map { key, state in
                 StoredDeviceState(
                     key: key, stateJSON: String(decoding: try encoder.encode(state), as: UTF8.self),
-                    lastFixAt: state.lastFixTime, staleAt: engine.staleDeadline(of: state))
+                    lastFixAt: state.lastFixTime, staleAt: engine.staleDeadline(of: state),
+                    partition: partitions[key])
             }
             try await states.save(toSave, on: connection)
             try await offsets.save(
                 group: configuration.groupId,
                 offsets: result.nextOffsets.map { (topic: $0.key.topic, partition: $0.key.partition, nextOffset: $0.value) },
-                on: connection)
+                consumedUntil: result.consumedUntil, on: connection)
             try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
             return result
         }
@@ -134,7 +145,8 @@ struct FixBatchProcessor: Sendable {
                 try await offsets.save(
                     group: configuration.groupId,
                     offsets: [(topic: message.topic, partition: message.partition, nextOffset: message.offset + 1)],
-                    on: connection)
+                    consumedUntil: message.timestamp.map { [OwnedPartition(topic: message.topic, partition: message.partition): $0] }
+                        ?? [:], on: connection)
                 try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
             }
         } catch let lost as PartitionOwnershipLost {

@@ -9,18 +9,29 @@ import Shared
 
 /// Checks out devices that went silent while checked in: apps force-quit by the
 /// user are not relaunched by iOS, so their exit fix never comes. The only
-/// wall-clock decision in the pipeline. Rows are claimed with SKIP LOCKED, so
-/// several evaluators sweep side by side without doing the same device twice.
+/// wall-clock decision in the pipeline, and it is taken against the stream: a
+/// device is silent only if its partition of the fixes topic has been consumed
+/// past its deadline (`consumer_offsets.consumed_until`), because after an outage
+/// or in a backlog its next fixes may still be waiting there. A partition with
+/// nothing waiting is consumed up to now, so an idle device still times out by the
+/// clock.
+///
+/// Each worker judges only the devices of the partitions it holds, under their
+/// epochs (checked before anything is published, and held until the commit), so a
+/// worker that lost a partition never times out its devices. Rows are claimed with
+/// SKIP LOCKED, so a sweep and a batch never wait on each other.
 public final class StaleCheckOutSweeper: Service, Sendable {
     let interval: Duration
     let processor: FixBatchProcessor
+    let consumer: KafkaConsumer
     let logger: Logger
     let batchSize = 200
     let timeouts = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout-timeout")])
 
-    init(interval: Duration, processor: FixBatchProcessor, logger: Logger) {
+    init(interval: Duration, processor: FixBatchProcessor, consumer: KafkaConsumer, logger: Logger) {
         self.interval = interval
         self.processor = processor
+        self.consumer = consumer
         self.logger = logger
     }
 
@@ -38,14 +49,56 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         }
     }
 
-    /// Checks out what is due at `now`; returns how many devices it looked at.
+    /// Checks out what is due at `now` on the partitions this worker holds; returns how
+    /// many devices it looked at.
     @discardableResult
     public func sweep(now: Date) async throws -> Int {
+        let topic = processor.configuration.topics.fixes
+        let held = processor.leases.snapshot.filter { $0.key.topic == topic }
+        guard !held.isEmpty else { return 0 }
+        let idle = held.filter { isCaughtUp($0.key, lease: $0.value) }.map(\.key)
+        do {
+            try await markConsumed(idle, until: now)
+            return try await checkOutDue(on: Array(held.keys), now: now)
+        } catch let lost as PartitionOwnershipLost {
+            processor.leases.released(lost.topicPartitions)
+            logger.info("partitions moved to another worker; their devices are its to judge", metadata: ["error": "\(lost)"])
+            return 0
+        }
+    }
+
+    /// Nothing waits in the partition beyond what was processed and committed: the high
+    /// watermark of its last fetch is reached.
+    func isCaughtUp(_ partition: KafkaTopicPartition, lease: PartitionLeases.Lease) -> Bool {
+        guard let watermarks = consumer.cachedWatermarks(of: partition) else { return false }
+        return watermarks.high <= lease.nextOffset ?? watermarks.low
+    }
+
+    /// Records that these held partitions are consumed up to `now`.
+    private func markConsumed(_ partitions: [KafkaTopicPartition], until now: Date) async throws {
+        guard !partitions.isEmpty else { return }
+        let epochs = try processor.leases.epochs(covering: partitions)
+        let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
+        try await processor.database.withTransaction { connection in
+            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
+            try await processor.offsets.markConsumed(
+                group: group, topic: topic, partitions: partitions.map(\.partition), until: now, on: connection)
+        }
+    }
+
+    private func checkOutDue(on partitions: [KafkaTopicPartition], now: Date) async throws -> Int {
+        let epochs = try processor.leases.epochs(covering: partitions)
+        let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
         let engine = try await processor.catalog.engine()
         let decoder = WireJSON.decoder()
         let encoder = WireJSON.encoder()
         let (claimed, events) = try await processor.database.withTransaction { connection in
-            let due = try await processor.states.claimStale(dueBy: now, limit: batchSize, on: connection)
+            // First: nothing is published unless these partitions are still this worker's,
+            // and no new owner can take them until this transaction ends.
+            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
+            let due = try await processor.states.claimStale(
+                dueBy: now, group: group, topic: topic, partitions: partitions.map(\.partition), limit: batchSize,
+                on: connection)
             var records: [KafkaRecord] = []
             var updated: [StoredDeviceState] = []
             for stored in due {

@@ -25,12 +25,16 @@ public struct StoredDeviceState: Sendable {
     public var lastFixAt: Date?
     /// When a stale check-out is due; nil when the device is checked into nothing that can time out.
     public var staleAt: Date?
+    /// The fixes topic's partition the device's fixes come from: its owner judges the
+    /// stale check-out, against how far that partition has been consumed.
+    public var partition: Int32?
 
-    public init(key: DeviceKey, stateJSON: String, lastFixAt: Date?, staleAt: Date?) {
+    public init(key: DeviceKey, stateJSON: String, lastFixAt: Date?, staleAt: Date?, partition: Int32? = nil) {
         self.key = key
         self.stateJSON = stateJSON
         self.lastFixAt = lastFixAt
         self.staleAt = staleAt
+        self.partition = partition
     }
 }
 
@@ -71,16 +75,17 @@ public struct DeviceStateStore: Sendable {
         let epoch = Date(timeIntervalSince1970: 0)
         try await connection.query(
             """
-            INSERT INTO device_states (project_id, device_id, state, last_fix_at, stale_at, updated_at)
+            INSERT INTO device_states (project_id, device_id, state, last_fix_at, stale_at, partition, updated_at)
             SELECT s.project_id, s.device_id, s.state::jsonb, NULLIF(s.last_fix_at, 'epoch'::timestamptz),
-                   NULLIF(s.stale_at, 'epoch'::timestamptz), now()
+                   NULLIF(s.stale_at, 'epoch'::timestamptz), NULLIF(s.partition, -1), now()
             FROM UNNEST(\(sorted.map(\.key.projectId))::text[], \(sorted.map(\.key.deviceId))::text[],
                         \(sorted.map(\.stateJSON))::text[], \(sorted.map { $0.lastFixAt ?? epoch })::timestamptz[],
-                        \(sorted.map { $0.staleAt ?? epoch })::timestamptz[])
-                 AS s(project_id, device_id, state, last_fix_at, stale_at)
+                        \(sorted.map { $0.staleAt ?? epoch })::timestamptz[], \(sorted.map { Int($0.partition ?? -1) })::int4[])
+                 AS s(project_id, device_id, state, last_fix_at, stale_at, partition)
             ON CONFLICT (project_id, device_id) DO UPDATE
                SET state = EXCLUDED.state, last_fix_at = EXCLUDED.last_fix_at,
-                   stale_at = EXCLUDED.stale_at, updated_at = now()
+                   stale_at = EXCLUDED.stale_at, partition = COALESCE(EXCLUDED.partition, device_states.partition),
+                   updated_at = now()
             """, logger: logger)
     }
 
@@ -133,25 +138,39 @@ public struct DeviceStateStore: Sendable {
     }
 
     /// Devices whose stale check-out is due, locked; rows another worker holds are skipped.
-    public func claimStale(dueBy now: Date, limit: Int, on connection: PostgresConnection) async throws
-        -> [StoredDeviceState]
-    {
+    ///
+    /// A device is due when its deadline has passed and its partition's stream has been
+    /// consumed past it (`consumer_offsets.consumed_until` of `group` on `topic`): a
+    /// backlog still waiting in the topic may hold its next fix. Only devices of
+    /// `partitions` (those the caller owns) are claimed, and devices whose partition is
+    /// not known yet (rows older than the column) once every partition has been consumed
+    /// past their deadline.
+    public func claimStale(
+        dueBy now: Date, group: String, topic: String, partitions: [Int32], limit: Int, on connection: PostgresConnection
+    ) async throws -> [StoredDeviceState] {
         let rows = try await connection.query(
             """
-            SELECT project_id, device_id, state::text, last_fix_at, stale_at FROM device_states
-            WHERE stale_at <= \(now)
-            ORDER BY stale_at
+            SELECT s.project_id, s.device_id, s.state::text, s.last_fix_at, s.stale_at, s.partition
+            FROM device_states s
+            WHERE s.stale_at <= \(now)
+              AND ((s.partition = ANY(\(partitions.map(Int.init))::int4[])
+                    AND s.stale_at <= (SELECT o.consumed_until FROM consumer_offsets o
+                                       WHERE o.consumer_group = \(group) AND o.topic = \(topic) AND o.partition = s.partition))
+                OR (s.partition IS NULL
+                    AND s.stale_at <= (SELECT CASE WHEN bool_and(o.consumed_until IS NOT NULL) THEN min(o.consumed_until) END
+                                       FROM consumer_offsets o WHERE o.consumer_group = \(group) AND o.topic = \(topic))))
+            ORDER BY s.stale_at
             LIMIT \(limit)
-            FOR UPDATE SKIP LOCKED
+            FOR UPDATE OF s SKIP LOCKED
             """, logger: logger)
         var result: [StoredDeviceState] = []
-        for try await (project, device, state, lastFixAt, staleAt) in rows.decode(
-            (String, String, String, Date?, Date?).self)
+        for try await (project, device, state, lastFixAt, staleAt, partition) in rows.decode(
+            (String, String, String, Date?, Date?, Int32?).self)
         {
             result.append(
                 StoredDeviceState(
                     key: DeviceKey(projectId: project, deviceId: device), stateJSON: state, lastFixAt: lastFixAt,
-                    staleAt: staleAt))
+                    staleAt: staleAt, partition: partition))
         }
         return result
     }

@@ -232,4 +232,49 @@ import Testing
         }
         #expect(offsets == [0: 10, 1: 6])
     }
+
+    /// A device is due for a stale check-out only on a partition the caller owns and once
+    /// that partition has been consumed past its deadline; a device whose partition is not
+    /// known waits until every partition has been.
+    @Test func staleDevicesAreClaimedOnceTheirPartitionIsConsumedPastTheirDeadline() async throws {
+        let logger = logger
+        let (group, topic, project) = ("group-" + UUID().uuidString, "fixes-" + UUID().uuidString, "project-" + UUID().uuidString)
+        let now = Date()
+        let claimed = try await withDatabase { database in
+            let offsets = OffsetStore(database: database, logger: logger)
+            let states = DeviceStateStore(logger: logger)
+            func state(_ device: String, partition: Int32?) -> StoredDeviceState {
+                StoredDeviceState(
+                    key: DeviceKey(projectId: project, deviceId: device), stateJSON: "{}", lastFixAt: nil,
+                    staleAt: now.addingTimeInterval(-60), partition: partition)
+            }
+            func claim() async throws -> [String] {
+                try await database.withTransaction { connection in
+                    try await states.claimStale(dueBy: now, group: group, topic: topic, partitions: [0, 1], limit: 100, on: connection)
+                        .filter { $0.key.projectId == project }.map(\.key.deviceId).sorted()
+                }
+            }
+            try await database.withTransaction { connection in
+                try await states.save(
+                    [
+                        state("behind-a-backlog", partition: 0), state("caught-up", partition: 1),
+                        state("someone-elses", partition: 2), state("partition-unknown", partition: nil),
+                    ], on: connection)
+                try await offsets.save(
+                    group: group, offsets: [(topic, 0, 10), (topic, 1, 10), (topic, 2, 10)],
+                    consumedUntil: [
+                        OwnedPartition(topic: topic, partition: 0): now.addingTimeInterval(-120),
+                        OwnedPartition(topic: topic, partition: 1): now.addingTimeInterval(-10),
+                        OwnedPartition(topic: topic, partition: 2): now,
+                    ], on: connection)
+            }
+            let first = try await claim()
+            try await database.withTransaction { connection in
+                try await offsets.markConsumed(group: group, topic: topic, partitions: [0], until: now, on: connection)
+            }
+            return (first, try await claim())
+        }
+        #expect(claimed.0 == ["caught-up"])
+        #expect(claimed.1 == ["behind-a-backlog", "caught-up", "partition-unknown"])
+    }
 }

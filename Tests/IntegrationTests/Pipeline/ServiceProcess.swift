@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 
 #if canImport(Glibc)
@@ -116,4 +117,17 @@ func freePort() throws -> Int {
     }
     guard named == 0 else { throw TestFailure("getsockname() failed") }
     return Int(UInt16(bigEndian: address.sin_port))
+}
+
+/// Waits until a service started by a test answers `GET /health`.
+func waitForHealth(port: Int) async throws {
+    let deadline = ContinuousClock.now + .seconds(60)
+    while ContinuousClock.now < deadline {
+        let request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/health")
+        if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok {
+            return
+        }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+    throw TestFailure("the service on port \(port) did not become healthy in 60 s")
 }

@@ -1,4 +1,3 @@
-import AsyncHTTPClient
 import Foundation
 import Hummingbird
 import Logging
@@ -58,17 +57,5 @@ import Testing
             #expect(Set(mine.map(\.data.eventId)).count == 2)
             #expect(await received.rejected == 0)
         }
-    }
-
-    func waitForHealth(port: Int) async throws {
-        let deadline = ContinuousClock.now + .seconds(60)
-        while ContinuousClock.now < deadline {
-            let request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/health")
-            if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(2)), response.status == .ok {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        throw TestFailure("ingest on port \(port) did not become healthy in 60 s")
     }
 }
