@@ -93,12 +93,14 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         let decoder = WireJSON.decoder()
         let encoder = WireJSON.encoder()
         let (claimed, events) = try await processor.database.withTransaction { connection in
-            // First: nothing is published unless these partitions are still this worker's,
-            // and no new owner can take them until this transaction ends.
-            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
             let due = try await processor.states.claimStale(
                 dueBy: now, group: group, topic: topic, partitions: partitions.map(\.partition), limit: batchSize,
                 on: connection)
+            // Nothing due: no epoch is held, so a worker frozen here never holds up a new owner.
+            guard !due.isEmpty else { return (0, 0) }
+            // Nothing is published unless these partitions are still this worker's, and no
+            // new owner can take them until this transaction ends.
+            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
             var records: [KafkaRecord] = []
             var updated: [StoredDeviceState] = []
             for stored in due {
