@@ -88,7 +88,7 @@ struct FixBatchProcessor: Sendable {
             }
         }
 
-        let engine = try await catalog.engine()
+        let engines = try await catalog.engines()
         let decoder = WireJSON.decoder()
         let encoder = WireJSON.encoder()
         let committed = try await database.withTransaction { connection in
@@ -104,7 +104,7 @@ struct FixBatchProcessor: Sendable {
             for (message, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 partitions[key] = message.partition
-                let evaluation = engine.evaluate(fix, state: &current[key, default: DeviceState()])
+                let evaluation = engines.engine(for: fix.projectId).evaluate(fix, state: &current[key, default: DeviceState()])
                 switch evaluation.outcome {
                 case .evaluated: result.evaluated += 1
                 case .late: result.late += 1
@@ -121,7 +121,7 @@ struct FixBatchProcessor: Sendable {
             let toSave = try current.map { key, state in
                 StoredDeviceState(
                     key: key, stateJSON: String(decoding: try encoder.encode(state), as: UTF8.self),
-                    lastFixAt: state.lastFixTime, staleAt: engine.staleDeadline(of: state),
+                    lastFixAt: state.lastFixTime, staleAt: engines.engine(for: key.projectId).staleDeadline(of: state),
                     partition: partitions[key])
             }
             try await states.save(toSave, on: connection)

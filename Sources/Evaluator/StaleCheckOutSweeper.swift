@@ -89,7 +89,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
     private func checkOutDue(on partitions: [KafkaTopicPartition], now: Date) async throws -> Int {
         let epochs = try processor.leases.epochs(covering: partitions)
         let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
-        let engine = try await processor.catalog.engine()
+        let engines = try await processor.catalog.engines()
         let decoder = WireJSON.decoder()
         let encoder = WireJSON.encoder()
         let (claimed, events) = try await processor.database.withTransaction { connection in
@@ -105,6 +105,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
             var updated: [StoredDeviceState] = []
             for stored in due {
                 var state = processor.decodeState(stored.stateJSON, key: stored.key, decoder: decoder)
+                let engine = engines.engine(for: stored.key.projectId)
                 let events = engine.checkOutStale(
                     state: &state, projectId: stored.key.projectId, deviceId: stored.key.deviceId, now: now)
                 records.append(contentsOf: try events.map { try processor.record(for: $0, encoder: encoder) })
@@ -113,7 +114,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
                 next.staleAt = engine.staleDeadline(of: state)
                 if next.staleAt.map({ $0 <= now }) == true {
                     // Nothing more to do now; look again after one more interval rather than spin.
-                    next.staleAt = now.addingTimeInterval(engine.configuration.staleAfter)
+                    next.staleAt = now.addingTimeInterval(engines.configuration.staleAfter)
                 }
                 updated.append(next)
             }

@@ -6,26 +6,50 @@ import Persistence
 import ServiceLifecycle
 import Shared
 
-/// The engine built from the zones in Postgres. It is rebuilt off the hot path
-/// when the catalog version changes and swapped in whole, so a batch is always
-/// evaluated against one consistent set of zones.
-public final class ZoneCatalog: Service, Sendable {
-    struct Loaded {
+/// The engines the evaluator decides with: one per project, each built from that
+/// project's zones alone, so that a change to one project's zones rebuilds its engine
+/// and no other.
+public struct ZoneEngines: Sendable {
+    struct Project: Sendable {
+        /// The project's zones version the engine was built from.
         var version: Int64
         var engine: GeofenceEngine
+        var zones: Int
+        var fences: Int
     }
 
+    /// The catalog version every project's engine is at least as new as.
+    public let catalogVersion: Int64
+    let projects: [String: Project]
+    /// For projects without zones: no fence, so a device of theirs is inside nothing.
+    let empty: GeofenceEngine
+
+    /// The engine of the fix's, or the device's, project.
+    public func engine(for projectId: String) -> GeofenceEngine {
+        projects[projectId]?.engine ?? empty
+    }
+
+    public var configuration: EngineConfiguration { empty.configuration }
+    public var zoneCount: Int { projects.values.reduce(0) { $0 + $1.zones } }
+    public var fenceCount: Int { projects.values.reduce(0) { $0 + $1.fences } }
+}
+
+/// The engines built from the zones in Postgres. A project's engine is rebuilt off
+/// the hot path when its zones version changes, and the set is swapped in whole, so
+/// a batch is always evaluated against one consistent set of zones; projects whose
+/// zones did not change keep the engine they have.
+public final class ZoneCatalog: Service, Sendable {
     let zones: ZoneStore
     let configuration: EngineConfiguration
     let refreshInterval: Duration
     /// A load that takes longer (Postgres restarting, say) is abandoned and tried again.
     let loadTimeout: Duration
     let logger: Logger
-    /// Told once the first engine is in place, for `/ready`.
+    /// Told once the first engines are in place, for `/ready`.
     let onFirstLoad: @Sendable () -> Void
     let metrics: EvaluatorMetrics
-    private let loaded = NIOLockedValueBox<Loaded?>(nil)
-    /// One rebuild at a time: the refresh loop and a first `engine()` call can race at start.
+    private let loaded = NIOLockedValueBox<ZoneEngines?>(nil)
+    /// One rebuild at a time: the refresh loop and a first `engines()` call can race at start.
     private let rebuilding = RefreshLock()
 
     public init(
@@ -56,7 +80,7 @@ public final class ZoneCatalog: Service, Sendable {
         }
     }
 
-    /// Waits until the first engine is in place; false when the process stops first.
+    /// Waits until the first engines are in place; false when the process stops first.
     public func waitUntilLoaded() async -> Bool {
         while loaded.withLockedValue({ $0 == nil }) {
             if Task.isCancelled || Task.isShuttingDownGracefully { return false }
@@ -65,19 +89,19 @@ public final class ZoneCatalog: Service, Sendable {
         return true
     }
 
-    /// The current engine, loading it first if nothing has been loaded yet.
-    public func engine() async throws -> GeofenceEngine {
-        if let loaded = loaded.withLockedValue({ $0 }) { return loaded.engine }
+    /// The current engines, loading them first if nothing has been loaded yet.
+    public func engines() async throws -> ZoneEngines {
+        if let loaded = loaded.withLockedValue({ $0 }) { return loaded }
         try await refresh()
         guard let loaded = loaded.withLockedValue({ $0 }) else { throw ZoneCatalogError.notLoaded }
-        return loaded.engine
+        return loaded
     }
 
-    /// Rebuilds the engine if the zones changed since the last build.
+    /// Rebuilds the engines of the projects whose zones changed since the last build.
     public func refresh() async throws {
         await rebuilding.lock()
         do {
-            try await rebuildIfChanged()
+            try await rebuildChangedProjects()
             await rebuilding.unlock()
         } catch {
             await rebuilding.unlock()
@@ -85,56 +109,66 @@ public final class ZoneCatalog: Service, Sendable {
         }
     }
 
-    private func rebuildIfChanged() async throws {
-        let latest = try await zones.catalogVersion()
-        if loaded.withLockedValue({ $0?.version }) == latest { return }
-        // The version comes from the same snapshot as the zones, so the engine is labelled
-        // with exactly the catalog it was built from.
-        let catalog = try await zones.catalog()
-        let version = catalog.version
-        let projects = catalog.projects.map { ProjectZones(projectId: $0.projectId, zones: $0.zones) }
-        let started = ContinuousClock.now
-        let engine = buildSkippingInvalidProjects(projects)
-        let buildTime = ContinuousClock.now - started
+    private func rebuildChangedProjects() async throws {
+        let (catalogVersion, versions) = try await zones.versions()
+        let current = loaded.withLockedValue { $0 }
+        if let current, current.catalogVersion == catalogVersion { return }
+        var projects = (current?.projects ?? [:]).filter { versions[$0.key] != nil }
+        let changed = versions.filter { projects[$0.key]?.version != $0.value }.map(\.key).sorted()
+        var buildTime = Duration.zero
+        if !changed.isEmpty {
+            // One snapshot for every changed project; each engine is labelled with the
+            // version its zones were read at.
+            let snapshot = try await zones.catalog(projects: changed)
+            var zonesByProject: [String: [ZoneDefinition]] = [:]
+            for project in snapshot.projects { zonesByProject[project.projectId] = project.zones }
+            let started = ContinuousClock.now
+            for projectId in changed {
+                guard let version = snapshot.projectVersions[projectId] else {
+                    projects[projectId] = nil  // deleted since the versions were read
+                    continue
+                }
+                projects[projectId] = build(projectId, zones: zonesByProject[projectId] ?? [], version: version)
+            }
+            buildTime = ContinuousClock.now - started
+        }
+        let engines = ZoneEngines(
+            catalogVersion: catalogVersion, projects: projects,
+            empty: try GeofenceEngine(projects: [], configuration: configuration))
         let (first, swapped) = loaded.withLockedValue { current in
             let first = current == nil
-            guard (current?.version ?? .min) < version else { return (first, false) }
-            current = Loaded(version: version, engine: engine)
+            guard (current?.catalogVersion ?? .min) < catalogVersion else { return (first, false) }
+            current = engines
             return (first, true)
         }
-        if swapped {
-            metrics.recordZonesLoaded(
-                zones: projects.reduce(0) { $0 + $1.zones.count },
-                fences: projects.reduce(0) { $0 + $1.zones.reduce(0) { $0 + $1.fences.count } }, version: version,
-                buildTime: buildTime)
-        }
+        guard swapped else { return }
+        metrics.recordZonesLoaded(
+            zones: engines.zoneCount, fences: engines.fenceCount, version: catalogVersion, buildTime: buildTime)
         if first { onFirstLoad() }
         logger.info(
             "zones loaded",
             metadata: [
-                "version": "\(version)", "projects": "\(projects.count)",
-                "zones": "\(projects.reduce(0) { $0 + $1.zones.count })",
-                "buildTime": "\(buildTime)",
+                "version": "\(catalogVersion)", "projects": "\(projects.count)", "rebuilt": "\(changed.count)",
+                "zones": "\(engines.zoneCount)", "buildTime": "\(buildTime)",
             ])
     }
 
-    /// Zones are validated when they are stored; should invalid ones reach the
-    /// database anyway, only their project is left out, not everyone's.
-    private func buildSkippingInvalidProjects(_ projects: [ProjectZones]) -> GeofenceEngine {
-        if let engine = try? GeofenceEngine(projects: projects, configuration: configuration) { return engine }
-        var valid: [ProjectZones] = []
-        for project in projects {
-            do {
-                _ = try GeofenceEngine(projects: [project], configuration: configuration)
-                valid.append(project)
-            } catch {
-                logger.error(
-                    "project's zones are invalid and are not evaluated",
-                    metadata: ["projectId": "\(project.projectId)", "error": "\(error)"])
-            }
+    /// Zones are validated when they are stored; should invalid ones reach the database
+    /// anyway, only their project is left without zones, not everyone.
+    private func build(_ projectId: String, zones: [ZoneDefinition], version: Int64) -> ZoneEngines.Project {
+        let project = ProjectZones(projectId: projectId, zones: zones)
+        do {
+            let engine = try GeofenceEngine(projects: [project], configuration: configuration)
+            return ZoneEngines.Project(
+                version: version, engine: engine, zones: zones.count, fences: zones.reduce(0) { $0 + $1.fences.count })
+        } catch {
+            logger.error(
+                "project's zones are invalid and are not evaluated",
+                metadata: ["projectId": "\(projectId)", "error": "\(error)"])
+            return ZoneEngines.Project(
+                version: version, engine: try! GeofenceEngine(projects: [], configuration: configuration), zones: 0,
+                fences: 0)
         }
-        return (try? GeofenceEngine(projects: valid, configuration: configuration))
-            ?? (try! GeofenceEngine(projects: [], configuration: configuration))
     }
 }
 

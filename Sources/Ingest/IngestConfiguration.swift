@@ -22,6 +22,8 @@ public struct IngestConfiguration: Sendable {
     public var authFailuresPerMinute: Int
     /// How long an API key's answer (its project, or that it is no key) is cached.
     public var apiKeyCacheTimeToLive: Duration
+    /// How many zones, fences and positions a project may have, and how often it may replace them.
+    public var zoneQuota: ZoneQuota
 
     public static let defaultAuthFailuresPerMinute = 30
 
@@ -30,7 +32,7 @@ public struct IngestConfiguration: Sendable {
         maximumBodyBytes: Int = InputLimits.maximumRequestBodyBytes, limits: InputLimits = InputLimits(),
         requireAPIKey: Bool = true, topics: Topics = Topics(), webhookURLPolicy: WebhookURLPolicy = .strict,
         secretRotationWindow: Duration = .seconds(86_400), authFailuresPerMinute: Int = defaultAuthFailuresPerMinute,
-        apiKeyCacheTimeToLive: Duration = .seconds(30)
+        apiKeyCacheTimeToLive: Duration = .seconds(30), zoneQuota: ZoneQuota = ZoneQuota()
     ) {
         self.host = host
         self.port = port
@@ -43,6 +45,7 @@ public struct IngestConfiguration: Sendable {
         self.secretRotationWindow = secretRotationWindow
         self.authFailuresPerMinute = authFailuresPerMinute
         self.apiKeyCacheTimeToLive = apiKeyCacheTimeToLive
+        self.zoneQuota = zoneQuota
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -58,6 +61,22 @@ public struct IngestConfiguration: Sendable {
             topics: topics, webhookURLPolicy: try WebhookURLPolicy(environment: environment),
             secretRotationWindow: try environment.secretRotationWindow(),
             authFailuresPerMinute: try environment.int(
-                "CHECKIN_AUTH_FAILURES_PER_MINUTE", default: Self.defaultAuthFailuresPerMinute, range: 0...1_000_000))
+                "CHECKIN_AUTH_FAILURES_PER_MINUTE", default: Self.defaultAuthFailuresPerMinute, range: 0...1_000_000),
+            zoneQuota: try ZoneQuota(environment: environment))
+    }
+}
+
+extension ZoneQuota {
+    /// `CHECKIN_PROJECT_MAX_ZONES`, `CHECKIN_PROJECT_MAX_FENCES`, `CHECKIN_PROJECT_MAX_POSITIONS`
+    /// and `CHECKIN_ZONES_MIN_REPLACE_INTERVAL` (seconds).
+    public init(environment: EnvironmentReader) throws {
+        self.init(
+            maximumZones: try environment.int("CHECKIN_PROJECT_MAX_ZONES", default: Self.defaultMaximumZones, range: 1...Int.max),
+            maximumFences: try environment.int(
+                "CHECKIN_PROJECT_MAX_FENCES", default: Self.defaultMaximumFences, range: 1...Int.max),
+            maximumPositions: try environment.int(
+                "CHECKIN_PROJECT_MAX_POSITIONS", default: Self.defaultMaximumPositions, range: 1...Int.max),
+            minimumReplaceInterval: try environment.duration(
+                "CHECKIN_ZONES_MIN_REPLACE_INTERVAL", default: Self.defaultMinimumReplaceInterval))
     }
 }

@@ -74,7 +74,16 @@ struct ManagementRoutes {
                         reason: problem.problem)
                 })
         }
-        try await dependencies.zones.replaceZones(projectId: projectId, with: document)
+        let quota = configuration.zoneQuota
+        let excess = quota.excess(of: document)
+        guard excess.isEmpty else { throw Problem.zoneQuotaExceeded(excess) }
+        do {
+            try await dependencies.zones.replaceZones(
+                projectId: projectId, with: document, minimumInterval: quota.minimumReplaceInterval)
+        } catch let tooSoon as ZonesReplacedTooSoon {
+            throw Problem.zonesReplacedTooSoon(
+                retryAfter: .milliseconds(Int64(tooSoon.retryAfter * 1000)), minimumInterval: quota.minimumReplaceInterval)
+        }
         // Warnings, not refusals: the zones are stored whatever the lint finds (SPEC 3.9).
         let lint = (try? FenceLint.check(document)) ?? FenceLintReport(warnings: [], total: 0)
         logger.info(

@@ -197,6 +197,13 @@ paths:
         "500": {$ref: "#/components/responses/InternalError"}
     put:
       summary: Replace the project's zones (validated, atomic)
+      description: >
+        A project has a quota: at most CHECKIN_PROJECT_MAX_ZONES zones (100,000),
+        CHECKIN_PROJECT_MAX_FENCES fences (1,000,000) and CHECKIN_PROJECT_MAX_POSITIONS positions
+        over all its fences (10,000,000; a circle counts one); a document beyond it is answered 413
+        (type zone-quota-exceeded, invalid-params naming each quota) and changes nothing. A project's
+        zones are replaced at most once every CHECKIN_ZONES_MIN_REPLACE_INTERVAL seconds (5); a
+        replacement sooner is answered 429 (type zones-replaced-too-soon) with Retry-After.
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: true
@@ -229,7 +236,13 @@ paths:
                         message: {type: string}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
-        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "429":
+          description: >-
+            Too many failed authentications from this client, or the project's zones were replaced
+            less than the minimum interval ago; Retry-After says when to try again.
+          headers:
+            Retry-After: {description: Seconds to wait before the next attempt, schema: {type: integer, minimum: 1}}
+          content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}
         "413": {$ref: "#/components/responses/Problem"}
         "500": {$ref: "#/components/responses/InternalError"}
   /v1/webhooks:

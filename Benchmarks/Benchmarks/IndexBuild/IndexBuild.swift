@@ -20,6 +20,14 @@ func millionZones() -> [ZoneDefinition] {
         polygonShare: 0.4, seed: 7)
 }
 
+/// The project that changes its zones beside the large one.
+nonisolated(unsafe) var smallZones: [ZoneDefinition] = []
+
+func thousandZones() -> [ZoneDefinition] {
+    World.zones(
+        count: 1_000, in: World.Region(lat: 52.52, lon: 13.40, side: 20_000), radius: 30...150, polygonShare: 0.4, seed: 11)
+}
+
 func build() -> GeofenceEngine? {
     try? GeofenceEngine(projects: [ProjectZones(projectId: "bench", zones: zones)])
 }
@@ -59,5 +67,56 @@ let benchmarks: @Sendable () -> Void = {
             })
     ) { _ in
         blackHole(build())
+    }
+
+    /// A 1k-fence project replacing its zones beside a 1M-fence project, as the evaluator
+    /// does it: only the changed project's engine is built (each project has its own),
+    /// while the large project's engine stays in use. The resident delta is what the
+    /// change adds at its peak.
+    Benchmark(
+        "Zones change of a 1k-fence project beside a 1M-fence one (per-project rebuild)",
+        configuration: .init(
+            metrics: [.wallClock, .peakMemoryResident, .peakMemoryResidentDelta],
+            timeUnits: .milliseconds,
+            warmupIterations: 1, scalingFactor: .one, maxDuration: .seconds(20), maxIterations: 20,
+            setup: {
+                zones = millionZones()
+                engineInUse = build()
+                zones = []
+                smallZones = thousandZones()
+            },
+            teardown: {
+                engineInUse = nil
+                smallZones = []
+            })
+    ) { _ in
+        blackHole(try? GeofenceEngine(projects: [ProjectZones(projectId: "small", zones: smallZones)]))
+    }
+
+    /// The same change when one engine holds every project: all 1,001,000 fences are
+    /// built again beside the engine in use.
+    Benchmark(
+        "Zones change of a 1k-fence project beside a 1M-fence one (one engine for all)",
+        configuration: .init(
+            metrics: [.wallClock, .peakMemoryResident, .peakMemoryResidentDelta],
+            timeUnits: .milliseconds,
+            warmupIterations: 0, scalingFactor: .one, maxDuration: .seconds(60), maxIterations: 3,
+            setup: {
+                zones = millionZones()
+                smallZones = thousandZones()
+                engineInUse = try? GeofenceEngine(projects: [
+                    ProjectZones(projectId: "bench", zones: zones), ProjectZones(projectId: "small", zones: smallZones),
+                ])
+            },
+            teardown: {
+                zones = []
+                smallZones = []
+                engineInUse = nil
+            })
+    ) { _ in
+        blackHole(
+            try? GeofenceEngine(projects: [
+                ProjectZones(projectId: "bench", zones: zones), ProjectZones(projectId: "small", zones: smallZones),
+            ]))
     }
 }

@@ -14,8 +14,13 @@ public struct ZoneStore: Sendable {
         self.logger = logger
     }
 
-    /// Replaces every zone of the project with the document's, in one transaction.
-    public func replaceZones(projectId: String, with document: ZonesDocument) async throws {
+    /// Replaces every zone of the project with the document's, in one transaction, and
+    /// moves the project's zones version to the catalog's next one. Throws
+    /// ``ZonesReplacedTooSoon`` when the project's zones were replaced less than
+    /// `minimumInterval` ago.
+    public func replaceZones(
+        projectId: String, with document: ZonesDocument, minimumInterval: Duration = .zero
+    ) async throws {
         let encoder = WireJSON.encoder()
         func json<T: Encodable>(_ value: T?) throws -> String {
             guard let value else { return "" }
@@ -54,6 +59,15 @@ public struct ZoneStore: Sendable {
         }
 
         try await database.withTransaction { connection in
+            // The project's row is locked first: two replacements of one project take turns.
+            let last = try await connection.query(
+                """
+                SELECT EXTRACT(EPOCH FROM now() - zones_replaced_at)::float8 FROM projects WHERE id = \(projectId) FOR UPDATE
+                """, logger: logger)
+            for try await elapsed in last.decode(Double?.self) {
+                let interval = minimumInterval.seconds
+                if let elapsed, elapsed < interval { throw ZonesReplacedTooSoon(retryAfter: interval - elapsed) }
+            }
             try await connection.query("DELETE FROM zones WHERE project_id = \(projectId)", logger: logger)
             try await connection.query(
                 """
@@ -74,18 +88,46 @@ public struct ZoneStore: Sendable {
                             \(fenceGeometries)::text[], \(fenceRadii)::float8[], \(fencePositions)::int8[])
                      AS f(zone_id, id, name, description, geometry, radius, position)
                 """, logger: logger)
-            try await connection.query("UPDATE zone_catalog_version SET version = version + 1", logger: logger)
+            try await connection.query(
+                """
+                WITH next AS (UPDATE zone_catalog_version SET version = version + 1 RETURNING version)
+                UPDATE projects SET zones_version = (SELECT version FROM next), zones_replaced_at = now()
+                WHERE id = \(projectId)
+                """, logger: logger)
         }
     }
 
     /// The project's zones as a document (the export format).
     public func zones(projectId: String) async throws -> ZonesDocument {
-        ZonesDocument(zones: try await snapshot(projectId: projectId).projects.first?.zones ?? [])
+        ZonesDocument(zones: try await snapshot(projectIds: [projectId]).projects.first?.zones ?? [])
     }
 
     /// Every project's zones, for building an engine, with the catalog version they are at.
     public func catalog() async throws -> ZoneCatalogSnapshot {
-        try await snapshot(projectId: nil)
+        try await snapshot(projectIds: nil)
+    }
+
+    /// These projects' zones (a project without zones has none in the snapshot) with
+    /// each one's zones version, all read in one snapshot.
+    public func catalog(projects: [String]) async throws -> ZoneCatalogSnapshot {
+        try await snapshot(projectIds: projects)
+    }
+
+    /// The catalog version and each project's zones version (projects whose zones were
+    /// never replaced are left out): what an evaluator compares with what it built.
+    public func versions() async throws -> (catalog: Int64, projects: [String: Int64]) {
+        let rows = try await database.client.query(
+            """
+            SELECT '', version FROM zone_catalog_version
+            UNION ALL
+            SELECT id, zones_version FROM projects WHERE zones_version > 0
+            """, logger: logger)
+        var catalog: Int64 = 0
+        var projects: [String: Int64] = [:]
+        for try await (project, version) in rows.decode((String, Int64).self) {
+            if project.isEmpty { catalog = version } else { projects[project] = version }
+        }
+        return (catalog, projects)
     }
 
     /// Changes whenever any zone changes.
@@ -98,14 +140,15 @@ public struct ZoneStore: Sendable {
     /// Zones, fences and the version are read in one repeatable-read transaction: read
     /// apart, a replacement committing between the reads would pair the new zones with
     /// the old fences (a zone with none, or with another zone's).
-    private func snapshot(projectId: String?) async throws -> ZoneCatalogSnapshot {
+    private func snapshot(projectIds: [String]?) async throws -> ZoneCatalogSnapshot {
         try await database.withTransaction { connection in
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
-            return try await loadAll(projectId: projectId, on: connection)
+            return try await loadAll(projectIds: projectIds, on: connection)
         }
     }
 
-    private func loadAll(projectId: String?, on connection: PostgresConnection) async throws -> ZoneCatalogSnapshot {
+    /// Every project's zones when `projectIds` is nil.
+    private func loadAll(projectIds: [String]?, on connection: PostgresConnection) async throws -> ZoneCatalogSnapshot {
         let decoder = WireJSON.decoder()
         func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
             guard let text, !text.isEmpty else { return nil }
@@ -117,12 +160,19 @@ public struct ZoneStore: Sendable {
         {
             version = value
         }
-        let filter = projectId ?? ""
+        let everyProject = projectIds == nil
+        let filter = projectIds ?? []
+        var projectVersions: [String: Int64] = [:]
+        let versionRows = try await connection.query(
+            "SELECT id, zones_version FROM projects WHERE \(everyProject) OR id = ANY(\(filter)::text[])", logger: logger)
+        for try await (project, projectVersion) in versionRows.decode((String, Int64).self) {
+            projectVersions[project] = projectVersion
+        }
         var fencesByZone: [String: [FenceDefinition]] = [:]
         let fenceRows = try await connection.query(
             """
             SELECT project_id, zone_id, id, name, description, geometry::text, radius FROM fences
-            WHERE \(filter) = '' OR project_id = \(filter)
+            WHERE \(everyProject) OR project_id = ANY(\(filter)::text[])
             ORDER BY project_id, zone_id, position
             """, logger: logger)
         for try await (project, zoneId, id, name, description, geometry, radius) in fenceRows.decode(
@@ -138,7 +188,7 @@ public struct ZoneStore: Sendable {
             """
             SELECT project_id, id, name, description, custom_data::text, minimum_retrigger_time, check_out_enabled,
                    enabled, conditions::text, active_schedule::text, beacons::text
-            FROM zones WHERE \(filter) = '' OR project_id = \(filter)
+            FROM zones WHERE \(everyProject) OR project_id = ANY(\(filter)::text[])
             ORDER BY project_id, position, id
             """, logger: logger)
         for try await row in zoneRows {
@@ -159,12 +209,29 @@ public struct ZoneStore: Sendable {
                 result.append((project, [zone]))
             }
         }
-        return ZoneCatalogSnapshot(version: version, projects: result)
+        return ZoneCatalogSnapshot(version: version, projects: result, projectVersions: projectVersions)
     }
 }
 
-/// Every project's zones as of one catalog version.
+/// Projects' zones as of one catalog version.
 public struct ZoneCatalogSnapshot: Sendable {
     public var version: Int64
+    /// Projects with at least one zone, in project order.
     public var projects: [(projectId: String, zones: [ZoneDefinition])]
+    /// The zones version of every project read (with zones or not).
+    public var projectVersions: [String: Int64]
+}
+
+/// A project's zones were replaced less than the minimum interval ago.
+public struct ZonesReplacedTooSoon: Error, Sendable, CustomStringConvertible {
+    /// Seconds until a replacement is accepted again.
+    public var retryAfter: Double
+
+    public init(retryAfter: Double) {
+        self.retryAfter = retryAfter
+    }
+
+    public var description: String {
+        "the project's zones were replaced less than the minimum interval ago; try again in \(Int(retryAfter.rounded(.up))) s"
+    }
 }

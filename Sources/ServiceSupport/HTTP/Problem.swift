@@ -67,14 +67,37 @@ extension Problem {
         Problem(status: .unauthorized, type: "unauthorized", title: "Missing or unknown API key", detail: detail)
     }
 
+    /// Whole seconds for `Retry-After`, rounded up, at least 1.
+    static func retryAfterSeconds(_ wait: Duration) -> Int64 {
+        max(1, wait.components.seconds + (wait.components.attoseconds > 0 ? 1 : 0))
+    }
+
     /// Too many failed authentications from this client; `Retry-After` says when to try again.
     public static func tooManyAuthenticationFailures(retryAfter: Duration) -> Problem {
-        let seconds = max(1, retryAfter.components.seconds + (retryAfter.components.attoseconds > 0 ? 1 : 0))
+        let seconds = retryAfterSeconds(retryAfter)
         return Problem(
             status: .tooManyRequests, type: "too-many-authentication-failures",
             title: "Too many failed authentications",
             detail: "this client sent too many missing or unknown API keys; try again in \(seconds) s",
             headers: [.retryAfter: String(seconds)])
+    }
+
+    /// The project's zones were replaced too recently; `Retry-After` says when they may be again.
+    public static func zonesReplacedTooSoon(retryAfter: Duration, minimumInterval: Duration) -> Problem {
+        let seconds = retryAfterSeconds(retryAfter)
+        return Problem(
+            status: .tooManyRequests, type: "zones-replaced-too-soon", title: "The zones were replaced too recently",
+            detail:
+                "a project's zones may be replaced once every \(Int(minimumInterval.seconds.rounded(.up))) s; try again in \(seconds) s",
+            headers: [.retryAfter: String(seconds)])
+    }
+
+    /// The zones document is beyond the project's quota; nothing was changed.
+    public static func zoneQuotaExceeded(_ excess: [String]) -> Problem {
+        Problem(
+            status: .contentTooLarge, type: "zone-quota-exceeded", title: "The zones are beyond the project's quota",
+            detail: excess.joined(separator: "; ") + "; nothing was changed",
+            invalidParameters: excess.map { InvalidParameter(name: "zones", reason: $0) })
     }
 
     public static func forbidden(_ detail: String) -> Problem {

@@ -101,6 +101,9 @@ struct ZonesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let document = try loadZonesDocument(path: file)
+            // The operator's import is not spaced out, but the project's quota holds as through the API.
+            let excess = try ZoneQuota(environment: EnvironmentReader()).excess(of: document)
+            guard excess.isEmpty else { throw ValidationError("\(file): beyond the project's quota: " + excess.joined(separator: "; ")) }
             let project = project
             try await withDatabase { database, logger in
                 let projects = ProjectStore(database: database, logger: logger)

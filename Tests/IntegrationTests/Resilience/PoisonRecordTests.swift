@@ -60,7 +60,10 @@ import Testing
                     """,
                     logger: harness.logger)
                 try await database.client.query(
-                    "UPDATE zone_catalog_version SET version = version + 1", logger: harness.logger)
+                    """
+                    WITH next AS (UPDATE zone_catalog_version SET version = version + 1 RETURNING version)
+                    UPDATE projects SET zones_version = (SELECT version FROM next) WHERE id = \(harness.projectId)
+                    """, logger: harness.logger)
             }
             // The evaluator refreshes its zones every 0.5 s in the harness.
             try await Task.sleep(for: .seconds(2))
