@@ -13,6 +13,8 @@ import ServiceSupport
 public struct Evaluator: Sendable {
     public let catalog: ZoneCatalog
     public let sweeper: StaleCheckOutSweeper
+    /// Publishes decided events once their states committed.
+    let relay: EventRelay
     public let service: EvaluatorService
     public let consumer: KafkaConsumer
     let consumerAfterZones: ConsumerAfterZonesLoaded
@@ -46,6 +48,7 @@ public struct Evaluator: Sendable {
             configuration: configuration, database: database, producer: producer, catalog: catalog, leases: leases,
             logger: logger)
         self.catalog = catalog
+        self.relay = processor.relay
         self.consumer = consumer
         self.consumerAfterZones = ConsumerAfterZonesLoaded(catalog: catalog, consumer: consumer, logger: logger)
         self.service = EvaluatorService(
@@ -71,7 +74,7 @@ public struct Evaluator: Sendable {
     }
 
     public var services: [any Service] {
-        [catalog, consumerAfterZones, sweeper, service, watchdog, lagMonitor] + (retention.map { [$0] } ?? [])
+        [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor] + (retention.map { [$0] } ?? [])
     }
 
     /// Names this process in `partition_epochs`, for operators reading who holds what.

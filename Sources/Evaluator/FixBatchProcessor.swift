@@ -9,15 +9,15 @@ import Shared
 /// Evaluates one batch of fix records and makes its outcome durable as a unit.
 ///
 /// Inside one Postgres transaction it locks the batch's device states, runs the
-/// engine, publishes the resulting events (and dead letters) and waits for the
-/// broker's acknowledgements, then saves the new states (each with the partition its
-/// fixes came from) together with the partitions' next offsets and the latest record
-/// time consumed (what the stale check-out is judged against), and commits only if
-/// this worker's epochs for those partitions are still current. A crash anywhere
-/// before the commit replays the batch from the old state, which yields the same
-/// events with the same ids, so consumers downstream see duplicates at worst, never a
-/// gap; a worker that lost its partitions while it stalled rolls back instead of
-/// overwriting newer states.
+/// engine, writes the resulting events to the outbox (and publishes the dead letters
+/// of invalid fixes), then saves the new states (each with the partition its fixes
+/// came from) together with the partitions' next offsets and the latest record time
+/// consumed (what the stale check-out is judged against), and commits only if this
+/// worker's epochs for those partitions are still current. The events are published
+/// after the commit (``EventRelay``): an event exists only if the state that decided
+/// it committed. A crash or a failed commit replays the batch from the old state, with
+/// the zones of then, and nothing of the failed attempt was published; a worker that
+/// lost its partitions while it stalled rolls back instead of overwriting newer states.
 struct FixBatchProcessor: Sendable {
     let configuration: EvaluatorConfiguration
     let database: Database
@@ -29,7 +29,12 @@ struct FixBatchProcessor: Sendable {
     let offsets: OffsetStore
     let ownership: PartitionOwnershipStore
     let leases: PartitionLeases
+    let outbox: EventOutboxStore
+    let relay: EventRelay
     let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
+    /// What a record carries besides its value and key (headers, framing), allowed for
+    /// when an event is checked against the producer's message limit.
+    static let recordOverheadBytes = 256
 
     init(
         configuration: EvaluatorConfiguration, database: Database, producer: KafkaProducer, catalog: ZoneCatalog,
@@ -44,6 +49,10 @@ struct FixBatchProcessor: Sendable {
         self.offsets = OffsetStore(database: database, logger: logger)
         self.ownership = PartitionOwnershipStore(database: database, logger: logger)
         self.leases = leases
+        self.outbox = EventOutboxStore(database: database, logger: logger)
+        self.relay = EventRelay(
+            outbox: outbox, producer: producer, leases: leases, group: configuration.groupId,
+            topics: configuration.topics, logger: logger)
     }
 
     struct Outcome {
@@ -100,7 +109,7 @@ struct FixBatchProcessor: Sendable {
                 current[key] = stored[key].map { decodeState($0, key: key, decoder: decoder) } ?? DeviceState()
             }
             var partitions: [DeviceKey: Int32] = [:]
-            var records = deadLetters
+            var events: [OutboxEvent] = []
             for (message, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 partitions[key] = message.partition
@@ -112,10 +121,13 @@ struct FixBatchProcessor: Sendable {
                 }
                 for event in evaluation.events {
                     if event.type == .checkin { result.checkIns += 1 } else { result.checkOuts += 1 }
-                    records.append(try record(for: event, encoder: encoder))
+                    events.append(try outboxEvent(for: event, from: message.partition, encoder: encoder))
                 }
             }
-            try await producer.sendAll(records)
+            // Dead letters are the input as it came, not decisions: published now (again,
+            // should the batch be retried).
+            try await producer.sendAll(deadLetters)
+            try await outbox.add(events, group: configuration.groupId, sourceTopic: configuration.topics.fixes, on: connection)
             // The state's last evaluated fix, not this batch's: a batch of late fixes only
             // must not blank out when the device was last seen.
             let toSave = try current.map { key, state in
@@ -132,7 +144,22 @@ struct FixBatchProcessor: Sendable {
             try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
             return result
         }
+        if committed.checkIns + committed.checkOuts > 0 {
+            await publishDecidedEvents(partitions: Set(batch.map(\.partition)))
+        }
         return committed
+    }
+
+    /// Publishes what the committed batch decided. It is committed whatever happens here:
+    /// events the broker cannot take now wait in the outbox for the relay's next flush.
+    func publishDecidedEvents(partitions: Set<Int32>) async {
+        do {
+            try await relay.flush(partitions: partitions.sorted())
+        } catch {
+            logger.warning(
+                "decided events wait in the outbox; the broker cannot take them now",
+                metadata: ["error": "\(String(reflecting: error))"])
+        }
     }
 
     /// Sends a record that cannot be processed to the dead-letter topic, then moves its
@@ -169,15 +196,18 @@ struct FixBatchProcessor: Sendable {
         }
     }
 
-    /// Publishes and waits until the broker has every record; any failure aborts the batch.
-    func record(for event: CheckEvent, encoder: JSONEncoder) throws -> KafkaRecord {
-        KafkaRecord(
+    /// The event as the outbox keeps it. An event the producer could never send fails the
+    /// batch now, so that the fix deciding it is the record set aside, not the event.
+    func outboxEvent(for event: CheckEvent, from partition: Int32, encoder: JSONEncoder) throws -> OutboxEvent {
+        let encoded = String(decoding: try encoder.encode(event), as: UTF8.self)
+        let bytes = encoded.utf8.count + event.deviceId.utf8.count + Self.recordOverheadBytes
+        guard bytes <= producer.maximumMessageBytes else {
+            throw EventTooLarge(eventId: event.eventId, bytes: bytes, limit: producer.maximumMessageBytes)
+        }
+        return OutboxEvent(
+            sourcePartition: partition,
             topic: event.type == .checkin ? configuration.topics.checkIns : configuration.topics.checkOuts,
-            key: Array(event.deviceId.utf8), value: Array(try encoder.encode(event)),
-            headers: [
-                KafkaHeader(key: "event-id", value: Array(event.eventId.utf8)),
-                KafkaHeader(key: "event-type", value: Array(event.type.rawValue.utf8)),
-            ])
+            deviceId: event.deviceId, eventId: event.eventId, eventType: event.type.rawValue, event: encoded)
     }
 
     /// The original record, unchanged, with why it was refused and where it came from.
@@ -185,5 +215,16 @@ struct FixBatchProcessor: Sendable {
         KafkaRecord(
             deadLetterOf: message, topic: configuration.topics.fixesDeadLetter, reason: reason,
             headerPrefix: Topics.deadLetterHeaderPrefix)
+    }
+}
+
+/// An event larger than the producer sends (its `message.max.bytes`).
+struct EventTooLarge: Error, CustomStringConvertible {
+    var eventId: String
+    var bytes: Int
+    var limit: Int
+
+    var description: String {
+        "event \(eventId) takes \(bytes) bytes as a record, more than the producer's message.max.bytes (\(limit))"
     }
 }

@@ -17,9 +17,10 @@ import Shared
 /// clock.
 ///
 /// Each worker judges only the devices of the partitions it holds, under their
-/// epochs (checked before anything is published, and held until the commit), so a
-/// worker that lost a partition never times out its devices. Rows are claimed with
-/// SKIP LOCKED, so a sweep and a batch never wait on each other.
+/// epochs (checked before the commit, and held until it), so a worker that lost a
+/// partition never times out its devices; the check-outs go to the outbox with the
+/// states and are published once committed. Rows are claimed with SKIP LOCKED, so a
+/// sweep and a batch never wait on each other.
 public final class StaleCheckOutSweeper: Service, Sendable {
     let interval: Duration
     let processor: FixBatchProcessor
@@ -96,19 +97,17 @@ public final class StaleCheckOutSweeper: Service, Sendable {
             let due = try await processor.states.claimStale(
                 dueBy: now, group: group, topic: topic, partitions: partitions.map(\.partition), limit: batchSize,
                 on: connection)
-            // Nothing due: no epoch is held, so a worker frozen here never holds up a new owner.
             guard !due.isEmpty else { return (0, 0) }
-            // Nothing is published unless these partitions are still this worker's, and no
-            // new owner can take them until this transaction ends.
-            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
-            var records: [KafkaRecord] = []
+            var decided: [OutboxEvent] = []
             var updated: [StoredDeviceState] = []
             for stored in due {
                 var state = processor.decodeState(stored.stateJSON, key: stored.key, decoder: decoder)
                 let engine = engines.engine(for: stored.key.projectId)
                 let events = engine.checkOutStale(
                     state: &state, projectId: stored.key.projectId, deviceId: stored.key.deviceId, now: now)
-                records.append(contentsOf: try events.map { try processor.record(for: $0, encoder: encoder) })
+                decided += try events.map {
+                    try processor.outboxEvent(for: $0, from: stored.partition ?? -1, encoder: encoder)
+                }
                 var next = stored
                 next.stateJSON = String(decoding: try encoder.encode(state), as: UTF8.self)
                 next.staleAt = engine.staleDeadline(of: state)
@@ -118,9 +117,15 @@ public final class StaleCheckOutSweeper: Service, Sendable {
                 }
                 updated.append(next)
             }
-            try await processor.producer.sendAll(records)
+            try await processor.outbox.add(decided, group: group, sourceTopic: topic, on: connection)
             try await processor.states.save(updated, on: connection)
-            return (due.count, records.count)
+            // Last, as a batch does: nothing commits unless these partitions are still this
+            // worker's, and no new owner can take them until the commit.
+            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
+            return (due.count, decided.count)
+        }
+        if events > 0 {
+            await processor.publishDecidedEvents(partitions: Set(partitions.map(\.partition)))
         }
         if events > 0 {
             timeouts.increment(by: events)

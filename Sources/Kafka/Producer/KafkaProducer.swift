@@ -20,12 +20,16 @@ public final class KafkaProducer: Service, Sendable {
     private let space = NIOLockedValueBox(QueueSpace())
     private let messageTimeout: Duration
     private let logger: Logger
+    /// The largest record this producer sends (`message.max.bytes`, librdkafka's default
+    /// 1,000,000 unless configured): a larger one is refused without reaching the broker.
+    public let maximumMessageBytes: Int
 
     public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
         var logger = logger
         logger[metadataKey: "kafka.client"] = "\(configuration.clientId)"
         self.logger = logger
         self.messageTimeout = configuration.messageTimeout
+        self.maximumMessageBytes = configuration.properties["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
         let client = try RDKafkaClient.make(
             type: RD_KAFKA_PRODUCER, properties: configuration.librdkafkaProperties(), logger: logger
         ) { conf in

@@ -50,6 +50,14 @@ final class EvaluatorCluster: @unchecked Sendable {
             timeout: .seconds(30), logger: logger)
     }
 
+    /// Replaces the project's zones (a new zones version the evaluators pick up).
+    func replaceZones(with zones: ZonesDocument) async throws {
+        let (projectId, logger) = (harness.projectId, logger)
+        try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
+            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: zones)
+        }
+    }
+
     /// Starts one more evaluator; returns its index.
     @discardableResult
     func startEvaluator() throws -> Int {

@@ -74,7 +74,7 @@ import Testing
             let deadLetters = try await consume(topic: harness.topics.fixesDeadLetter, count: 1, logger: harness.logger)
             let headers = deadLetters[0].headerTexts
             #expect(headers["checkin-origin-offset"] == "0")
-            #expect(headers["checkin-error"]?.contains("MSG_SIZE_TOO_LARGE") == true)
+            #expect(headers["checkin-error"]?.contains("message.max.bytes") == true)
 
             let events = try await consumeEvents(of: good.deviceId, count: 2, harness)
             #expect(events.map(\.type) == [.checkin, .checkout])
