@@ -64,7 +64,7 @@ public final class EvaluatorService: Service, Sendable {
             processor.leases.processed(upTo: done)
             do {
                 // Postgres holds the authoritative offsets; the group's copy is for lag monitoring.
-                try await consumer.commit(done)
+                try consumer.commit(done)
             } catch {
                 logger.debug("could not commit offsets to the group", metadata: ["error": "\(error)"])
             }

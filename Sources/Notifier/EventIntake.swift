@@ -62,7 +62,7 @@ public final class EventIntake: Service, Sendable {
                 offsets[key] = max(offsets[key] ?? 0, message.offset + 1)
             }
             do {
-                try await consumer.commit(offsets)
+                try consumer.commit(offsets)
             } catch {
                 // Not fatal: the events are queued; a redelivery is absorbed by the unique key.
                 logger.warning("could not commit event offsets", metadata: ["error": "\(error)"])

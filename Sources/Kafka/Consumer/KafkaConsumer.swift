@@ -68,22 +68,20 @@ public final class KafkaConsumer: Service, Sendable {
         if let failure = state.withLockedValue({ $0.failure }) { throw failure }
     }
 
-    /// Synchronously commits these offsets (each the NEXT offset to read: last processed + 1),
-    /// on a Dispatch thread rather than the cooperative pool.
-    public func commit(_ offsets: [KafkaTopicPartition: Int64]) async throws {
+    /// Asks for these offsets (each the NEXT offset to read: last processed + 1) to be
+    /// committed to the group, and returns without waiting for the broker. librdkafka holds
+    /// a commit back while the group rebalances; a caller waiting for it would stop taking
+    /// batches, the poll that serves the rebalance would pause behind it, and neither would
+    /// ever move. The outcome is not awaited: the next commit of the same partitions
+    /// supersedes one that was lost, and closing the consumer waits for those in flight.
+    public func commit(_ offsets: [KafkaTopicPartition: Int64]) throws {
         guard !offsets.isEmpty else { return }
         guard state.withLockedValue({ $0.lifecycle }) != .closed else { throw KafkaError.shutDown("commit") }
-        let client = self.client
-        try await Blocking.run { () throws(KafkaError) in
-            let list = TopicPartitionList.make(offsets)
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            let error = rd_kafka_commit(client.handle, list, 0)
-            guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError("could not commit offsets \(offsets)", code: error)
-            }
-            for element in TopicPartitionList.elements(list) where element.error != RD_KAFKA_RESP_ERR_NO_ERROR {
-                throw KafkaError("could not commit the offset of \(element.partition)", code: element.error)
-            }
+        let list = TopicPartitionList.make(offsets)
+        defer { rd_kafka_topic_partition_list_destroy(list) }
+        let error = rd_kafka_commit(client.handle, list, 1)
+        guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+            throw KafkaError("could not commit offsets \(offsets)", code: error)
         }
     }
 

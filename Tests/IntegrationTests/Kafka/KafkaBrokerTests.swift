@@ -118,7 +118,7 @@ struct KafkaBrokerTests {
         try await withServicesRunning([before]) {
             _ = try await beforeReceived.waitFor(count: 40)
             // Processed 0...11 of partition 0 and 0...4 of partition 1.
-            try await before.commit([p0: 12, p1: 5])
+            try before.commit([p0: 12, p1: 5])
         }
 
         let after = try KafkaConsumer(

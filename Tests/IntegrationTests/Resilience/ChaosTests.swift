@@ -57,11 +57,16 @@ import Testing
 
         // Every partition is processed to its end (dead letters included).
         let produced = trips.count * 9 + poisonRecords
-        try await waitUntil("all \(produced) records processed", within: .seconds(120)) {
-            let rows = try await cluster.query(
-                "SELECT coalesce(sum(next_offset), 0)::int8 FROM consumer_offsets WHERE consumer_group = '\(cluster.harness.evaluatorGroup)'"
-            )
-            return try rows.first?.decode(Int64.self) == Int64(produced)
+        do {
+            try await waitUntil("all \(produced) records processed", within: .seconds(120)) {
+                let rows = try await cluster.query(
+                    "SELECT coalesce(sum(next_offset), 0)::int8 FROM consumer_offsets WHERE consumer_group = '\(cluster.harness.evaluatorGroup)'"
+                )
+                return try rows.first?.decode(Int64.self) == Int64(produced)
+            }
+        } catch {
+            Issue.record("\(error)\n\(try await cluster.activity())\n\(cluster.logs)")
+            return
         }
 
         let decoded = try await distinctEvents(cluster.harness)

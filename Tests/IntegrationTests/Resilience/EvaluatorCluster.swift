@@ -140,6 +140,26 @@ final class EvaluatorCluster: @unchecked Sendable {
         }
     }
 
+    /// What every session of the database is doing, and the offsets: for a failure's message.
+    func activity() async throws -> String {
+        var lines: [String] = []
+        for row in try await query(
+            """
+            SELECT coalesce(application_name, '') || ' ' || coalesce(state, '') || ' ' || coalesce(wait_event_type, '') || ':'
+                   || coalesce(wait_event, '') || ' ' || coalesce(now() - xact_start, '0')::text || ' ' || left(query, 160)
+            FROM pg_stat_activity WHERE datname IS NOT NULL
+            """)
+        {
+            lines.append(try row.decode(String.self))
+        }
+        for row in try await query(
+            "SELECT topic || '[' || partition || '] ' || next_offset FROM consumer_offsets ORDER BY topic, partition")
+        {
+            lines.append(try row.decode(String.self))
+        }
+        return lines.joined(separator: "\n")
+    }
+
     var logs: String {
         evaluators.map { "----- \($0.name) -----\n\($0.log.suffix(6000))" }.joined(separator: "\n")
     }
