@@ -7,10 +7,13 @@
 #
 #   scripts/with-services.sh scripts/evaluator-backlog.sh [--fixes N] [--devices N]
 #
-# CHECKIN_BINARY picks the build to measure (default: this checkout's debug build).
+# CHECKIN_BINARY picks the build to measure (default: this checkout's debug build);
+# CHECKIN_LOAD_BINARY the build whose `checkin load` fills the topic (default the same),
+# so that two evaluators can be compared on the same backlog.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
+LOAD_BIN="${CHECKIN_LOAD_BINARY:-$BIN}"
 PORT="${CHECKIN_LOAD_PORT:-18081}"
 FIXES=100000
 DEVICES=2000
@@ -39,7 +42,7 @@ committed() {
 CHECKIN_HTTP_PORT="$PORT" CHECKIN_INGEST_REQUIRE_API_KEY=false "$BIN" ingest &
 pids+=($!)
 for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.5; done
-"$BIN" load --url "http://127.0.0.1:$PORT" --project load --fixes "$FIXES" --devices "$DEVICES" >/dev/null
+"$LOAD_BIN" load --url "http://127.0.0.1:$PORT" --project load --fixes "$FIXES" --devices "$DEVICES" >/dev/null
 kill -TERM "${pids[0]}"; wait "${pids[0]}" 2>/dev/null || true
 pids=()
 
@@ -59,3 +62,5 @@ done
 [ -n "$end" ] || { echo "the evaluator did not reach $high of $FIXES fixes in 900 s (at $(committed))" >&2; exit 1; }
 awk -v a="$start" -v b="$end" -v n0="$start_count" -v n1="$end_count" -v total="$FIXES" -v devices="$DEVICES" \
     'BEGIN { printf "evaluator: %d fixes of %d devices; %d evaluated in %.2f s = %.0f fixes/s\n", total, devices, n1 - n0, b - a, (n1 - n0) / (b - a) }'
+# The events the evaluator decided meanwhile: a figure without events does not measure their cost.
+curl -sf "http://127.0.0.1:$((PORT + 1))/metrics" | awk '/^checkin_evaluator_events_total/ { n += $2 } END { printf "evaluator: %d events decided\n", n }'

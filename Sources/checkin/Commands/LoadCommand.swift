@@ -78,15 +78,21 @@ struct LoadCommand: AsyncParsableCommand {
                 Double(fixes) / total))
     }
 
-    /// Each device walks east in 5 s steps; fixes of a device are in time order.
+    /// Each device walks east at about 1.8 m/s (a fix every 5 s) along Flinders Street,
+    /// through the example zones (`examples/zones.json`: the station, the bridge's gate
+    /// line, the coffee kiosk), so that fixes decide check-ins and check-outs as a real
+    /// crowd's would. Devices start up to 1.2 km apart along the street and up to 45 m
+    /// apart across it; fixes of a device are in time order.
     func send(_ range: Range<Int>, origin: Date, client: HTTPClient) async throws -> Double {
         let items: [[String: Any]] = range.map { index in
             let device = index % devices
             let step = index / devices
+            let start = 144.9630 + Double(device % 120) * 0.0001
             return [
                 "projectId": project, "deviceId": "load-\(device)", "fixId": "load-\(device)-\(step)",
                 "timestamp": RFC3339.format(origin.addingTimeInterval(Double(step) * 5)),
-                "lat": -37.80 - Double(device) * 0.001, "lon": 144.90 + Double(step) * 0.0001, "accuracy": 10,
+                "lat": -37.8183 + Double(device % 9 - 4) * 0.0001, "lon": start + Double(step) * 0.0001 - 0.006,
+                "accuracy": 10,
             ]
         }
         var request = HTTPClientRequest(url: url + "/v1/fixes")
