@@ -26,17 +26,33 @@ import Testing
             })
     }
 
-    @Test func documentsBeyondTheQuotaAre413AndChangeNothing() async throws {
+    /// Runs `body` against the Ingest application of a fresh project under the test quota,
+    /// with a function that replaces the project's zones through the API.
+    func withQuotaIngest(
+        _ body: @Sendable (PipelineHarness, _ put: @Sendable (ZonesDocument) async throws -> TestResponse) async throws -> Void
+    ) async throws {
         let harness = PipelineHarness()
         try await harness.prepare()
         let configuration = IngestConfiguration(port: 0, topics: harness.topics, zoneQuota: Self.quota)
         try await withIngestApplication(harness, configuration: configuration) { _, client in
-            func put(_ document: ZonesDocument) async throws -> TestResponse {
+            try await body(harness) { document in
                 try await client.execute(
                     uri: "/v1/zones", method: .put,
                     headers: [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"],
                     body: ByteBuffer(bytes: Array(try WireJSON.encoder().encode(document))))
             }
+        }
+    }
+
+    func storedZones(_ harness: PipelineHarness) async throws -> ZonesDocument {
+        try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
+            database in
+            try await ZoneStore(database: database, logger: harness.logger).zones(projectId: harness.projectId)
+        }
+    }
+
+    @Test func documentsBeyondTheQuotaAre413AndChangeNothing() async throws {
+        try await withQuotaIngest { harness, put in
             let tooManyZones = try await put(Self.document(zones: 3, fencesPerZone: 1))
             let tooManyFences = try await put(Self.document(zones: 2, fencesPerZone: 2))
             let ring = (0...24).map { i in
@@ -56,26 +72,13 @@ import Testing
                 #expect(answer.headers[.contentType] == "application/problem+json")
                 #expect(body.contains("zone-quota-exceeded") && body.contains(expected), "\(body)")
             }
-            let stored = try await Database.withTemporaryClient(
-                configuration: try harness.databaseConfiguration(), logger: harness.logger
-            ) { database in
-                try await ZoneStore(database: database, logger: harness.logger).zones(projectId: harness.projectId)
-            }
+            let stored = try await storedZones(harness)
             #expect(stored == harness.zones)
         }
     }
 
     @Test func aProjectReplacesItsZonesAtMostOncePerInterval() async throws {
-        let harness = PipelineHarness()
-        try await harness.prepare()
-        let configuration = IngestConfiguration(port: 0, topics: harness.topics, zoneQuota: Self.quota)
-        try await withIngestApplication(harness, configuration: configuration) { _, client in
-            func put(_ document: ZonesDocument) async throws -> TestResponse {
-                try await client.execute(
-                    uri: "/v1/zones", method: .put,
-                    headers: [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"],
-                    body: ByteBuffer(bytes: Array(try WireJSON.encoder().encode(document))))
-            }
+        try await withQuotaIngest { harness, put in
             // The harness stored the project's zones moments ago: that counts as a replacement.
             var accepted = try await put(Self.document(zones: 1, fencesPerZone: 1))
             if accepted.status == .tooManyRequests, let wait = accepted.headers[.retryAfter].flatMap({ Int($0) }) {
@@ -95,11 +98,7 @@ import Testing
             let later = try await put(Self.document(zones: 2, fencesPerZone: 1))
             #expect(later.status == .ok, "\(String(buffer: later.body))")
 
-            let stored = try await Database.withTemporaryClient(
-                configuration: try harness.databaseConfiguration(), logger: harness.logger
-            ) { database in
-                try await ZoneStore(database: database, logger: harness.logger).zones(projectId: harness.projectId)
-            }
+            let stored = try await storedZones(harness)
             #expect(stored == Self.document(zones: 2, fencesPerZone: 1))
         }
     }
