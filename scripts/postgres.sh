@@ -119,20 +119,30 @@ start() {
         return 0
     fi
     port="${CHECKIN_POSTGRES_PORT:-}"
+    local picked=false
     if [ -z "$port" ]; then
         port=5433
-        port_busy "$port" && port="$(free_port)"
+        port_busy "$port" && port="$(free_port)" && picked=true
     elif [ "$port" = 0 ]; then
         port="$(free_port)"
+        picked=true
     elif port_busy "$port"; then
         die "port $port (CHECKIN_POSTGRES_PORT) is already in use"
     fi
     init_cluster
-    local data log
+    local data log attempt=1
     data="$(data_dir)"
     log="$data/server.log"
-    as_owner "$BIN_DIR/pg_ctl" -D "$data" -l "$log" -o "-p $port" -w -t 30 start >/dev/null ||
-        { as_owner tail -n 20 "$log" >&2 || true; die "the server did not start (log: $log)"; }
+    # A picked port can still be taken before the server binds it: then another is picked.
+    until as_owner "$BIN_DIR/pg_ctl" -D "$data" -l "$log" -o "-p $port" -w -t 30 start >/dev/null; do
+        if $picked && [ $attempt -lt 3 ] && as_owner grep -q "could not bind" "$log"; then
+            port="$(free_port)"
+            attempt=$((attempt + 1))
+            continue
+        fi
+        as_owner tail -n 20 "$log" >&2 || true
+        die "the server did not start (log: $log)"
+    done
     mkdir -p "$RUN_DIR"
     echo "$port" >"$PORT_FILE"
     ensure_database "$port"
