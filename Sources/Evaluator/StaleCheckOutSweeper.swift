@@ -126,8 +126,6 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         }
         if events > 0 {
             await processor.publishDecidedEvents(partitions: Set(partitions.map(\.partition)))
-        }
-        if events > 0 {
             timeouts.increment(by: events)
             logger.info("stale check-outs", metadata: ["devices": "\(claimed)", "events": "\(events)"])
         }

@@ -49,6 +49,8 @@ public final class ZoneCatalog: Service, Sendable {
     let onFirstLoad: @Sendable () -> Void
     let metrics: EvaluatorMetrics
     private let loaded = NIOLockedValueBox<ZoneEngines?>(nil)
+    /// The engine of projects without zones (or with zones that do not build).
+    private let empty: GeofenceEngine
     /// One rebuild at a time: the refresh loop and a first `engines()` call can race at start.
     private let rebuilding = RefreshLock()
 
@@ -64,6 +66,8 @@ public final class ZoneCatalog: Service, Sendable {
         self.logger = logger
         self.onFirstLoad = onFirstLoad
         self.metrics = metrics
+        // No zones: nothing to validate or index, so nothing can fail.
+        self.empty = try! GeofenceEngine(projects: [], configuration: configuration)
     }
 
     public func run() async throws {
@@ -132,9 +136,7 @@ public final class ZoneCatalog: Service, Sendable {
             }
             buildTime = ContinuousClock.now - started
         }
-        let engines = ZoneEngines(
-            catalogVersion: catalogVersion, projects: projects,
-            empty: try GeofenceEngine(projects: [], configuration: configuration))
+        let engines = ZoneEngines(catalogVersion: catalogVersion, projects: projects, empty: empty)
         let (first, swapped) = loaded.withLockedValue { current in
             let first = current == nil
             guard (current?.catalogVersion ?? .min) < catalogVersion else { return (first, false) }
@@ -165,9 +167,7 @@ public final class ZoneCatalog: Service, Sendable {
             logger.error(
                 "project's zones are invalid and are not evaluated",
                 metadata: ["projectId": "\(projectId)", "error": "\(error)"])
-            return ZoneEngines.Project(
-                version: version, engine: try! GeofenceEngine(projects: [], configuration: configuration), zones: 0,
-                fences: 0)
+            return ZoneEngines.Project(version: version, engine: empty, zones: 0, fences: 0)
         }
     }
 }

@@ -81,8 +81,7 @@ struct ManagementRoutes {
             try await dependencies.zones.replaceZones(
                 projectId: projectId, with: document, minimumInterval: quota.minimumReplaceInterval)
         } catch let tooSoon as ZonesReplacedTooSoon {
-            throw Problem.zonesReplacedTooSoon(
-                retryAfter: .milliseconds(Int64(tooSoon.retryAfter * 1000)), minimumInterval: quota.minimumReplaceInterval)
+            throw Problem.zonesReplacedTooSoon(retryAfter: tooSoon.retryAfter, minimumInterval: quota.minimumReplaceInterval)
         }
         // Warnings, not refusals: the zones are stored whatever the lint finds (SPEC 3.9).
         let lint = (try? FenceLint.check(document)) ?? FenceLintReport(warnings: [], total: 0)

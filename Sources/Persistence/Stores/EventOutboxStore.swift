@@ -89,11 +89,4 @@ public struct EventOutboxStore: Sendable {
         guard !ids.isEmpty else { return }
         try await database.client.query("DELETE FROM event_outbox WHERE id = ANY(\(ids)::int8[])", logger: logger)
     }
-
-    /// How many events wait, for the metrics.
-    public func count() async throws -> Int {
-        let rows = try await database.client.query("SELECT count(*)::int8 FROM event_outbox", logger: logger)
-        for try await count in rows.decode(Int64.self) { return Int(count) }
-        return 0
-    }
 }

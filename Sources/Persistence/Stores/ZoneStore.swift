@@ -66,7 +66,9 @@ public struct ZoneStore: Sendable {
                 """, logger: logger)
             for try await elapsed in last.decode(Double?.self) {
                 let interval = minimumInterval.seconds
-                if let elapsed, elapsed < interval { throw ZonesReplacedTooSoon(retryAfter: interval - elapsed) }
+                if let elapsed, elapsed < interval {
+                    throw ZonesReplacedTooSoon(retryAfter: .milliseconds(Int64(((interval - elapsed) * 1000).rounded(.up))))
+                }
             }
             try await connection.query("DELETE FROM zones WHERE project_id = \(projectId)", logger: logger)
             try await connection.query(
@@ -102,11 +104,6 @@ public struct ZoneStore: Sendable {
         ZonesDocument(zones: try await snapshot(projectIds: [projectId]).projects.first?.zones ?? [])
     }
 
-    /// Every project's zones, for building an engine, with the catalog version they are at.
-    public func catalog() async throws -> ZoneCatalogSnapshot {
-        try await snapshot(projectIds: nil)
-    }
-
     /// These projects' zones (a project without zones has none in the snapshot) with
     /// each one's zones version, all read in one snapshot.
     public func catalog(projects: [String]) async throws -> ZoneCatalogSnapshot {
@@ -130,41 +127,25 @@ public struct ZoneStore: Sendable {
         return (catalog, projects)
     }
 
-    /// Changes whenever any zone changes.
-    public func catalogVersion() async throws -> Int64 {
-        let rows = try await database.client.query("SELECT version FROM zone_catalog_version", logger: logger)
-        for try await version in rows.decode(Int64.self) { return version }
-        return 0
-    }
-
     /// Zones, fences and the version are read in one repeatable-read transaction: read
     /// apart, a replacement committing between the reads would pair the new zones with
     /// the old fences (a zone with none, or with another zone's).
-    private func snapshot(projectIds: [String]?) async throws -> ZoneCatalogSnapshot {
+    private func snapshot(projectIds: [String]) async throws -> ZoneCatalogSnapshot {
         try await database.withTransaction { connection in
             try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
             return try await loadAll(projectIds: projectIds, on: connection)
         }
     }
 
-    /// Every project's zones when `projectIds` is nil.
-    private func loadAll(projectIds: [String]?, on connection: PostgresConnection) async throws -> ZoneCatalogSnapshot {
+    private func loadAll(projectIds: [String], on connection: PostgresConnection) async throws -> ZoneCatalogSnapshot {
         let decoder = WireJSON.decoder()
         func decode<T: Decodable>(_ type: T.Type, _ text: String?) throws -> T? {
             guard let text, !text.isEmpty else { return nil }
             return try decoder.decode(T.self, from: Data(text.utf8))
         }
-        var version: Int64 = 0
-        for try await value in try await connection.query("SELECT version FROM zone_catalog_version", logger: logger)
-            .decode(Int64.self)
-        {
-            version = value
-        }
-        let everyProject = projectIds == nil
-        let filter = projectIds ?? []
         var projectVersions: [String: Int64] = [:]
         let versionRows = try await connection.query(
-            "SELECT id, zones_version FROM projects WHERE \(everyProject) OR id = ANY(\(filter)::text[])", logger: logger)
+            "SELECT id, zones_version FROM projects WHERE id = ANY(\(projectIds)::text[])", logger: logger)
         for try await (project, projectVersion) in versionRows.decode((String, Int64).self) {
             projectVersions[project] = projectVersion
         }
@@ -172,7 +153,7 @@ public struct ZoneStore: Sendable {
         let fenceRows = try await connection.query(
             """
             SELECT project_id, zone_id, id, name, description, geometry::text, radius FROM fences
-            WHERE \(everyProject) OR project_id = ANY(\(filter)::text[])
+            WHERE project_id = ANY(\(projectIds)::text[])
             ORDER BY project_id, zone_id, position
             """, logger: logger)
         for try await (project, zoneId, id, name, description, geometry, radius) in fenceRows.decode(
@@ -188,7 +169,7 @@ public struct ZoneStore: Sendable {
             """
             SELECT project_id, id, name, description, custom_data::text, minimum_retrigger_time, check_out_enabled,
                    enabled, conditions::text, active_schedule::text, beacons::text
-            FROM zones WHERE \(everyProject) OR project_id = ANY(\(filter)::text[])
+            FROM zones WHERE project_id = ANY(\(projectIds)::text[])
             ORDER BY project_id, position, id
             """, logger: logger)
         for try await row in zoneRows {
@@ -209,13 +190,12 @@ public struct ZoneStore: Sendable {
                 result.append((project, [zone]))
             }
         }
-        return ZoneCatalogSnapshot(version: version, projects: result, projectVersions: projectVersions)
+        return ZoneCatalogSnapshot(projects: result, projectVersions: projectVersions)
     }
 }
 
-/// Projects' zones as of one catalog version.
+/// Projects' zones as of one snapshot.
 public struct ZoneCatalogSnapshot: Sendable {
-    public var version: Int64
     /// Projects with at least one zone, in project order.
     public var projects: [(projectId: String, zones: [ZoneDefinition])]
     /// The zones version of every project read (with zones or not).
@@ -224,14 +204,14 @@ public struct ZoneCatalogSnapshot: Sendable {
 
 /// A project's zones were replaced less than the minimum interval ago.
 public struct ZonesReplacedTooSoon: Error, Sendable, CustomStringConvertible {
-    /// Seconds until a replacement is accepted again.
-    public var retryAfter: Double
+    /// How long until a replacement is accepted again.
+    public var retryAfter: Duration
 
-    public init(retryAfter: Double) {
+    public init(retryAfter: Duration) {
         self.retryAfter = retryAfter
     }
 
     public var description: String {
-        "the project's zones were replaced less than the minimum interval ago; try again in \(Int(retryAfter.rounded(.up))) s"
+        "the project's zones were replaced less than the minimum interval ago; try again in \(Int(retryAfter.seconds.rounded(.up))) s"
     }
 }

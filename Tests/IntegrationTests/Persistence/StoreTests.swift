@@ -58,9 +58,9 @@ import Testing
             let projects = ProjectStore(database: database, logger: logger)
             try await projects.createProject(id: projectId, name: "Zones")
             let zones = ZoneStore(database: database, logger: logger)
-            let before = try await zones.catalogVersion()
+            let before = try await zones.versions().catalog
             try await zones.replaceZones(projectId: projectId, with: document)
-            let after = try await zones.catalogVersion()
+            let after = try await zones.versions().catalog
             return (before, after, try await zones.zones(projectId: projectId))
         }
         #expect(after > before)

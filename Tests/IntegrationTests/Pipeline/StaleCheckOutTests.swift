@@ -1,8 +1,6 @@
 import Foundation
 import Geofence
 import Hummingbird
-import Persistence
-import PostgresNIO
 import Shared
 import Testing
 
@@ -61,7 +59,9 @@ import Testing
                 try await Task.sleep(for: .seconds(Self.staleAfter * 2.5))
                 // Back, the evaluator's batches fail to commit for a while (retried), so that its
                 // sweeps run while the backlog still waits: the device must not be timed out then.
-                try await Self.refuseOffsets(of: harness, for: .seconds(12))
+                let refusal = OffsetCommitRefusal(
+                    group: harness.evaluatorGroup, sqlState: "40001", until: Date().addingTimeInterval(12))
+                try await harness.execute(refusal.create)
                 try evaluator.start()
                 try await Task.sleep(for: .seconds(Self.staleAfter * 1.5))
             } catch {
@@ -71,7 +71,7 @@ import Testing
             }
             await device.stop()
             let lastFix = try await reporting.value
-            try await Self.dropRefusal(of: harness)
+            try await harness.execute(OffsetCommitRefusal(group: harness.evaluatorGroup, sqlState: "40001").drop)
 
             do {
                 try await received.wait(timeout: .seconds(60)) { payloads in
@@ -89,42 +89,6 @@ import Testing
             #expect(
                 abs(checkOutTime.timeIntervalSince(lastFix.addingTimeInterval(Self.staleAfter))) < 0.01,
                 "timed out at \(RFC3339.format(checkOutTime)); last fix \(RFC3339.format(lastFix))")
-        }
-    }
-
-    /// Makes the commits of this harness's evaluator group fail (as a serialization failure,
-    /// which is retried) until `duration` from now.
-    static func refuseOffsets(of harness: PipelineHarness, for duration: Duration) async throws {
-        let until = RFC3339.format(Date().addingTimeInterval(duration.seconds))
-        let name = "refuse_offsets_\(harness.suffix)"
-        try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
-            database in
-            try await database.client.query(
-                PostgresQuery(
-                    unsafeSQL: """
-                        CREATE FUNCTION \(name)() RETURNS trigger LANGUAGE plpgsql AS $$
-                        BEGIN
-                          IF NEW.consumer_group = '\(harness.evaluatorGroup)' AND now() < '\(until)'::timestamptz THEN
-                            RAISE EXCEPTION 'offsets refused for the test' USING ERRCODE = '40001';
-                          END IF;
-                          RETURN NEW;
-                        END $$
-                        """), logger: harness.logger)
-            try await database.client.query(
-                PostgresQuery(
-                    unsafeSQL:
-                        "CREATE TRIGGER \(name) BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION \(name)()"
-                ), logger: harness.logger)
-        }
-    }
-
-    static func dropRefusal(of harness: PipelineHarness) async throws {
-        let name = "refuse_offsets_\(harness.suffix)"
-        try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
-            database in
-            try await database.client.query(
-                PostgresQuery(unsafeSQL: "DROP TRIGGER \(name) ON consumer_offsets"), logger: harness.logger)
-            try await database.client.query(PostgresQuery(unsafeSQL: "DROP FUNCTION \(name)()"), logger: harness.logger)
         }
     }
 

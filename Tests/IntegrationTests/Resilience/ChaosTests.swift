@@ -93,33 +93,33 @@ import Testing
         }
         return events
     }
+}
 
-    /// What `checkin replay` prints for these zones and fix lines.
-    func replay(zones: ZonesDocument, fixLines: [String]) async throws -> [String: CheckEvent] {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let zonesFile = directory.appendingPathComponent("zones.json")
-        let fixesFile = directory.appendingPathComponent("fixes.jsonl")
-        try WireJSON.encoder().encode(zones).write(to: zonesFile)
-        try Data(fixLines.joined(separator: "\n").utf8).write(to: fixesFile)
-        let process = Process()
-        process.executableURL = try ServiceProcess.executable()
-        process.arguments = ["replay", "--zones", zonesFile.path, "--fixes", fixesFile.path]
-        let outputFile = directory.appendingPathComponent("events.jsonl")
-        FileManager.default.createFile(atPath: outputFile.path, contents: nil)
-        let output = try FileHandle(forWritingTo: outputFile)
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
-        let data = try Data(contentsOf: outputFile)
-        var events: [String: CheckEvent] = [:]
-        for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
-            let event = try WireJSON.decoder().decode(CheckEvent.self, from: Data(line.utf8))
-            events[event.eventId] = event
-        }
-        return events
+/// What `checkin replay` prints for these zones and fix lines.
+func replay(zones: ZonesDocument, fixLines: [String]) async throws -> [String: CheckEvent] {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let zonesFile = directory.appendingPathComponent("zones.json")
+    let fixesFile = directory.appendingPathComponent("fixes.jsonl")
+    try WireJSON.encoder().encode(zones).write(to: zonesFile)
+    try Data(fixLines.joined(separator: "\n").utf8).write(to: fixesFile)
+    let process = Process()
+    process.executableURL = try ServiceProcess.executable()
+    process.arguments = ["replay", "--zones", zonesFile.path, "--fixes", fixesFile.path]
+    let outputFile = directory.appendingPathComponent("events.jsonl")
+    FileManager.default.createFile(atPath: outputFile.path, contents: nil)
+    let output = try FileHandle(forWritingTo: outputFile)
+    defer { try? output.close() }
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    try process.run()
+    while process.isRunning { try await Task.sleep(for: .milliseconds(50)) }
+    let data = try Data(contentsOf: outputFile)
+    var events: [String: CheckEvent] = [:]
+    for line in String(decoding: data, as: UTF8.self).split(separator: "\n") {
+        let event = try WireJSON.decoder().decode(CheckEvent.self, from: Data(line.utf8))
+        events[event.eventId] = event
     }
+    return events
 }

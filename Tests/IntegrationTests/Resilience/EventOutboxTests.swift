@@ -54,7 +54,7 @@ import Testing
                 published[event.eventId] = event
             }
         }
-        let replayed = try await ChaosTests().replay(zones: Self.replacedZones, fixLines: lines)
+        let replayed = try await replay(zones: Self.replacedZones, fixLines: lines)
         #expect(!replayed.isEmpty)
         #expect(published == replayed, "\(cluster.logs)")
         #expect(!published.values.contains { $0.zone.id == "zone-cafe" }, "an event the committed state never had")
@@ -70,14 +70,8 @@ import Testing
         defer { cluster.stopAll() }
         cluster.partitions = 1
         try await cluster.prepare()
-        _ = try await cluster.query(
-            """
-            CREATE FUNCTION refuse_offsets() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN RAISE EXCEPTION 'offsets refused for the test' USING ERRCODE = '40001'; END $$
-            """)
-        _ = try await cluster.query(
-            "CREATE TRIGGER refuse_offsets BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION refuse_offsets()"
-        )
+        let refusal = OffsetCommitRefusal(group: cluster.harness.evaluatorGroup, sqlState: "40001")
+        for statement in refusal.create { _ = try await cluster.query(statement) }
         // Produced before the worker starts: its first batch holds the whole entry.
         let trip = TestTrip(projectId: cluster.harness.projectId, deviceId: "outbox-commit-\(cluster.harness.suffix)")
         let (fixes, lines) = try Self.enteringFixes(trip)
@@ -90,7 +84,7 @@ import Testing
         try await cluster.replaceZones(with: Self.replacedZones)
         // The evaluator refreshes its zones every 0.5 s here.
         try await Task.sleep(for: .seconds(2))
-        _ = try await cluster.query("DROP TRIGGER refuse_offsets ON consumer_offsets")
+        for statement in refusal.drop { _ = try await cluster.query(statement) }
 
         try await expectTopicsAgree(cluster, trip: trip, lines: lines, fixes: fixes.count)
     }

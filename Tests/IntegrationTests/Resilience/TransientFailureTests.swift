@@ -10,36 +10,14 @@ import Testing
 @Suite(.serialized) struct TransientFailureTests {
     @Test func failingDatabaseIsRetriedReportedAndRecoveredFrom() async throws {
         let harness = PipelineHarness()
-        let trigger = "fail_offsets_\(harness.suffix)"
         let logger = harness.logger
         // Insufficient resources (SQLSTATE 53300), raised for this test's group only.
+        let refusal = OffsetCommitRefusal(group: harness.evaluatorGroup, sqlState: "53300")
         try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) { database in
             try await Migrator(database: database, logger: logger).migrate()
-            try await database.client.query(
-                PostgresQuery(
-                    unsafeSQL:
-                        """
-                        CREATE FUNCTION \(trigger)() RETURNS trigger LANGUAGE plpgsql AS $$
-                        BEGIN
-                          IF NEW.consumer_group = '\(harness.evaluatorGroup)' THEN
-                            RAISE EXCEPTION 'too many connections (test)' USING ERRCODE = '53300';
-                          END IF;
-                          RETURN NEW;
-                        END $$
-                        """), logger: logger)
-            try await database.client.query(
-                PostgresQuery(
-                    unsafeSQL:
-                        "CREATE TRIGGER \(trigger) BEFORE INSERT OR UPDATE ON consumer_offsets FOR EACH ROW EXECUTE FUNCTION \(trigger)()"
-                ), logger: logger)
         }
-        @Sendable func dropTrigger() async throws {
-            try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) { database in
-                try await database.client.query(
-                    PostgresQuery(unsafeSQL: "DROP TRIGGER IF EXISTS \(trigger) ON consumer_offsets"), logger: logger)
-                try await database.client.query(PostgresQuery(unsafeSQL: "DROP FUNCTION IF EXISTS \(trigger)()"), logger: logger)
-            }
-        }
+        try await harness.execute(refusal.create)
+        @Sendable func dropTrigger() async throws { try await harness.execute(refusal.drop) }
         do {
             try await harness.run { ingestPort, received in
                 let trip = TestTrip(projectId: harness.projectId)
