@@ -42,7 +42,7 @@ public struct Evaluator: Sendable {
         let listener = EvaluatorRebalanceListener(
             group: configuration.groupId, owner: Self.ownerName(),
             ownership: PartitionOwnershipStore(database: database, logger: logger), leases: leases, gate: gate,
-            logger: logger)
+            revokeWait: min((consumerConfiguration.maxPollInterval ?? .seconds(300)) / 3, .seconds(10)), logger: logger)
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: listener, logger: logger)
         let processor = FixBatchProcessor(
             configuration: configuration, database: database, producer: producer, catalog: catalog, leases: leases,

@@ -88,7 +88,8 @@ public final class EvaluatorService: Service, Sendable {
 /// that takes the partition over starts from offsets that include it.
 actor BatchGate {
     private var inFlight = false
-    private var waiters: [CheckedContinuation<Void, Never>] = []
+    private var waiters: [Int: CheckedContinuation<Bool, Never>] = [:]
+    private var nextWaiter = 0
 
     func enter() {
         inFlight = true
@@ -96,14 +97,25 @@ actor BatchGate {
 
     func leave() {
         inFlight = false
-        let resumed = waiters
+        let resumed = waiters.values
         waiters.removeAll()
-        for waiter in resumed { waiter.resume() }
+        for waiter in resumed { waiter.resume(returning: true) }
     }
 
-    func waitUntilIdle() async {
-        guard inFlight else { return }
-        await withCheckedContinuation { waiters.append($0) }
+    /// True once no batch is in flight; false when one still is after `limit`.
+    func waitUntilIdle(atMost limit: Duration) async -> Bool {
+        guard inFlight else { return true }
+        let waiter = nextWaiter
+        nextWaiter += 1
+        Task { [weak self] in
+            try? await Task.sleep(for: limit)
+            await self?.giveUp(waiter)
+        }
+        return await withCheckedContinuation { waiters[waiter] = $0 }
+    }
+
+    private func giveUp(_ waiter: Int) {
+        waiters.removeValue(forKey: waiter)?.resume(returning: false)
     }
 }
 
@@ -117,6 +129,8 @@ struct EvaluatorRebalanceListener: KafkaRebalanceListener {
     let ownership: PartitionOwnershipStore
     let leases: PartitionLeases
     let gate: BatchGate
+    /// How long a revocation waits for the batch in flight; well below the poll interval.
+    let revokeWait: Duration
     let logger: Logger
 
     func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
@@ -158,7 +172,11 @@ struct EvaluatorRebalanceListener: KafkaRebalanceListener {
 
     func partitionsRevoked(_ partitions: [KafkaTopicPartition]) async {
         leases.released(partitions)
-        await gate.waitUntilIdle()
-        logger.info("partitions revoked", metadata: ["partitions": "\(partitions.map(\.partition).sorted())"])
+        // The group waits for this call. A batch that cannot commit now (Postgres away)
+        // is not waited for long: the epochs keep it from landing over the next owner's work.
+        let idle = await gate.waitUntilIdle(atMost: revokeWait)
+        logger.info(
+            "partitions revoked",
+            metadata: ["partitions": "\(partitions.map(\.partition).sorted())", "batchInFlight": "\(!idle)"])
     }
 }

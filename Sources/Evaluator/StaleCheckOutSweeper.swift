@@ -57,9 +57,11 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         let topic = processor.configuration.topics.fixes
         let held = processor.leases.snapshot.filter { $0.key.topic == topic }
         guard !held.isEmpty else { return 0 }
-        let idle = held.filter { isCaughtUp($0.key, lease: $0.value) }.map(\.key)
+        // Records a producer stamped just before the question may still be on their way.
+        let askedAt = Date().addingTimeInterval(-Self.inFlightMargin)
+        let idle = await caughtUp(held)
         do {
-            try await markConsumed(idle, until: now)
+            try await markConsumed(idle, until: min(now, askedAt))
             return try await checkOutDue(on: Array(held.keys), now: now)
         } catch let lost as PartitionOwnershipLost {
             processor.leases.released(lost.topicPartitions)
@@ -68,11 +70,25 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         }
     }
 
-    /// Nothing waits in the partition beyond what was processed and committed: the high
-    /// watermark of its last fetch is reached.
-    func isCaughtUp(_ partition: KafkaTopicPartition, lease: PartitionLeases.Lease) -> Bool {
-        guard let watermarks = consumer.cachedWatermarks(of: partition) else { return false }
-        return watermarks.high <= lease.nextOffset ?? watermarks.low
+    /// How long before the broker is asked a record may have been stamped and not be stored yet.
+    static let inFlightMargin: TimeInterval = 1
+
+    /// The held partitions where nothing waits beyond what was processed and committed:
+    /// the broker's high watermark, asked now, is reached. The watermark of the last fetch
+    /// would not do: fetching pauses while the worker is busy, and records keep arriving.
+    /// None when the broker does not answer.
+    func caughtUp(_ held: [KafkaTopicPartition: PartitionLeases.Lease]) async -> [KafkaTopicPartition] {
+        let ends: [KafkaTopicPartition: Int64]
+        do {
+            ends = try await consumer.highWatermarks(of: Array(held.keys))
+        } catch {
+            logger.debug("could not read end offsets; no partition counts as caught up", metadata: ["error": "\(error)"])
+            return []
+        }
+        return held.compactMap { partition, lease in
+            guard let end = ends[partition] else { return nil }
+            return end <= lease.nextOffset ?? 0 ? partition : nil
+        }
     }
 
     /// Records that these held partitions are consumed up to `now`.

@@ -110,6 +110,46 @@ struct ConsumerTests {
         #expect(messages.map(\.offset) == [6, 7, 8, 9])
     }
 
+    /// The reader holds its first batch three poll intervals long while more wait: the
+    /// consumer pauses fetching but goes on polling, so the member stays in the group and
+    /// every record arrives once, in order, with no revocation. Records produced meanwhile
+    /// are counted by the broker's high watermark, not by the one of the last fetch.
+    @Test("an application slower than max.poll.interval keeps its partitions and reads each record once")
+    func slowApplicationKeepsItsPartitions() async throws {
+        let topic = KafkaTestSupport.uniqueName("slow")
+        try cluster.createTopic(topic, partitions: 1)
+        try await produce(60, to: topic)
+        var configuration = KafkaTestSupport.consumerConfiguration(
+            bootstrapServers: cluster.bootstrapServers, groupId: KafkaTestSupport.uniqueName("group"), topics: [topic])
+        configuration.maxBatchSize = 5
+        configuration.sessionTimeout = .seconds(3)
+        configuration.heartbeatInterval = .milliseconds(500)
+        configuration.maxPollInterval = .seconds(3)
+        let listener = RecordingListener(startAt: nil)
+        let consumer = try KafkaConsumer(
+            configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
+        let partition = KafkaTopicPartition(topic: topic, partition: 0)
+        let offsets = try await withServicesRunning([consumer]) {
+            var offsets: [Int64] = []
+            var iterator = consumer.batches.makeAsyncIterator()
+            while offsets.count < 70, let batch = try await iterator.next() {
+                if offsets.isEmpty {
+                    try await Task.sleep(for: .seconds(2))
+                    try await produce(10, to: topic)
+                    try await Task.sleep(for: .seconds(7))
+                    #expect(try await consumer.highWatermarks(of: [partition]) == [partition: 70])
+                    #expect((consumer.cachedWatermarks(of: partition)?.high ?? 0) < 70)
+                }
+                offsets += batch.map(\.offset)
+            }
+            return offsets
+        }
+        #expect(offsets == Array(0..<70))
+        #expect(listener.assigned.count == 1)
+        // Only the close revokes.
+        #expect(listener.revoked.count == 1)
+    }
+
     @Test("a failing rebalance listener stops the consumer with its error")
     func listenerFailure() async throws {
         let topic = KafkaTestSupport.uniqueName("failing")

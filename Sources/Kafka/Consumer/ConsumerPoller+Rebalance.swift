@@ -67,6 +67,8 @@ extension ConsumerPoller {
         } else {
             check(rd_kafka_assign(handle, partitions), what: "assign \(changed)")
         }
+        // While the application has enough batches, new partitions wait with the others.
+        if fetchingPaused { pause(handle: handle) }
         let generations = state.withLockedValue { $0.assigned(changed) }
         localGenerations.merge(generations) { _, new in new }
         logger.debug("partitions assigned: \(changed)")

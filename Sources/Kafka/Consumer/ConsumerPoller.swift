@@ -9,7 +9,7 @@ import NIOCore
 /// the rebalance callback (it runs inside `rd_kafka_consumer_poll`) and the
 /// final close. Also the handle's callback context.
 final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
-    /// `@unchecked`: `collected` and `localGenerations` are only touched on the poll thread.
+    /// `@unchecked`: `collected`, `localGenerations` and `fetchingPaused` are only touched on the poll thread.
     let logger: Logger
     let state: NIOLockedValueBox<ConsumerStateMachine>
     let gate: PollGate
@@ -19,6 +19,8 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     private let maxBatchSize: Int
     var collected: [KafkaConsumerMessage] = []
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
+    /// Whether fetching is paused because the application has enough batches.
+    var fetchingPaused = false
 
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
@@ -65,35 +67,81 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     }
 
     private func pollUntilStopped(handle: OpaquePointer) {
-        while gate.waitForDemand() {
-            collected.removeAll(keepingCapacity: true)
+        while true {
+            switch gate.waitForDemand(upTo: .milliseconds(100)) {
+            case .stopped:
+                return
+            case .satisfied:
+                // The application has enough batches. Fetching stops, but the group is still
+                // served (rebalances, the poll interval), so a slow batch never costs the membership.
+                setFetchingPaused(true, handle: handle)
+                if let message = rd_kafka_consumer_poll(handle, 0) { take(message, handle: handle) }
+                if state.withLockedValue({ $0.failure != nil }) { return }
+                continue
+            case .wanted:
+                setFetchingPaused(false, handle: handle)
+            }
             // The first poll waits a little for data; the rest take what is already there.
-            var timeout: Int32 = 100
+            var timeout: Int32 = collected.isEmpty ? 100 : 0
             while collected.count < maxBatchSize, let message = rd_kafka_consumer_poll(handle, timeout) {
                 timeout = 0
-                defer { rd_kafka_message_destroy(message) }
-                if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-                    collected.append(Self.convert(message))
-                } else {
-                    handleError(message, handle: handle)
-                }
+                take(message, handle: handle)
             }
             if state.withLockedValue({ $0.failure != nil }) { return }
             guard !collected.isEmpty else { continue }
+            // Messages taken while fetching was paused may make more than a batch; the rest waits.
+            let messages = Array(collected.prefix(maxBatchSize))
+            collected.removeFirst(messages.count)
             var generations: [KafkaTopicPartition: UInt64] = [:]
-            for message in collected {
+            for message in messages {
                 let partition = message.topicPartition
                 if generations[partition] == nil { generations[partition] = localGenerations[partition] ?? 0 }
             }
+            let batch = PolledBatch(messages: messages, generations: generations)
             // Demand is switched off before the yield and back on when the
             // sequence says so, so a produceMore() racing the yield is never lost.
             gate.setDemand(false)
-            switch source.yield(contentsOf: CollectionOfOne(PolledBatch(messages: collected, generations: generations))) {
+            switch source.yield(contentsOf: CollectionOfOne(batch)) {
             case .produceMore: gate.setDemand(true)
             case .stopProducing: break
             case .dropped: gate.setDemand(false)
             }
         }
+    }
+
+    /// Keeps a polled message for the next batch, or handles the error it carries.
+    private func take(_ message: UnsafeMutablePointer<rd_kafka_message_t>, handle: OpaquePointer) {
+        defer { rd_kafka_message_destroy(message) }
+        if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
+            collected.append(Self.convert(message))
+            // A partition assigned while fetching was paused starts fetching; it waits with the others.
+            if fetchingPaused { pause(handle: handle) }
+        } else {
+            handleError(message, handle: handle)
+        }
+    }
+
+    /// Pauses or resumes fetching of the whole assignment. librdkafka drops what it
+    /// fetched ahead for a paused partition and fetches again from the position after
+    /// the last message handed to this poller, so nothing is skipped or repeated.
+    private func setFetchingPaused(_ paused: Bool, handle: OpaquePointer) {
+        guard paused != fetchingPaused else { return }
+        fetchingPaused = paused
+        if paused { pause(handle: handle) } else { apply(to: handle, rd_kafka_resume_partitions) }
+    }
+
+    func pause(handle: OpaquePointer) {
+        apply(to: handle, rd_kafka_pause_partitions)
+    }
+
+    private func apply(
+        to handle: OpaquePointer,
+        _ change: (OpaquePointer?, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> rd_kafka_resp_err_t
+    ) {
+        var assignment: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        guard rd_kafka_assignment(handle, &assignment) == RD_KAFKA_RESP_ERR_NO_ERROR, let assignment else { return }
+        defer { rd_kafka_topic_partition_list_destroy(assignment) }
+        if assignment.pointee.cnt > 0 { _ = change(handle, assignment) }
     }
 
     private func handleError(_ message: UnsafeMutablePointer<rd_kafka_message_t>, handle: OpaquePointer) {

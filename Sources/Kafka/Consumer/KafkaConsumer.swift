@@ -9,11 +9,13 @@ import ServiceLifecycle
 /// auto offset store), so a crash replays unfinished work instead of losing it.
 ///
 /// `run()` owns the poll thread; `batches` is how the application reads (one
-/// reader). While the application has a few batches unread the consumer stops
-/// polling, so processing a batch must take less than `maxPollInterval`, or
-/// the group considers the member gone.
+/// reader). While the application has a few batches unread the consumer pauses
+/// fetching but goes on polling, so a batch that takes long (a database away for a
+/// while) costs neither the membership nor a rebalance of the others. Only a poll
+/// thread that stops (a rebalance listener that does not return) exceeds
+/// `maxPollInterval` and leaves the group.
 public final class KafkaConsumer: Service, Sendable {
-    private let client: RDKafkaClient
+    let client: RDKafkaClient
     private let poller: ConsumerPoller
     private let state: NIOLockedValueBox<ConsumerStateMachine>
     private let gate: PollGate

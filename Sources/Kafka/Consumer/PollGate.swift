@@ -1,7 +1,7 @@
 import Foundation
 
-/// Holds the poll thread while the application has enough batches buffered,
-/// and releases it at once when the consumer is asked to stop.
+/// Tells the poll thread whether the application wants more batches, and
+/// releases it at once when the consumer is asked to stop.
 final class PollGate: @unchecked Sendable {
     /// `@unchecked`: both flags are only touched with `condition` locked.
     private let condition = NSCondition()
@@ -28,11 +28,24 @@ final class PollGate: @unchecked Sendable {
         return stopped
     }
 
-    /// Waits until batches are wanted; false when the consumer should stop instead.
-    func waitForDemand() -> Bool {
+    enum Demand {
+        /// The application wants batches.
+        case wanted
+        /// It has enough for now.
+        case satisfied
+        /// The consumer should stop.
+        case stopped
+    }
+
+    /// Waits up to `limit` for batches to be wanted.
+    func waitForDemand(upTo limit: Duration) -> Demand {
+        let deadline = Date(timeIntervalSinceNow: Double(limit.components.seconds) + Double(limit.components.attoseconds) * 1e-18)
         condition.lock()
         defer { condition.unlock() }
-        while !demand && !stopped { condition.wait() }
-        return !stopped
+        while !demand && !stopped {
+            if !condition.wait(until: deadline) { break }
+        }
+        if stopped { return .stopped }
+        return demand ? .wanted : .satisfied
     }
 }

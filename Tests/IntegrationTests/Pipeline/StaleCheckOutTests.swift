@@ -138,11 +138,16 @@ struct ReportingDevice: Sendable {
     }
 
     /// Reports until stopped; returns the time of its last fix (each one accepted by ingest).
+    /// Fix times keep to a one-second grid whatever ingest's answer time, so a slow answer
+    /// on a busy machine never opens a silence in the device's history.
     func report() async throws -> Date {
+        let start = (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000
         var index = 0
         var last: Date?
         while await !stopped.isSet {
-            let time = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 * 1000).rounded(.down) / 1000)
+            let time = Date(timeIntervalSince1970: start + Double(index))
+            let wait = time.timeIntervalSinceNow
+            if wait > 0 { try await Task.sleep(for: .seconds(wait)) }
             var fix = trip.fix(index == 0 ? 0 : 4)
             fix["timestamp"] = RFC3339.format(time)
             fix["fixId"] = "\(trip.deviceId)-\(index)"
@@ -150,7 +155,6 @@ struct ReportingDevice: Sendable {
             guard answer.status == 202 else { throw TestFailure("ingest answered \(answer.status): \(answer.body)") }
             last = time
             index += 1
-            try await Task.sleep(for: .seconds(1))
         }
         guard let last else { throw TestFailure("no fix was reported") }
         return last

@@ -70,8 +70,10 @@ final class EvaluatorCluster: @unchecked Sendable {
             "CHECKIN_TOPIC_EVENTS_DLQ": topics.eventsDeadLetter, "CHECKIN_EVALUATOR_GROUP": harness.evaluatorGroup,
             "CHECKIN_KAFKA_PARTITIONS": String(partitions), "CHECKIN_KAFKA_SESSION_TIMEOUT_MS": "6000",
             "CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS": "1000", "CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS": "10000",
-            "CHECKIN_ZONE_REFRESH_INTERVAL": "0.5", "CHECKIN_LOG_LEVEL": "info", "CHECKIN_HTTP_PORT": String(port),
+            "CHECKIN_ZONE_REFRESH_INTERVAL": "0.5", "CHECKIN_HTTP_PORT": String(port),
             "CHECKIN_SECRET_KEY": harness.secretKey.base64,
+            // CHECKIN_TEST_LOG_LEVEL=debug (with CHECKIN_KAFKA_PROPERTY_debug=cgrp) to see the group's moves.
+            "CHECKIN_LOG_LEVEL": ProcessInfo.processInfo.environment["CHECKIN_TEST_LOG_LEVEL"] ?? "info",
         ]
         environment.merge(self.environment) { $1 }
         let index = evaluators.count
