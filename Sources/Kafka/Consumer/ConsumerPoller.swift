@@ -21,6 +21,9 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
     /// Whether fetching is paused because the application has enough batches.
     var fetchingPaused = false
+    /// How long the application may have enough batches before fetching pauses: well
+    /// below any `max.poll.interval`, well above the pauses of a busy pipeline.
+    static let pauseAfter = Duration.seconds(1)
 
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
@@ -68,12 +71,14 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
 
     private func pollUntilStopped(handle: OpaquePointer) {
         while true {
-            switch gate.waitForDemand(upTo: .milliseconds(100)) {
+            // A short wait for the application keeps what was fetched ahead; a long one pauses.
+            switch gate.waitForDemand(upTo: fetchingPaused ? .milliseconds(100) : Self.pauseAfter) {
             case .stopped:
                 return
             case .satisfied:
-                // The application has enough batches. Fetching stops, but the group is still
-                // served (rebalances, the poll interval), so a slow batch never costs the membership.
+                // The application has had enough batches for a while. Fetching stops (librdkafka
+                // drops what it fetched ahead), but the group is still served (rebalances, the
+                // poll interval), so a slow batch never costs the membership.
                 setFetchingPaused(true, handle: handle)
                 if let message = rd_kafka_consumer_poll(handle, 0) { take(message, handle: handle) }
                 if state.withLockedValue({ $0.failure != nil }) { return }
