@@ -150,6 +150,31 @@ struct ConsumerTests {
         #expect(listener.revoked.count == 1)
     }
 
+    /// The listener takes twice the poll interval to say where the partition starts (a
+    /// database slow to answer): the poll thread goes on meanwhile, so the member keeps its
+    /// place in the group, and reading starts where the listener said.
+    @Test("a listener slower than max.poll.interval delays the partition, not the group")
+    func slowListener() async throws {
+        let topic = KafkaTestSupport.uniqueName("slow-listener")
+        try cluster.createTopic(topic, partitions: 1)
+        try await produce(10, to: topic)
+        var configuration = KafkaTestSupport.consumerConfiguration(
+            bootstrapServers: cluster.bootstrapServers, groupId: KafkaTestSupport.uniqueName("group"), topics: [topic])
+        configuration.sessionTimeout = .seconds(3)
+        configuration.heartbeatInterval = .milliseconds(500)
+        configuration.maxPollInterval = .seconds(3)
+        let listener = RecordingListener(startAt: 4, delay: .seconds(7))
+        let consumer = try KafkaConsumer(
+            configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
+        let received = ReceivedMessages(consumer)
+        let messages = try await withServicesRunning([consumer]) {
+            try await received.waitFor(count: 6, within: .seconds(40))
+        }
+        #expect(messages.map(\.offset) == Array(4..<10))
+        #expect(listener.assigned.count == 1)
+        #expect(listener.revoked.count == 1)
+    }
+
     @Test("a failing rebalance listener stops the consumer with its error")
     func listenerFailure() async throws {
         let topic = KafkaTestSupport.uniqueName("failing")
@@ -180,9 +205,12 @@ struct ConsumerTests {
 final class RecordingListener: KafkaRebalanceListener {
     private let calls = Mutex<(assigned: [[KafkaTopicPartition]], revoked: [[KafkaTopicPartition]])>(([], []))
     let startAt: Int64?
+    /// How long each assignment takes.
+    let delay: Duration
 
-    init(startAt: Int64?) {
+    init(startAt: Int64?, delay: Duration = .zero) {
         self.startAt = startAt
+        self.delay = delay
     }
 
     var assigned: [[KafkaTopicPartition]] { calls.withLock { $0.assigned } }
@@ -190,6 +218,7 @@ final class RecordingListener: KafkaRebalanceListener {
 
     func partitionsAssigned(_ partitions: [KafkaTopicPartition]) async throws -> [KafkaTopicPartition: Int64] {
         calls.withLock { $0.assigned.append(partitions) }
+        if delay > .zero { try await Task.sleep(for: delay) }
         guard let startAt else { return [:] }
         return Dictionary(uniqueKeysWithValues: partitions.map { ($0, startAt) })
     }

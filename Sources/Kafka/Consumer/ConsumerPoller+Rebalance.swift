@@ -36,36 +36,75 @@ extension ConsumerPoller {
         }
     }
 
+    /// Starts the listener on newly assigned partitions and returns at once: the listener
+    /// may wait on a database for longer than the group allows a poll thread to stop, so
+    /// the partitions are assigned, at the listener's offsets, by a later turn of the poll
+    /// loop (`startAssigned`) once it returns. Until then they are not fetched.
     private func assign(
         handle: OpaquePointer, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
         changed: [KafkaTopicPartition], cooperative: Bool
     ) {
-        if let listener, !changed.isEmpty {
-            switch waitFor({ try await listener.partitionsAssigned(changed) }) {
-            case .success(let offsets):
-                // The assignment's offsets are where fetching starts; INVALID means the committed offset.
-                if let partitions, let elements = partitions.pointee.elems {
-                    for index in 0..<Int(partitions.pointee.cnt) {
-                        let partition = KafkaTopicPartition(
-                            topic: String(cString: elements[index].topic), partition: elements[index].partition)
-                        if let offset = offsets[partition] { elements[index].offset = offset }
-                    }
+        guard let listener, !changed.isEmpty else {
+            complete(handle: handle, changed: changed, offsets: [:], cooperative: cooperative)
+            return
+        }
+        assignmentRound += 1
+        let round = assignmentRound
+        pendingAssignment = PendingAssignment(round: round, partitions: changed, cooperative: cooperative)
+        let (inbox, gate) = (listenerResults, self.gate)
+        Task {
+            let result: Result<[KafkaTopicPartition: Int64], any Error>
+            do { result = .success(try await listener.partitionsAssigned(changed)) } catch { result = .failure(error) }
+            inbox.withLockedValue { $0.append(ListenerResult(round: round, partitions: changed, offsets: result)) }
+            gate.nudge()
+        }
+    }
+
+    /// Assigns the partitions whose listener has returned, at the offsets it gave; on the
+    /// poll thread, between polls. An assignment a revocation overtook is handed back to
+    /// the listener as revoked instead. False when a listener failed: the consumer stops.
+    func startAssigned(handle: OpaquePointer) -> Bool {
+        let results = listenerResults.withLockedValue { results in
+            defer { results.removeAll() }
+            return results
+        }
+        for result in results {
+            guard let pending = pendingAssignment, pending.round == result.round else {
+                // Overtaken: what the listener took for these partitions is let go again.
+                if case .success = result.offsets, let listener {
+                    let partitions = result.partitions
+                    Task { await listener.partitionsRevoked(partitions) }
                 }
+                continue
+            }
+            pendingAssignment = nil
+            switch result.offsets {
+            case .success(let offsets):
+                complete(handle: handle, changed: pending.partitions, offsets: offsets, cooperative: pending.cooperative)
             case .failure(let error):
                 let failure =
                     error as? KafkaError
-                    ?? KafkaError(message: "the rebalance listener failed for \(changed)", reason: "\(error)")
+                    ?? KafkaError(message: "the rebalance listener failed for \(pending.partitions)", reason: "\(error)")
                 logger.error("stopping the consumer: \(failure)")
                 state.withLockedValue { $0.failed(failure) }
                 gate.stop()
-                if !cooperative { check(rd_kafka_assign(handle, nil), what: "unassign") }
-                return
+                return false
             }
         }
+        return true
+    }
+
+    /// Assigns the partitions, each at its offset (INVALID: the group's committed offset).
+    private func complete(
+        handle: OpaquePointer, changed: [KafkaTopicPartition], offsets: [KafkaTopicPartition: Int64], cooperative: Bool
+    ) {
+        let list = TopicPartitionList.make(
+            Dictionary(uniqueKeysWithValues: changed.map { ($0, offsets[$0] ?? Int64(RD_KAFKA_OFFSET_INVALID)) }))
+        defer { rd_kafka_topic_partition_list_destroy(list) }
         if cooperative {
-            apply(rd_kafka_incremental_assign(handle, partitions), what: "assign \(changed)")
+            apply(rd_kafka_incremental_assign(handle, list), what: "assign \(changed)")
         } else {
-            check(rd_kafka_assign(handle, partitions), what: "assign \(changed)")
+            check(rd_kafka_assign(handle, list), what: "assign \(changed)")
         }
         // While the application has enough batches, new partitions wait with the others.
         if fetchingPaused { pause(handle: handle) }
@@ -77,6 +116,8 @@ extension ConsumerPoller {
     /// Drops what was polled but not handed out for these partitions, then
     /// lets the application finish its work on them.
     private func revoke(_ partitions: [KafkaTopicPartition]) {
+        // An assignment whose listener has not returned is overtaken (see `startAssigned`).
+        pendingAssignment = nil
         guard !partitions.isEmpty else { return }
         let revoked = Set(partitions)
         state.withLockedValue { $0.revoked(partitions) }

@@ -9,7 +9,8 @@ import NIOCore
 /// the rebalance callback (it runs inside `rd_kafka_consumer_poll`) and the
 /// final close. Also the handle's callback context.
 final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
-    /// `@unchecked`: `collected`, `localGenerations` and `fetchingPaused` are only touched on the poll thread.
+    /// `@unchecked`: `collected`, `localGenerations`, `fetchingPaused` and the pending assignment
+    /// are only touched on the poll thread.
     let logger: Logger
     let state: NIOLockedValueBox<ConsumerStateMachine>
     let gate: PollGate
@@ -21,6 +22,23 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
     /// Whether fetching is paused because the application has enough batches.
     var fetchingPaused = false
+    /// Partitions the group assigned whose listener has not returned yet.
+    var pendingAssignment: PendingAssignment?
+    var assignmentRound = 0
+    /// What listeners returned, for the poll thread to act on.
+    let listenerResults = NIOLockedValueBox<[ListenerResult]>([])
+
+    struct PendingAssignment {
+        var round: Int
+        var partitions: [KafkaTopicPartition]
+        var cooperative: Bool
+    }
+
+    struct ListenerResult: Sendable {
+        var round: Int
+        var partitions: [KafkaTopicPartition]
+        var offsets: Result<[KafkaTopicPartition: Int64], any Error>
+    }
     /// How long the application may have enough batches before fetching pauses: well
     /// below any `max.poll.interval`, well above the pauses of a busy pipeline.
     static let pauseAfter = Duration.seconds(1)
@@ -71,6 +89,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
 
     private func pollUntilStopped(handle: OpaquePointer) {
         while true {
+            guard startAssigned(handle: handle) else { return }
             // A short wait for the application keeps what was fetched ahead; a long one pauses.
             switch gate.waitForDemand(upTo: fetchingPaused ? .milliseconds(100) : Self.pauseAfter) {
             case .stopped:
@@ -82,6 +101,8 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 setFetchingPaused(true, handle: handle)
                 if let message = rd_kafka_consumer_poll(handle, 0) { take(message, handle: handle) }
                 if state.withLockedValue({ $0.failure != nil }) { return }
+                continue
+            case .nudged:
                 continue
             case .wanted:
                 setFetchingPaused(false, handle: handle)

@@ -2,8 +2,11 @@
 /// with its results) decide where each newly assigned partition starts, and
 /// finish or abort its work before partitions move to another member.
 ///
-/// Called from the consumer's rebalance callback on its poll thread, which
-/// waits for the call to return: no new messages are read meanwhile.
+/// `partitionsAssigned` runs while the poll thread goes on serving the group (it may
+/// take longer than `maxPollInterval`); the partitions are read only once it returns.
+/// `partitionsRevoked` is called from the rebalance callback, which waits for it, so it
+/// must return well within `maxPollInterval`. An assignment that a revocation overtook
+/// before its `partitionsAssigned` returned is followed by `partitionsRevoked`.
 public protocol KafkaRebalanceListener: Sendable {
     /// Returns the offset to start each newly assigned partition at (the NEXT offset to read),
     /// or none for a partition to start at the group's committed offset / `auto.offset.reset`.

@@ -7,6 +7,7 @@ final class PollGate: @unchecked Sendable {
     private let condition = NSCondition()
     private var demand = true
     private var stopped = false
+    private var nudged = false
 
     func setDemand(_ value: Bool) {
         condition.lock()
@@ -18,6 +19,14 @@ final class PollGate: @unchecked Sendable {
     func stop() {
         condition.lock()
         stopped = true
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    /// Wakes the poll thread for something other than demand (a listener returned).
+    func nudge() {
+        condition.lock()
+        nudged = true
         condition.broadcast()
         condition.unlock()
     }
@@ -35,6 +44,8 @@ final class PollGate: @unchecked Sendable {
         case satisfied
         /// The consumer should stop.
         case stopped
+        /// Woken by `nudge()` while batches are not wanted.
+        case nudged
     }
 
     /// Waits up to `limit` for batches to be wanted.
@@ -42,10 +53,15 @@ final class PollGate: @unchecked Sendable {
         let deadline = Date(timeIntervalSinceNow: Double(limit.components.seconds) + Double(limit.components.attoseconds) * 1e-18)
         condition.lock()
         defer { condition.unlock() }
-        while !demand && !stopped {
+        while !demand && !stopped && !nudged {
             if !condition.wait(until: deadline) { break }
         }
         if stopped { return .stopped }
-        return demand ? .wanted : .satisfied
+        if demand { return .wanted }
+        if nudged {
+            nudged = false
+            return .nudged
+        }
+        return .satisfied
     }
 }
