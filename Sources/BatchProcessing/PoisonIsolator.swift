@@ -27,6 +27,9 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     /// A dependency that does not answer right now, if any: asked before a record that
     /// failed for an unrecognised reason is called poison.
     let unhealthyComponent: @Sendable () async -> String?
+    /// Called at every attempt and every second while one runs within its time limit:
+    /// the worker is not hung, however long the batch takes.
+    let signOfLife: @Sendable () -> Void
     let health: ProcessingHealth
     let backoff: Backoff
     let attemptTimeout: Duration
@@ -40,8 +43,10 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
         attempt: @escaping @Sendable ([Message]) async throws -> Outcome,
         deadLetter: @escaping @Sendable (Message, String) async throws -> Void,
         stillOwned: @escaping @Sendable (Message) -> Bool = { _ in true },
-        unhealthyComponent: @escaping @Sendable () async -> String? = { nil }
+        unhealthyComponent: @escaping @Sendable () async -> String? = { nil },
+        signOfLife: @escaping @Sendable () -> Void = {}
     ) {
+        self.signOfLife = signOfLife
         self.attempt = attempt
         self.deadLetter = deadLetter
         self.stillOwned = stillOwned
@@ -76,6 +81,7 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
         while !batch.isEmpty {
             let failure: any Error
             let records = batch
+            signOfLife()
             do {
                 let outcome = try await withTimeout(attemptTimeout, drainAfterShutdown: drainAfterShutdown) {
                     try await watchingDependencies { try await attempt(records) }
@@ -128,9 +134,13 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     private func watchingDependencies(_ body: @escaping @Sendable () async throws -> Outcome) async throws -> Outcome {
         try await withThrowingTaskGroup(of: Outcome?.self) { group in
             group.addTask { try await body() }
-            group.addTask { [health, unhealthyComponent] in
+            group.addTask { [health, unhealthyComponent, signOfLife] in
+                var seconds = 0
                 while true {
-                    try await Task.sleep(for: .seconds(5))
+                    try await Task.sleep(for: .seconds(1))
+                    signOfLife()
+                    seconds += 1
+                    guard seconds % 5 == 0 else { continue }
                     if let component = await unhealthyComponent() { health.failedTransiently(component: component) }
                 }
             }

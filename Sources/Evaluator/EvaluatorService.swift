@@ -44,7 +44,8 @@ public final class EvaluatorService: Service, Sendable {
             attempt: { try await processor.process($0) },
             deadLetter: { try await processor.setAside($0, reason: $1) },
             stillOwned: { processor.leases.owns($0.topicPartition) },
-            unhealthyComponent: { await database.isReachable(within: .seconds(2)) ? nil : "database" })
+            unhealthyComponent: { await database.isReachable(within: .seconds(2)) ? nil : "database" },
+            signOfLife: { consumer.noteProgress() })
     }
 
     public func run() async throws {

@@ -51,7 +51,8 @@ public final class EventIntake: Service, Sendable {
             attemptTimeout: attemptTimeout, health: health, logger: logger,
             attempt: { try await self.accept($0) },
             deadLetter: { try await self.producer.sendAll([self.deadLetter($0, reason: $1)]) },
-            unhealthyComponent: { [database] in await database.isReachable(within: .seconds(2)) ? nil : "database" })
+            unhealthyComponent: { [database] in await database.isReachable(within: .seconds(2)) ? nil : "database" },
+            signOfLife: { [consumer] in consumer.noteProgress() })
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
             // Retried while Postgres or the broker is away; a record that fails for any
             // other reason (one the database refuses) is isolated and dead-lettered.

@@ -134,9 +134,9 @@ struct ConsumerTests {
             var iterator = consumer.batches.makeAsyncIterator()
             while offsets.count < 70, let batch = try await iterator.next() {
                 if offsets.isEmpty {
-                    try await Task.sleep(for: .seconds(2))
+                    try await working(for: .seconds(2), consumer)
                     try await produce(10, to: topic)
-                    try await Task.sleep(for: .seconds(7))
+                    try await working(for: .seconds(7), consumer)
                     #expect(try await consumer.highWatermarks(of: [partition]) == [partition: 70])
                     #expect((consumer.cachedWatermarks(of: partition)?.high ?? 0) < 70)
                 }
@@ -148,6 +148,46 @@ struct ConsumerTests {
         #expect(listener.assigned.count == 1)
         // Only the close revokes.
         #expect(listener.revoked.count == 1)
+    }
+
+    /// An application at work on its batch, saying so every half second.
+    func working(for duration: Duration, _ consumer: KafkaConsumer) async throws {
+        let end = ContinuousClock.now + duration
+        while ContinuousClock.now < end {
+            consumer.noteProgress()
+            try await Task.sleep(for: .milliseconds(500))
+        }
+    }
+
+    /// The reader holds its first batch for three poll intervals and says nothing: it is
+    /// taken as hung, and the group takes its partition back (read again from the start,
+    /// as nothing was committed).
+    @Test("an application that shows no sign of life loses its partitions")
+    func hungApplicationLosesItsPartitions() async throws {
+        let topic = KafkaTestSupport.uniqueName("hung")
+        try cluster.createTopic(topic, partitions: 1)
+        try await produce(60, to: topic)
+        var configuration = KafkaTestSupport.consumerConfiguration(
+            bootstrapServers: cluster.bootstrapServers, groupId: KafkaTestSupport.uniqueName("group"), topics: [topic])
+        configuration.maxBatchSize = 5
+        configuration.sessionTimeout = .seconds(3)
+        configuration.heartbeatInterval = .milliseconds(500)
+        configuration.maxPollInterval = .seconds(3)
+        let listener = RecordingListener(startAt: nil)
+        let consumer = try KafkaConsumer(
+            configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
+        try await withServicesRunning([consumer]) {
+            var iterator = consumer.batches.makeAsyncIterator()
+            _ = try await iterator.next()
+            try await Task.sleep(for: .seconds(9))
+            // Reading again, it rejoins the group and gets the partition anew.
+            var offsets: [Int64] = []
+            while listener.assigned.count < 2, let batch = try await iterator.next() { offsets += batch.map(\.offset) }
+            while offsets.count < 60, let batch = try await iterator.next() { offsets += batch.map(\.offset) }
+            #expect(offsets.filter { $0 == 5 }.count == 2, "offset 5 is read again after the partition came back")
+        }
+        #expect(listener.assigned.count == 2)
+        #expect(listener.revoked.count == 2)
     }
 
     /// The listener takes twice the poll interval to say where the partition starts (a

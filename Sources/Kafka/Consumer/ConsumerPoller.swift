@@ -22,6 +22,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
     /// Whether fetching is paused because the application has enough batches.
     var fetchingPaused = false
+    var hungReported = false
     /// Partitions the group assigned whose listener has not returned yet.
     var pendingAssignment: PendingAssignment?
     var assignmentRound = 0
@@ -43,11 +44,19 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// below any `max.poll.interval`, well above the pauses of a busy pipeline.
     static let pauseAfter = Duration.seconds(1)
 
+    /// How long an application with enough batches may give no sign of life before the
+    /// poll stops, so that the group takes the partitions of a worker hung in a batch.
+    let quietLimit: Duration
+    /// When the application last showed it is working (`KafkaConsumer.noteProgress`).
+    let lastSignOfLife = NIOLockedValueBox(ContinuousClock.now)
+
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
         state: NIOLockedValueBox<ConsumerStateMachine>, gate: PollGate, source: KafkaMessageBatches.Wrapped.Source,
         logger: Logger
     ) {
+        // librdkafka's default poll interval is 300 s.
+        self.quietLimit = (configuration.maxPollInterval ?? .seconds(300)) / 2
         self.logger = logger
         self.state = state
         self.gate = gate
@@ -97,8 +106,20 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             case .satisfied:
                 // The application has had enough batches for a while. Fetching stops (librdkafka
                 // drops what it fetched ahead), but the group is still served (rebalances, the
-                // poll interval), so a slow batch never costs the membership.
+                // poll interval), so a slow batch never costs the membership, as long as the
+                // application shows it is working; one hung in a batch lets the poll lapse.
                 setFetchingPaused(true, handle: handle)
+                let quiet = ContinuousClock.now - lastSignOfLife.withLockedValue { $0 }
+                if quiet > quietLimit {
+                    if !hungReported {
+                        hungReported = true
+                        logger.error(
+                            "the application shows no sign of life; polling stops so that the group moves its partitions",
+                            metadata: ["quietFor": "\(quiet)"])
+                    }
+                    continue
+                }
+                hungReported = false
                 if let message = rd_kafka_consumer_poll(handle, 0) { take(message, handle: handle) }
                 if state.withLockedValue({ $0.failure != nil }) { return }
                 continue
@@ -106,6 +127,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 continue
             case .wanted:
                 setFetchingPaused(false, handle: handle)
+                lastSignOfLife.withLockedValue { $0 = .now }
             }
             // The first poll waits a little for data; the rest take what is already there.
             var timeout: Int32 = collected.isEmpty ? 100 : 0

@@ -11,9 +11,9 @@ import ServiceLifecycle
 /// `run()` owns the poll thread; `batches` is how the application reads (one
 /// reader). While the application has a few batches unread the consumer pauses
 /// fetching but goes on polling, so a batch that takes long (a database away for a
-/// while) costs neither the membership nor a rebalance of the others. Only a poll
-/// thread that stops (a rebalance listener that does not return) exceeds
-/// `maxPollInterval` and leaves the group.
+/// while) costs neither the membership nor a rebalance of the others, as long as the
+/// application says it is working (`noteProgress`). One that says nothing for half
+/// `maxPollInterval` is taken as hung: polling stops and the group moves its partitions.
 public final class KafkaConsumer: Service, Sendable {
     let client: RDKafkaClient
     private let poller: ConsumerPoller
@@ -85,6 +85,13 @@ public final class KafkaConsumer: Service, Sendable {
         guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError("could not commit offsets \(offsets)", code: error)
         }
+    }
+
+    /// Tells the consumer the application is working on what it took (an attempt started,
+    /// a retry, an attempt still within its time limit). An application with enough batches
+    /// keeps its membership only while it says so at least every half `maxPollInterval`.
+    public func noteProgress() {
+        poller.lastSignOfLife.withLockedValue { $0 = .now }
     }
 
     /// For reads of librdkafka's cached state (watermarks), which need no poll thread.
