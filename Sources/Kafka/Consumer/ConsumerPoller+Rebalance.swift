@@ -19,7 +19,7 @@ extension ConsumerPoller {
             if rd_kafka_assignment_lost(handle) != 0 {
                 logger.warning("partitions lost to the group: \(changed)")
             }
-            revoke(changed)
+            revoke(changed, cooperative: cooperative)
             if cooperative {
                 apply(rd_kafka_incremental_unassign(handle, partitions), what: "unassign \(changed)")
             } else {
@@ -27,7 +27,8 @@ extension ConsumerPoller {
             }
         default:
             logger.error("rebalance failed: \(String(cString: rd_kafka_err2name(error)))")
-            revoke(Array(localGenerations.keys))
+            pendingAssignments.removeAll()
+            revoke(Array(localGenerations.keys), cooperative: cooperative)
             if cooperative {
                 apply(rd_kafka_incremental_unassign(handle, partitions), what: "unassign after a failed rebalance")
             } else {
@@ -50,7 +51,7 @@ extension ConsumerPoller {
         }
         assignmentRound += 1
         let round = assignmentRound
-        pendingAssignment = PendingAssignment(round: round, partitions: changed, cooperative: cooperative)
+        pendingAssignments[round] = PendingAssignment(partitions: changed, cooperative: cooperative)
         let (inbox, gate) = (listenerResults, self.gate)
         Task {
             let result: Result<[KafkaTopicPartition: Int64], any Error>
@@ -69,7 +70,7 @@ extension ConsumerPoller {
             return results
         }
         for result in results {
-            guard let pending = pendingAssignment, pending.round == result.round else {
+            guard let pending = pendingAssignments.removeValue(forKey: result.round) else {
                 // Overtaken: what the listener took for these partitions is let go again.
                 if case .success = result.offsets, let listener {
                     let partitions = result.partitions
@@ -77,7 +78,6 @@ extension ConsumerPoller {
                 }
                 continue
             }
-            pendingAssignment = nil
             switch result.offsets {
             case .success(let offsets):
                 complete(handle: handle, changed: pending.partitions, offsets: offsets, cooperative: pending.cooperative)
@@ -115,11 +115,17 @@ extension ConsumerPoller {
 
     /// Drops what was polled but not handed out for these partitions, then
     /// lets the application finish its work on them.
-    private func revoke(_ partitions: [KafkaTopicPartition]) {
-        // An assignment whose listener has not returned is overtaken (see `startAssigned`).
-        pendingAssignment = nil
-        guard !partitions.isEmpty else { return }
+    private func revoke(_ partitions: [KafkaTopicPartition], cooperative: Bool) {
+        // An assignment whose listener has not returned is overtaken (see `startAssigned`):
+        // every one under the eager protocol, which revokes the whole assignment; under the
+        // cooperative one, those that share a revoked partition.
         let revoked = Set(partitions)
+        if cooperative {
+            pendingAssignments = pendingAssignments.filter { revoked.isDisjoint(with: $0.value.partitions) }
+        } else {
+            pendingAssignments.removeAll()
+        }
+        guard !partitions.isEmpty else { return }
         state.withLockedValue { $0.revoked(partitions) }
         for partition in partitions { localGenerations.removeValue(forKey: partition) }
         collected.removeAll { revoked.contains($0.topicPartition) }

@@ -9,7 +9,7 @@ import NIOCore
 /// the rebalance callback (it runs inside `rd_kafka_consumer_poll`) and the
 /// final close. Also the handle's callback context.
 final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
-    /// `@unchecked`: `collected`, `localGenerations`, `fetchingPaused` and the pending assignment
+    /// `@unchecked`: `collected`, `localGenerations`, `fetchingPaused` and the pending assignments
     /// are only touched on the poll thread.
     let logger: Logger
     let state: NIOLockedValueBox<ConsumerStateMachine>
@@ -23,14 +23,13 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// Whether fetching is paused because the application has enough batches.
     var fetchingPaused = false
     var hungReported = false
-    /// Partitions the group assigned whose listener has not returned yet.
-    var pendingAssignment: PendingAssignment?
+    /// Partitions the group assigned whose listener has not returned yet, by assignment round.
+    var pendingAssignments: [Int: PendingAssignment] = [:]
     var assignmentRound = 0
     /// What listeners returned, for the poll thread to act on.
     let listenerResults = NIOLockedValueBox<[ListenerResult]>([])
 
     struct PendingAssignment {
-        var round: Int
         var partitions: [KafkaTopicPartition]
         var cooperative: Bool
     }
