@@ -5,21 +5,31 @@ import Persistence
 /// Records attempt results in batches: whatever finished while the previous batch was
 /// being written goes in the next one, so the cost is one round trip per batch, not per
 /// delivery, and nothing waits for a timer.
+///
+/// While chaining, the same statement claims each finished device's next delivery (see
+/// `WebhookStore.record`), handed to `onRecorded` to be sent.
 final class ResultRecorder: Sendable {
     let webhooks: WebhookStore
     let owner: String
     let logger: Logger
-    /// Called with the ids of each batch once it is written (or given up on).
-    let onRecorded: @Sendable ([Int64]) -> Void
+    /// The lease of a delivery claimed with its predecessor's result; nil: none are claimed.
+    private let chainLease: NIOLockedValueBox<Duration?>
+    /// Called with the ids of each batch once it is written (or given up on), and the
+    /// deliveries it claimed.
+    let onRecorded: @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
 
     private let pending = NIOLockedValueBox<[DeliveryResult]>([])
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
     static let maximumBatch = 2000
 
-    init(webhooks: WebhookStore, owner: String, logger: Logger, onRecorded: @escaping @Sendable ([Int64]) -> Void) {
+    init(
+        webhooks: WebhookStore, owner: String, chainLease: Duration?, logger: Logger,
+        onRecorded: @escaping @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
+    ) {
         self.webhooks = webhooks
         self.owner = owner
+        self.chainLease = NIOLockedValueBox(chainLease)
         self.logger = logger
         self.onRecorded = onRecorded
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -38,6 +48,11 @@ final class ResultRecorder: Sendable {
         await flush()
     }
 
+    /// Claims nothing more with results: the dispatcher is no longer sending.
+    func stopChaining() {
+        chainLease.withLockedValue { $0 = nil }
+    }
+
     /// Ends `run` once what was added so far is written.
     func finish() {
         signal.finish()
@@ -52,19 +67,18 @@ final class ResultRecorder: Sendable {
                 return batch
             }
             guard !batch.isEmpty else { return }
-            await write(batch)
-            onRecorded(batch.map(\.deliveryId))
+            let claimed = await write(batch)
+            onRecorded(batch.map(\.deliveryId), claimed)
         }
     }
 
     /// A batch that cannot be written after a few tries is dropped: its leases run out and
     /// the deliveries are attempted again (at least once, never lost).
-    private func write(_ batch: [DeliveryResult]) async {
+    private func write(_ batch: [DeliveryResult]) async -> [DeliveryAttempt] {
         var delay = Duration.milliseconds(100)
         for attempt in 1...5 {
             do {
-                try await webhooks.record(batch, owner: owner)
-                return
+                return try await webhooks.record(batch, owner: owner, chainLease: chainLease.withLockedValue { $0 })
             } catch {
                 logger.error(
                     "could not record delivery results",
@@ -73,5 +87,6 @@ final class ResultRecorder: Sendable {
                 delay *= 2
             }
         }
+        return []
     }
 }

@@ -22,6 +22,8 @@ public final class WebhookDispatcher: Service, Sendable {
         /// Look for due deliveries now.
         var woken = false
         var finished: [(endpointId: String, endpointDisabled: Bool)] = []
+        /// Claimed with their predecessors' results, to be sent.
+        var chained: [DeliveryAttempt] = []
     }
 
     let configuration: NotifierConfiguration
@@ -63,10 +65,19 @@ public final class WebhookDispatcher: Service, Sendable {
         self.mailbox = mailbox
         self.signals = signals
         self.signal = signal
-        self.recorder = ResultRecorder(webhooks: webhooks, owner: owner, logger: logger) { ids in
-            held.withLockedValue { $0.subtract(ids) }
+        self.recorder = ResultRecorder(
+            webhooks: webhooks, owner: owner,
+            chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil, logger: logger
+        ) { recorded, claimed in
+            held.withLockedValue {
+                $0.subtract(recorded)
+                $0.formUnion(claimed.map(\.id))
+            }
             // A recorded result may let the device's next delivery go.
-            mailbox.withLockedValue { $0.woken = true }
+            mailbox.withLockedValue {
+                $0.woken = true
+                $0.chained.append(contentsOf: claimed)
+            }
             signal.yield()
         }
     }
@@ -86,9 +97,16 @@ public final class WebhookDispatcher: Service, Sendable {
             await dispatchUntilShutdown()
             chores.cancelAll()
         }
+        recorder.stopChaining()
         await recorder.flush()
         recorder.finish()
         await recording
+        // Claimed with a result the loop did not take any more: given back, not left to their lease.
+        await release(
+            mailbox.withLockedValue { mailbox in
+                defer { mailbox.chained = [] }
+                return mailbox.chained
+            })
         sender.client.shutdown()
     }
 
@@ -111,6 +129,7 @@ public final class WebhookDispatcher: Service, Sendable {
                     scheduler.finished(endpointId: endpointId)
                     if endpointDisabled { await release(scheduler.removeQueued(endpointId: endpointId)) }
                 }
+                news.chained.forEach { scheduler.add($0) }
                 // Claim when woken, or when fewer are queued than there are slots, so that
                 // the next free slot never waits for a claim.
                 if scheduler.held < capacity, woken || (!drained && scheduler.queued < configuration.concurrency) {

@@ -293,6 +293,13 @@ extension WebhookStore {
                       d.event_id, d.device_id,
                       COALESCE(d.sequence, 0), d.payload, d.attempts, due.skipped_gap
             """, logger: logger)
+        return try await attempts(from: rows, owner: owner)
+    }
+
+    /// Claimed deliveries as rows of (id, endpoint, project, url, sealed secrets, event id,
+    /// device, sequence or 0, payload, attempts, skipped gap), with their secrets opened.
+    /// One whose secret cannot be opened is recorded as a retry instead; the rest go on.
+    private func attempts(from rows: PostgresRowSequence, owner: String) async throws -> [DeliveryAttempt] {
         var result: [DeliveryAttempt] = []
         var unsigned: [DeliveryResult] = []
         for try await row in rows {
@@ -302,7 +309,6 @@ extension WebhookStore {
             do {
                 opened = try openSecrets(secrets)
             } catch {
-                // This endpoint's deliveries cannot be signed; the rest of the claim goes on.
                 unsigned.append(
                     DeliveryResult(
                         deliveryId: id, attempt: attempts, startedAt: Date(), latency: .zero, statusCode: nil,
@@ -357,8 +363,16 @@ extension WebhookStore {
 
     /// Records the results of many attempts in one round trip: each delivery's new status
     /// (only while `owner` still holds it) and one attempt-log row per attempt.
-    public func record(_ results: [DeliveryResult], owner: String) async throws {
-        guard !results.isEmpty else { return }
+    ///
+    /// A delivery done lets the device's next one go. With `chainLease`, a next one that is
+    /// the done one's immediate successor (so no gap can be behind it) is claimed for `owner`
+    /// in the same statement and returned, ready to send: a device's stream costs one row
+    /// update per delivery instead of a release and a claim. Others are only made due.
+    @discardableResult
+    public func record(_ results: [DeliveryResult], owner: String, chainLease: Duration? = nil) async throws
+        -> [DeliveryAttempt]
+    {
+        guard !results.isEmpty else { return [] }
         // Rows are locked in id order, as `renewLeases` locks them, so the two never deadlock.
         let results = results.sorted { $0.deliveryId < $1.deliveryId }
         let statuses = results.map { result -> String in
@@ -372,7 +386,9 @@ extension WebhookStore {
             if case .retry(let after) = result.outcome { return after.seconds }
             return 0
         }
-        try await database.client.query(
+        let chain = chainLease != nil
+        let lease = chainLease?.seconds ?? 0
+        let rows = try await database.client.query(
             """
             WITH r AS (
                 SELECT * FROM UNNEST(\(results.map(\.deliveryId))::bigint[], \(statuses)::text[],
@@ -391,18 +407,29 @@ extension WebhookStore {
                   FROM r
                  WHERE d.id = r.id AND d.lease_owner = \(owner)
                 RETURNING d.id, d.endpoint_id, d.device_id, d.sequence, d.status
-            ), next_ones AS (
-                -- A device's delivery done: the one behind it may go.
-                UPDATE deliveries n SET next_attempt_at = now()
+            ), successors AS (
+                -- A device's delivery done: the one behind it may go. Taken at once when it is the
+                -- very next of the sequence; otherwise due, and the claim judges its gap.
+                SELECT (SELECT p.id FROM deliveries p
+                         WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
+                           AND NOT (p.id = ANY(\(results.map(\.deliveryId))::bigint[]))
+                         ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) AS id,
+                       u.sequence AS done_sequence
                   FROM updated u
                  WHERE u.status <> 'pending'
-                   AND n.id = (SELECT p.id FROM deliveries p
-                                WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
-                                  AND NOT (p.id = ANY(\(results.map(\.deliveryId))::bigint[]))
-                                ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
+            ), next_ones AS (
+                UPDATE deliveries n
+                   SET next_attempt_at = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease)) ELSE now() END,
+                       attempts = CASE WHEN s.taken THEN n.attempts + 1 ELSE n.attempts END,
+                       lease_owner = CASE WHEN s.taken THEN \(owner) ELSE n.lease_owner END,
+                       leased_until = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease)) ELSE n.leased_until END
+                  FROM (SELECT s.id, \(chain) AND p.sequence = s.done_sequence + 1 AS taken
+                          FROM successors s JOIN deliveries p ON p.id = s.id) s
+                 WHERE n.id = s.id
                    AND n.next_attempt_at = 'infinity'
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = n.endpoint_id AND e.enabled)
-                RETURNING n.id
+                RETURNING n.id, n.endpoint_id, n.project_id, n.event_id, n.device_id, n.sequence, n.payload, n.attempts,
+                          s.taken
             ), held_back AS (
                 -- A device's delivery to retry: the ones behind it wait with it (any let out of
                 -- order, after a gap, go back to waiting), so claims meanwhile do not read them.
@@ -414,11 +441,20 @@ extension WebhookStore {
                    AND (COALESCE(l.sequence, 0), l.id) > (COALESCE(u.sequence, 0), u.id)
                    AND l.next_attempt_at < 'infinity' AND (l.leased_until IS NULL OR l.leased_until <= now())
                 RETURNING l.id
+            ), logged AS (
+                INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
+                SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
+                  FROM r JOIN deliveries d ON d.id = r.id
             )
-            INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
-            SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
-              FROM r JOIN deliveries d ON d.id = r.id
+            SELECT t.id, t.endpoint_id, t.project_id, e.url,
+                   ARRAY(SELECT s.sealed FROM webhook_secrets s
+                          WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                          ORDER BY s.id DESC),
+                   t.event_id, t.device_id, COALESCE(t.sequence, 0), t.payload, t.attempts, false
+              FROM next_ones t JOIN webhook_endpoints e ON e.id = t.endpoint_id
+             WHERE t.taken
             """, logger: logger)
+        return try await attempts(from: rows, owner: owner)
     }
 
     /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity')

@@ -30,6 +30,10 @@ struct NotifierBench: AsyncParsableCommand {
     @Option(help: "Deliveries per second to the healthy endpoint in the latency runs.") var rate = 200
     @Option(help: "Seconds each latency run lasts.") var seconds = 15
     @Option(help: "Request timeout in the latency runs, what the stuck endpoint costs per attempt.") var timeout = 5
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Claim a device's next delivery with its predecessor's result (the default), or release it for a later claim.")
+    var claimSuccessors = true
 
     func run() async throws {
         var logger = Logger(label: "checkin.bench")
@@ -70,7 +74,8 @@ struct NotifierBench: AsyncParsableCommand {
                 queued += chunk.count
             }
             let throughputConfiguration = NotifierConfiguration(
-                concurrency: concurrency, endpointConcurrency: endpointConcurrency, pollInterval: .milliseconds(100))
+                concurrency: concurrency, endpointConcurrency: endpointConcurrency, pollInterval: .milliseconds(100),
+                claimsSuccessorsWithResults: claimSuccessors)
             let started = ContinuousClock.now
             try await withDispatcher(throughputConfiguration, webhooks: webhooks, logger: logger) { _ in
                 while partner.count(path: "/ok") < deliveries { try await Task.sleep(for: .milliseconds(20)) }
@@ -84,7 +89,7 @@ struct NotifierBench: AsyncParsableCommand {
             // Latency of a steady stream to a healthy endpoint, alone and beside one that never answers.
             let latencyConfiguration = NotifierConfiguration(
                 concurrency: concurrency, endpointConcurrency: min(16, endpointConcurrency), requestTimeout: .seconds(timeout),
-                pollInterval: .milliseconds(100))
+                pollInterval: .milliseconds(100), claimsSuccessorsWithResults: claimSuccessors)
             let alone = try await steadyStream(
                 to: try await endpoint("steady", path: "/steady"), path: "/steady", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)

@@ -217,6 +217,72 @@ import Testing
         }
     }
 
+    /// Recording a delivery as done claims the device's very next one for the same owner
+    /// and hands it back; a retry, a gap or a disabled endpoint claims nothing.
+    @Test func aResultClaimsTheDevicesNextDeliveryOnlyWhenItIsTheVeryNext() async throws {
+        let logger = logger
+        let projectId = "chain-" + UUID().uuidString
+        try await withDatabase { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Chain")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let secret = WebhookSecret.generate()
+            let endpoint = try await webhooks.addEndpoint(projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [secret])
+            func delivery(_ sequence: Int) -> NewDelivery {
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(sequence)", eventType: "checkin",
+                    deviceId: "d", eventTime: Date(), sequence: sequence, payload: "{\"n\":\(sequence)}")
+            }
+            func claim(owner: String = "a", hold: Duration = .seconds(60)) async throws -> [DeliveryAttempt] {
+                try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: owner, lease: .seconds(60), gapHold: hold)
+                    .filter { $0.projectId == projectId }
+            }
+            func finish(_ attempt: DeliveryAttempt, _ outcome: DeliveryResult.Outcome) async throws -> [DeliveryAttempt] {
+                try await webhooks.record(
+                    [
+                        DeliveryResult(
+                            deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .zero,
+                            statusCode: outcome == .delivered ? 204 : 500, error: nil, outcome: outcome)
+                    ], owner: "a", chainLease: .seconds(60))
+            }
+            // 1, 2, 3 and 5: 4 has not arrived.
+            try await webhooks.enqueue([delivery(1), delivery(2), delivery(3), delivery(5)])
+            let first = try await claim()
+            #expect(first.map(\.sequence) == [1])
+
+            // Delivered: 2 comes back claimed, ready to send, and no claim sees it.
+            let second = try await finish(first[0], .delivered)
+            #expect(second.map(\.sequence) == [2])
+            #expect(second.first?.attempt == 1)
+            #expect(second.first?.payload == "{\"n\":2}")
+            #expect(second.first?.secrets == [secret])
+            #expect(try await claim(owner: "b").isEmpty)
+
+            // A retry claims nothing, and 3 stays behind it.
+            #expect(try await finish(second[0], .retry(after: .zero)).isEmpty)
+            let retried = try await claim()
+            #expect(retried.map(\.sequence) == [2])
+            #expect(retried.first?.attempt == 2)
+
+            // Failed for good: 3 is the very next, claimed.
+            let third = try await finish(retried[0], .failed)
+            #expect(third.map(\.sequence) == [3])
+
+            // 4 is missing: 5 is not claimed with 3's result; it waits for the gap hold.
+            #expect(try await finish(third[0], .delivered).isEmpty)
+            #expect(try await claim().isEmpty)
+            let fifth = try await claim(hold: .zero)
+            #expect(fifth.map(\.sequence) == [5])
+            #expect(fifth.first?.skippedGap == true)
+
+            // A disabled endpoint's next delivery is not claimed either.
+            try await webhooks.enqueue([delivery(6)])
+            _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "test")
+            #expect(try await finish(fifth[0], .delivered).isEmpty)
+            let log = try await webhooks.deliveries(projectId: projectId, status: .delivered, limit: 10)
+            #expect(Set(log.compactMap(\.sequence)) == [1, 3, 5])
+        }
+    }
+
     @Test func offsetsNeverMoveBackwards() async throws {
         let logger = logger
         let group = "group-" + UUID().uuidString
