@@ -121,7 +121,7 @@ struct FixBatchProcessor: Sendable {
                 }
                 for event in evaluation.events {
                     if event.type == .checkin { result.checkIns += 1 } else { result.checkOuts += 1 }
-                    events.append(try outboxEvent(for: event, from: message.partition, encoder: encoder))
+                    events.append(try outboxEvent(for: event, from: message.partition))
                 }
             }
             // Dead letters are the input as it came, not decisions: published now (again,
@@ -198,8 +198,8 @@ struct FixBatchProcessor: Sendable {
 
     /// The event as the outbox keeps it. An event the producer could never send fails the
     /// batch now, so that the fix deciding it is the record set aside, not the event.
-    func outboxEvent(for event: CheckEvent, from partition: Int32, encoder: JSONEncoder) throws -> OutboxEvent {
-        let encoded = String(decoding: try encoder.encode(event), as: UTF8.self)
+    func outboxEvent(for event: CheckEvent, from partition: Int32) throws -> OutboxEvent {
+        let encoded = String(decoding: try event.wireJSON(), as: UTF8.self)
         let bytes = encoded.utf8.count + event.deviceId.utf8.count + Self.recordOverheadBytes
         guard bytes <= producer.maximumMessageBytes else {
             throw EventTooLarge(eventId: event.eventId, bytes: bytes, limit: producer.maximumMessageBytes)

@@ -122,7 +122,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
                 let events = engine.checkOutStale(
                     state: &state, projectId: stored.key.projectId, deviceId: stored.key.deviceId, now: now)
                 decided += try events.map {
-                    try processor.outboxEvent(for: $0, from: stored.partition ?? -1, encoder: encoder)
+                    try processor.outboxEvent(for: $0, from: stored.partition ?? -1)
                 }
                 var next = stored
                 next.stateJSON = String(decoding: try encoder.encode(state), as: UTF8.self)

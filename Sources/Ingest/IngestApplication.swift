@@ -85,9 +85,8 @@ struct FixRoutes {
             rejectedBatches.increment()
             throw error
         }
-        let encoder = WireJSON.encoder()
         let records = try fixes.map { fix in
-            KafkaRecord(topic: configuration.topics.fixes, key: Array(fix.deviceId.utf8), value: Array(try encoder.encode(fix)))
+            KafkaRecord(topic: configuration.topics.fixes, key: Array(fix.deviceId.utf8), value: try fix.wireJSON())
         }
         let started = DispatchTime.now()
         let results = await producer.send(records)

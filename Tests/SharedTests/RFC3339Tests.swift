@@ -37,4 +37,13 @@ import Testing
             #expect(abs(parsed.timeIntervalSince1970 - seconds) < 0.001)
         }
     }
+
+    /// Years 0 to 9999 are written digit by digit; others take `format`'s own spelling.
+    @Test(arguments: [0, -0.0005, -1, 1_795_341_600.25, 253_402_300_799.999, 253_402_300_800, -62_167_219_200, -62_167_219_200.5])
+    func appendsTheBytesOfFormat(seconds: Double) {
+        let date = Date(timeIntervalSince1970: seconds)
+        var bytes = Array("x".utf8)
+        RFC3339.append(date, to: &bytes)
+        #expect(bytes == Array(("x" + RFC3339.format(date)).utf8))
+    }
 }

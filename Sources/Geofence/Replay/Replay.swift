@@ -57,7 +57,6 @@ public enum Replay {
         let document = try zones(from: zonesJSON)
         var engines: [String: GeofenceEngine] = [:]
         var states: [String: [String: DeviceState]] = [:]
-        let encoder = WireJSON.encoder()
         var summary = Summary()
         for (index, line) in fixLines.enumerated() {
             let text = line.trimmingCharacters(in: .whitespacesAndNewlines)
@@ -95,8 +94,7 @@ public enum Replay {
                 case .checkin: summary.checkIns += 1
                 case .checkout: summary.checkOuts += 1
                 }
-                let data = try encoder.encode(event)
-                emitEvent(String(decoding: data, as: UTF8.self))
+                emitEvent(String(decoding: try event.wireJSON(), as: UTF8.self))
             }
         }
         return summary

@@ -68,6 +68,50 @@ public enum RFC3339 {
 
     /// Formats as UTC with millisecond precision: `2026-11-22T10:00:00.123Z`.
     public static func format(_ date: Date) -> String {
+        let (year, month, day, hour, minute, second, millisecond) = fields(of: date)
+        func pad(_ value: Int, _ width: Int) -> String {
+            let text = String(value)
+            return String(repeating: "0", count: max(0, width - text.count)) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+    }
+
+    /// Appends the bytes of `format(date)` without building strings: the JSON writer puts
+    /// a timestamp in every event and fix.
+    public static func append(_ date: Date, to bytes: inout [UInt8]) {
+        let (year, month, day, hour, minute, second, millisecond) = fields(of: date)
+        guard (0...9999).contains(year) else {
+            // Not four digits: whatever `format` makes of it.
+            bytes.append(contentsOf: format(date).utf8)
+            return
+        }
+        func digits(_ value: Int, _ width: Int) {
+            var divisor = 1
+            for _ in 1..<width { divisor *= 10 }
+            while divisor > 0 {
+                bytes.append(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+                divisor /= 10
+            }
+        }
+        digits(year, 4)
+        bytes.append(UInt8(ascii: "-"))
+        digits(month, 2)
+        bytes.append(UInt8(ascii: "-"))
+        digits(day, 2)
+        bytes.append(UInt8(ascii: "T"))
+        digits(hour, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(minute, 2)
+        bytes.append(UInt8(ascii: ":"))
+        digits(second, 2)
+        bytes.append(UInt8(ascii: "."))
+        digits(millisecond, 3)
+        bytes.append(UInt8(ascii: "Z"))
+    }
+
+    private static func fields(
+        of date: Date
+    ) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, millisecond: Int) {
         let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
         var days = totalMilliseconds / 86_400_000
         var milliOfDay = totalMilliseconds % 86_400_000
@@ -76,15 +120,10 @@ public enum RFC3339 {
             days -= 1
         }
         let (year, month, day) = civilFromDays(Int(days))
-        let hour = Int(milliOfDay / 3_600_000)
-        let minute = Int(milliOfDay / 60_000 % 60)
-        let second = Int(milliOfDay / 1000 % 60)
-        let millisecond = Int(milliOfDay % 1000)
-        func pad(_ value: Int, _ width: Int) -> String {
-            let text = String(value)
-            return String(repeating: "0", count: max(0, width - text.count)) + text
-        }
-        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(hour, 2)):\(pad(minute, 2)):\(pad(second, 2)).\(pad(millisecond, 3))Z"
+        return (
+            year, month, day, Int(milliOfDay / 3_600_000), Int(milliOfDay / 60_000 % 60), Int(milliOfDay / 1000 % 60),
+            Int(milliOfDay % 1000)
+        )
     }
 
     static func daysInMonth(year: Int, month: Int) -> Int {

@@ -151,7 +151,7 @@ struct NotifierBench: AsyncParsableCommand {
                 id: "fence-1", name: "Kiosk", description: "", geometry: .point(Position(lon: 144.9631, lat: -37.8136)), radius: 50),
             location: EventLocation(timestamp: sentAt, lat: -37.8136, lon: 144.9631, accuracy: 8), willCheckOut: true,
             mode: .normal, sequence: sequence)
-        let body = WebhookPayload.body(type: event.type, timestamp: sentAt, event: (try? WireJSON.encoder().encode(event)) ?? Data())
+        let body = WebhookPayload.body(type: event.type, timestamp: sentAt, event: (try? event.wireJSON()) ?? [])
         return NewDelivery(
             endpointId: endpoint.id, projectId: endpoint.projectId, eventId: eventId, eventType: event.type.rawValue,
             deviceId: event.deviceId, eventTime: sentAt, sequence: sequence, payload: String(decoding: body, as: UTF8.self))
