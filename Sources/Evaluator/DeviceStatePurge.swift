@@ -35,7 +35,6 @@ public struct DeviceStatePurge: Sendable {
     public func purge(now: Date) async throws -> Int {
         let cutoff = now.addingTimeInterval(-retention.seconds)
         let checkedInCutoff = now.addingTimeInterval(-retention.seconds * Self.checkedInFactor)
-        let decoder = WireJSON.decoder()
         var cursor: DeviceKey?
         var purged = 0
         repeat {
@@ -44,9 +43,9 @@ public struct DeviceStatePurge: Sendable {
             }
             var idle: [DeviceKey] = []
             var checkedIn: [DeviceKey] = []
-            for (key, json) in step.candidates {
+            for (key, stored) in step.candidates {
                 // A state that no longer decodes would be started afresh anyway.
-                let state = try? decoder.decode(DeviceState.self, from: Data(json.utf8))
+                let state = try? DeviceState(storedBytes: stored)
                 if let state, !state.openCheckInZoneIds.isEmpty || !state.presentZoneIds.isEmpty {
                     checkedIn.append(key)
                 } else {

@@ -98,16 +98,16 @@ struct FixBatchProcessor: Sendable {
         }
 
         let engines = try await catalog.engines()
-        let decoder = WireJSON.decoder()
-        let encoder = WireJSON.encoder()
         let committed = try await database.withTransaction { connection in
             var result = outcome
             let keys = Set(fixes.map { DeviceKey(projectId: $0.fix.projectId, deviceId: $0.fix.deviceId) })
             let stored = try await states.lockStates(keys, on: connection)
             var current: [DeviceKey: DeviceState] = [:]
             for key in keys {
-                current[key] = stored[key].map { decodeState($0, key: key, decoder: decoder) } ?? DeviceState()
+                current[key] = stored[key].map { decodeState($0, key: key) } ?? DeviceState()
             }
+            /// As read: a state the batch left as it was is not written again.
+            let before = current
             var partitions: [DeviceKey: Int32] = [:]
             var events: [OutboxEvent] = []
             for (message, fix) in fixes {
@@ -130,11 +130,11 @@ struct FixBatchProcessor: Sendable {
             try await outbox.add(events, group: configuration.groupId, sourceTopic: configuration.topics.fixes, on: connection)
             // The state's last evaluated fix, not this batch's: a batch of late fixes only
             // must not blank out when the device was last seen.
-            let toSave = try current.map { key, state in
-                StoredDeviceState(
-                    key: key, stateJSON: String(decoding: try encoder.encode(state), as: UTF8.self),
-                    lastFixAt: state.lastFixTime, staleAt: engines.engine(for: key.projectId).staleDeadline(of: state),
-                    partition: partitions[key])
+            let toSave = current.compactMap { key, state -> StoredDeviceState? in
+                guard stored[key] == nil || state != before[key] else { return nil }
+                return StoredDeviceState(
+                    key: key, state: state.binaryEncoded(), lastFixAt: state.lastFixTime,
+                    staleAt: engines.engine(for: key.projectId).staleDeadline(of: state), partition: partitions[key])
             }
             try await states.save(toSave, on: connection)
             try await offsets.save(
@@ -184,9 +184,9 @@ struct FixBatchProcessor: Sendable {
 
     /// A stored state that no longer decodes would fail its batch on every retry and
     /// stall the partition; the device starts afresh instead, loudly.
-    func decodeState(_ json: String, key: DeviceKey, decoder: JSONDecoder) -> DeviceState {
+    func decodeState(_ stored: [UInt8], key: DeviceKey) -> DeviceState {
         do {
-            return try decoder.decode(DeviceState.self, from: Data(json.utf8))
+            return try DeviceState(storedBytes: stored)
         } catch {
             stateResets.increment()
             logger.error(

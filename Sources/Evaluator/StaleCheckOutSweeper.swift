@@ -107,8 +107,6 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         let epochs = try processor.leases.epochs(covering: partitions)
         let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
         let engines = try await processor.catalog.engines()
-        let decoder = WireJSON.decoder()
-        let encoder = WireJSON.encoder()
         let (claimed, events) = try await processor.database.withTransaction { connection in
             let due = try await processor.states.claimStale(
                 dueBy: now, group: group, topic: topic, partitions: partitions.map(\.partition), limit: batchSize,
@@ -117,7 +115,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
             var decided: [OutboxEvent] = []
             var updated: [StoredDeviceState] = []
             for stored in due {
-                var state = processor.decodeState(stored.stateJSON, key: stored.key, decoder: decoder)
+                var state = processor.decodeState(stored.state, key: stored.key)
                 let engine = engines.engine(for: stored.key.projectId)
                 let events = engine.checkOutStale(
                     state: &state, projectId: stored.key.projectId, deviceId: stored.key.deviceId, now: now)
@@ -125,7 +123,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
                     try processor.outboxEvent(for: $0, from: stored.partition ?? -1)
                 }
                 var next = stored
-                next.stateJSON = String(decoding: try encoder.encode(state), as: UTF8.self)
+                next.state = state.binaryEncoded()
                 next.staleAt = engine.staleDeadline(of: state)
                 if next.staleAt.map({ $0 <= now }) == true {
                     // Nothing more to do now; look again after one more interval rather than spin.

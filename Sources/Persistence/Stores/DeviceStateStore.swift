@@ -17,11 +17,11 @@ public struct DeviceKey: Sendable, Hashable, Comparable {
     }
 }
 
-/// A device's engine state as stored: the JSON the engine wrote, plus the
-/// columns the stale check-out sweep queries by.
+/// A device's engine state as stored: the bytes the engine wrote (its binary encoding,
+/// or JSON in rows from before it), plus the columns the stale check-out sweep queries by.
 public struct StoredDeviceState: Sendable {
     public var key: DeviceKey
-    public var stateJSON: String
+    public var state: [UInt8]
     public var lastFixAt: Date?
     /// When a stale check-out is due; nil when the device is checked into nothing that can time out.
     public var staleAt: Date?
@@ -29,9 +29,9 @@ public struct StoredDeviceState: Sendable {
     /// stale check-out, against how far that partition has been consumed.
     public var partition: Int32?
 
-    public init(key: DeviceKey, stateJSON: String, lastFixAt: Date?, staleAt: Date?, partition: Int32? = nil) {
+    public init(key: DeviceKey, state: [UInt8], lastFixAt: Date?, staleAt: Date?, partition: Int32? = nil) {
         self.key = key
-        self.stateJSON = stateJSON
+        self.state = state
         self.lastFixAt = lastFixAt
         self.staleAt = staleAt
         self.partition = partition
@@ -49,25 +49,29 @@ public struct DeviceStateStore: Sendable {
 
     /// Loads and row-locks the states of these devices (absent: never seen). Locks are
     /// taken in key order so that concurrent batches cannot deadlock.
-    public func lockStates(_ keys: Set<DeviceKey>, on connection: PostgresConnection) async throws -> [DeviceKey: String] {
+    public func lockStates(_ keys: Set<DeviceKey>, on connection: PostgresConnection) async throws -> [DeviceKey: [UInt8]] {
         let sorted = keys.sorted()
         let projects = sorted.map(\.projectId)
         let devices = sorted.map(\.deviceId)
         let rows = try await connection.query(
             """
-            SELECT s.project_id, s.device_id, s.state::text
+            SELECT s.project_id, s.device_id, \(unescaped: Self.storedState)
             FROM device_states s
             JOIN UNNEST(\(projects)::text[], \(devices)::text[]) AS k(project_id, device_id)
               ON s.project_id = k.project_id AND s.device_id = k.device_id
             ORDER BY s.project_id, s.device_id
             FOR UPDATE OF s
             """, logger: logger)
-        var states: [DeviceKey: String] = [:]
-        for try await (project, device, state) in rows.decode((String, String, String).self) {
-            states[DeviceKey(projectId: project, deviceId: device)] = state
+        var states: [DeviceKey: [UInt8]] = [:]
+        for try await (project, device, state) in rows.decode((String, String, ByteBuffer).self) {
+            states[DeviceKey(projectId: project, deviceId: device)] = Array(state.readableBytesView)
         }
         return states
     }
+
+    /// The state column as the engine reads it: the binary encoding, or the JSON of a row
+    /// not rewritten since states were stored in binary.
+    static let storedState = "COALESCE(s.state_binary, convert_to(s.state::text, 'UTF8'))"
 
     public func save(_ states: [StoredDeviceState], on connection: PostgresConnection) async throws {
         guard !states.isEmpty else { return }
@@ -75,15 +79,15 @@ public struct DeviceStateStore: Sendable {
         let epoch = Date(timeIntervalSince1970: 0)
         try await connection.query(
             """
-            INSERT INTO device_states (project_id, device_id, state, last_fix_at, stale_at, partition, updated_at)
-            SELECT s.project_id, s.device_id, s.state::jsonb, NULLIF(s.last_fix_at, 'epoch'::timestamptz),
+            INSERT INTO device_states (project_id, device_id, state_binary, last_fix_at, stale_at, partition, updated_at)
+            SELECT s.project_id, s.device_id, s.state, NULLIF(s.last_fix_at, 'epoch'::timestamptz),
                    NULLIF(s.stale_at, 'epoch'::timestamptz), NULLIF(s.partition, -1), now()
             FROM UNNEST(\(sorted.map(\.key.projectId))::text[], \(sorted.map(\.key.deviceId))::text[],
-                        \(sorted.map(\.stateJSON))::text[], \(sorted.map { $0.lastFixAt ?? epoch })::timestamptz[],
+                        \(sorted.map { ByteBuffer(bytes: $0.state) })::bytea[], \(sorted.map { $0.lastFixAt ?? epoch })::timestamptz[],
                         \(sorted.map { $0.staleAt ?? epoch })::timestamptz[], \(sorted.map { Int($0.partition ?? -1) })::int4[])
                  AS s(project_id, device_id, state, last_fix_at, stale_at, partition)
             ON CONFLICT (project_id, device_id) DO UPDATE
-               SET state = EXCLUDED.state, last_fix_at = EXCLUDED.last_fix_at,
+               SET state_binary = EXCLUDED.state_binary, state = NULL, last_fix_at = EXCLUDED.last_fix_at,
                    stale_at = EXCLUDED.stale_at, partition = COALESCE(EXCLUDED.partition, device_states.partition),
                    updated_at = now()
             """, logger: logger)
@@ -93,22 +97,22 @@ public struct DeviceStateStore: Sendable {
     /// `cursor`, each with its state when it was last written before `cutoff` (a candidate
     /// for deletion). `last` is where the next step starts; nil when the walk is over.
     public func scanSilent(after cursor: DeviceKey?, cutoff: Date, limit: Int, on connection: PostgresConnection) async throws
-        -> (candidates: [(key: DeviceKey, stateJSON: String)], last: DeviceKey?)
+        -> (candidates: [(key: DeviceKey, state: [UInt8])], last: DeviceKey?)
     {
         let rows = try await connection.query(
             """
-            SELECT project_id, device_id, CASE WHEN updated_at < \(cutoff) THEN state::text END
-              FROM device_states
-             WHERE (project_id, device_id) > (\(cursor?.projectId ?? ""), \(cursor?.deviceId ?? ""))
-             ORDER BY project_id, device_id
+            SELECT s.project_id, s.device_id, CASE WHEN s.updated_at < \(cutoff) THEN \(unescaped: Self.storedState) END
+              FROM device_states s
+             WHERE (s.project_id, s.device_id) > (\(cursor?.projectId ?? ""), \(cursor?.deviceId ?? ""))
+             ORDER BY s.project_id, s.device_id
              LIMIT \(limit)
             """, logger: logger)
-        var candidates: [(key: DeviceKey, stateJSON: String)] = []
+        var candidates: [(key: DeviceKey, state: [UInt8])] = []
         var last: DeviceKey?
         var scanned = 0
-        for try await (project, device, state) in rows.decode((String, String, String?).self) {
+        for try await (project, device, state) in rows.decode((String, String, ByteBuffer?).self) {
             let key = DeviceKey(projectId: project, deviceId: device)
-            if let state { candidates.append((key, state)) }
+            if let state { candidates.append((key, Array(state.readableBytesView))) }
             last = key
             scanned += 1
         }
@@ -150,7 +154,7 @@ public struct DeviceStateStore: Sendable {
     ) async throws -> [StoredDeviceState] {
         let rows = try await connection.query(
             """
-            SELECT s.project_id, s.device_id, s.state::text, s.last_fix_at, s.stale_at, s.partition
+            SELECT s.project_id, s.device_id, \(unescaped: Self.storedState), s.last_fix_at, s.stale_at, s.partition
             FROM device_states s
             WHERE s.stale_at <= \(now)
               AND ((s.partition = ANY(\(partitions.map(Int.init))::int4[])
@@ -165,11 +169,12 @@ public struct DeviceStateStore: Sendable {
             """, logger: logger)
         var result: [StoredDeviceState] = []
         for try await (project, device, state, lastFixAt, staleAt, partition) in rows.decode(
-            (String, String, String, Date?, Date?, Int32?).self)
+            (String, String, ByteBuffer, Date?, Date?, Int32?).self)
         {
             result.append(
                 StoredDeviceState(
-                    key: DeviceKey(projectId: project, deviceId: device), stateJSON: state, lastFixAt: lastFixAt,
+                    key: DeviceKey(projectId: project, deviceId: device), state: Array(state.readableBytesView),
+                    lastFixAt: lastFixAt,
                     staleAt: staleAt, partition: partition))
         }
         return result

@@ -31,6 +31,8 @@ import Testing
     /// while a later event may still look for it (its state exists).
     @Test func deliveredDeliveriesPastTheRetentionArePurged() async throws {
         let logger = logger
+        // The purge counter reports to Prometheus only if metrics were bootstrapped before it was made.
+        _ = MetricsBootstrap.prometheus()
         let projectId = "retention-" + UUID().uuidString
         let (purged, left, attemptsLeft, counted) = try await withDatabase { database in
             try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Retention")
@@ -72,7 +74,7 @@ import Testing
                         try await DeviceStateStore(logger: logger).save(
                             [
                                 StoredDeviceState(
-                                    key: DeviceKey(projectId: projectId, deviceId: device), stateJSON: "{}", lastFixAt: nil,
+                                    key: DeviceKey(projectId: projectId, deviceId: device), state: Array("{}".utf8), lastFixAt: nil,
                                     staleAt: nil)
                             ], on: connection)
                     }
@@ -127,7 +129,7 @@ import Testing
                 try await states.save(
                     plan.map { device, entry in
                         StoredDeviceState(
-                            key: DeviceKey(projectId: projectId, deviceId: device), stateJSON: entry.0, lastFixAt: nil, staleAt: nil)
+                            key: DeviceKey(projectId: projectId, deviceId: device), state: Array(entry.0.utf8), lastFixAt: nil, staleAt: nil)
                     }, on: connection)
             }
             for (device, entry) in plan {

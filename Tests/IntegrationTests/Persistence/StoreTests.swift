@@ -1,4 +1,5 @@
 import Foundation
+import Geofence
 import Logging
 import Persistence
 import PostgresNIO
@@ -283,6 +284,41 @@ import Testing
         }
     }
 
+    /// A state stored as JSON before states were stored in binary reads as it was; the
+    /// next write stores it in binary and clears the JSON.
+    @Test func deviceStatesReadTheirJSONFormAndAreRewrittenInBinary() async throws {
+        let logger = logger
+        let key = DeviceKey(projectId: "state-" + UUID().uuidString, deviceId: "d")
+        let json = #"{"t": 1000, "n": 3, "z": [{"id": "zone-cafe", "in": true, "o": {"id": "check-in", "t": 1000}}]}"#
+        let expected = try WireJSON.decoder().decode(DeviceState.self, from: Data(json.utf8))
+        let (legacy, rewritten, columns) = try await withDatabase { database in
+            let states = DeviceStateStore(logger: logger)
+            try await database.client.query(
+                "INSERT INTO device_states (project_id, device_id, state) VALUES (\(key.projectId), \(key.deviceId), \(json)::jsonb)",
+                logger: logger)
+            return try await database.withTransaction { connection in
+                let legacy = try DeviceState(storedBytes: try #require(try await states.lockStates([key], on: connection)[key]))
+                try await states.save(
+                    [StoredDeviceState(key: key, state: legacy.binaryEncoded(), lastFixAt: nil, staleAt: nil)], on: connection)
+                let rewritten = try DeviceState(storedBytes: try #require(try await states.lockStates([key], on: connection)[key]))
+                let rows = try await connection.query(
+                    """
+                    SELECT state IS NULL, octet_length(state_binary) FROM device_states
+                     WHERE project_id = \(key.projectId) AND device_id = \(key.deviceId)
+                    """, logger: logger)
+                var columns: (jsonCleared: Bool, binaryBytes: Int)?
+                for try await (cleared, bytes) in rows.decode((Bool, Int?).self) { columns = (cleared, bytes ?? 0) }
+                return (legacy, rewritten, columns)
+            }
+        }
+        #expect(legacy == expected)
+        #expect(legacy.lastSequence == 3)
+        #expect(legacy.openCheckInZoneIds == ["zone-cafe"])
+        #expect(rewritten == expected)
+        #expect(columns?.jsonCleared == true)
+        #expect((columns?.binaryBytes ?? 0) > 0 && (columns?.binaryBytes ?? 0) < json.utf8.count)
+    }
+
     @Test func offsetsNeverMoveBackwards() async throws {
         let logger = logger
         let group = "group-" + UUID().uuidString
@@ -311,7 +347,7 @@ import Testing
             let states = DeviceStateStore(logger: logger)
             func state(_ device: String, partition: Int32?) -> StoredDeviceState {
                 StoredDeviceState(
-                    key: DeviceKey(projectId: project, deviceId: device), stateJSON: "{}", lastFixAt: nil,
+                    key: DeviceKey(projectId: project, deviceId: device), state: Array("{}".utf8), lastFixAt: nil,
                     staleAt: now.addingTimeInterval(-60), partition: partition)
             }
             func claim() async throws -> [String] {

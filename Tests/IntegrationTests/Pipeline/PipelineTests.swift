@@ -100,7 +100,7 @@ extension PipelineTests {
                         [
                             StoredDeviceState(
                                 key: DeviceKey(projectId: trip.projectId, deviceId: trip.deviceId),
-                                stateJSON: #"{"t": "not a time"}"#, lastFixAt: nil, staleAt: nil)
+                                state: Array(#"{"t": "not a time"}"#.utf8), lastFixAt: nil, staleAt: nil)
                         ], on: connection)
                 }
             }

@@ -32,9 +32,12 @@ import Testing
     /// The device's committed state, as the engine reads it.
     static func state(of trip: TestTrip, in cluster: EvaluatorCluster) async throws -> DeviceState? {
         let rows = try await cluster.query(
-            "SELECT state::text FROM device_states WHERE project_id = '\(trip.projectId)' AND device_id = '\(trip.deviceId)'")
-        guard let json = try rows.first?.decode(String.self) else { return nil }
-        return try WireJSON.decoder().decode(DeviceState.self, from: Data(json.utf8))
+            """
+            SELECT COALESCE(state_binary, convert_to(state::text, 'UTF8')) FROM device_states
+             WHERE project_id = '\(trip.projectId)' AND device_id = '\(trip.deviceId)'
+            """)
+        guard let stored = try rows.first?.decode(ByteBuffer.self) else { return nil }
+        return try DeviceState(storedBytes: Array(stored.readableBytesView))
     }
 
     /// Waits until the fixes are committed and their events have left the outbox, then
