@@ -129,7 +129,8 @@ import Testing
                 try await states.save(
                     plan.map { device, entry in
                         StoredDeviceState(
-                            key: DeviceKey(projectId: projectId, deviceId: device), state: Array(entry.0.utf8), lastFixAt: nil, staleAt: nil)
+                            key: DeviceKey(projectId: projectId, deviceId: device), state: Array(entry.0.utf8), lastFixAt: nil, staleAt: nil
+                        )
                     }, on: connection)
             }
             for (device, entry) in plan {
