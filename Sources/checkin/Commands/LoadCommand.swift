@@ -9,9 +9,14 @@ struct LoadCommand: AsyncParsableCommand {
         commandName: "load",
         abstract: "Send generated device trips to an ingest service and report throughput and latency.",
         discussion: """
-            Bounded: it sends exactly --fixes fixes and stops. With --metrics it then waits until the evaluator's
-            checkin_evaluator_fixes_total has grown by that many, to measure the pipeline end to end.
-            Meant for a pipeline on this machine (checkin dev or the three services).
+            Bounded: it sends exactly --fixes fixes and stops. Closed loop by default (--concurrency requests in
+            flight); with --rate it sends on a fixed schedule whatever the answers take (open loop), and a
+            request's latency counts from when it was due. With --metrics it then waits until the evaluator's
+            checkin_evaluator_fixes_total has grown by that many, to measure the pipeline end to end. With
+            --receive it registers a webhook endpoint of its own for the project (in CHECKIN_DATABASE_URL's
+            database), verifies every webhook's signature, and reports how long each event took from the
+            acceptance of the fix that decided it to its webhook. Meant for a pipeline on this machine
+            (checkin dev or the three services, webhooks to this machine allowed).
             """)
 
     @Option(help: "Ingest base URL.") var url = "http://127.0.0.1:8080"
@@ -20,48 +25,90 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "How many fixes to send in all.") var fixes = 20_000
     @Option(help: "Distinct devices.") var devices = 200
     @Option(help: "Fixes per request.") var batch = 100
-    @Option(help: "Requests in flight at once.") var concurrency = 8
+    @Option(help: "Requests in flight at once (closed loop); with --rate, the most that may be.") var concurrency = 8
+    @Option(help: "Fixes per second on a fixed schedule (open loop); 0: as fast as --concurrency allows.") var rate = 0
     @Option(help: "A /metrics URL of the evaluator (or of checkin dev) to wait on.") var metrics: String?
-    @Option(help: "Seconds to wait for the evaluator.") var timeout = 300
+    @Flag(help: "Receive the project's webhooks and report fix-accepted to webhook-received latency.") var receive = false
+    @Option(help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
+    @Flag(help: "Print one JSON summary instead of text.") var json = false
 
     func validate() throws {
-        guard fixes > 0, devices > 0, batch > 0, concurrency > 0 else {
-            throw ValidationError("--fixes, --devices, --batch and --concurrency must be positive")
+        guard fixes > 0, devices > 0, batch > 0, concurrency > 0, rate >= 0 else {
+            throw ValidationError("--fixes, --devices, --batch and --concurrency must be positive, --rate zero or more")
         }
         guard batch <= 1000 else { throw ValidationError("--batch must be at most 1000 (the ingest limit)") }
     }
 
     func run() async throws {
         let client = HTTPClient.shared
+        let trip = LoadTrip(project: project, devices: devices, fixes: fixes)
+        var summary = LoadSummary(fixes: fixes, devices: devices, batch: batch, openLoopRate: rate == 0 ? nil : rate)
+        let accepted = AcceptanceTimes(count: fixes)
+        let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted) : nil
+        do {
+            try await send(trip: trip, client: client, accepted: accepted, receiver: receiver, summary: &summary)
+            if let receiver { summary.webhooks = try await receiver.waitUntilQuiet(timeout: .seconds(timeout)) }
+        } catch {
+            try? await receiver?.stop()
+            throw error
+        }
+        try await receiver?.stop()
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else {
+            summary.printText()
+        }
+    }
+
+    private func send(
+        trip: LoadTrip, client: HTTPClient, accepted: AcceptanceTimes, receiver: LoadReceiver?, summary: inout LoadSummary
+    ) async throws {
         var before: Double?
         if let metrics { before = try await evaluatedCount(client: client, url: metrics) }
         let batches = stride(from: 0, to: fixes, by: batch).map { $0..<min($0 + batch, fixes) }
-        let origin = Date().addingTimeInterval(-Double(fixes / devices + 1) * 5)
+        let progress = LoadProgress(total: fixes, enabled: !json && isatty(STDERR_FILENO) == 1)
         let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: Double.self, returning: [Double].self) { group in
+            group.addTask {
+                await progress.run(started: started, webhooks: { receiver?.received ?? 0 })
+                return -1
+            }
             var latencies: [Double] = []
-            var next = batches.makeIterator()
-            func submit(_ range: Range<Int>) {
-                group.addTask { try await send(range, origin: origin, client: client) }
+            var inFlight = 0
+            for (index, range) in batches.enumerated() {
+                // Open loop: each request has its time; one that could not start on time (too many in
+                // flight) counts its latency from that time all the same.
+                let due = rate > 0 ? started + .seconds(Double(index * batch) / Double(rate)) : ContinuousClock.now
+                if rate > 0 { try await Task.sleep(until: due, clock: .continuous) }
+                while inFlight >= (rate > 0 ? max(concurrency, 64) : concurrency), let latency = try await group.next() {
+                    if latency >= 0 {
+                        latencies.append(latency)
+                        inFlight -= 1
+                    }
+                }
+                inFlight += 1
+                group.addTask {
+                    let latency = try await post(try trip.batch(range), client: client, due: due)
+                    let now = Date().timeIntervalSince1970
+                    accepted.record(range, at: now)
+                    progress.sent(range.count)
+                    return latency
+                }
             }
-            for _ in 0..<concurrency {
-                if let range = next.next() { submit(range) }
+            while inFlight > 0, let latency = try await group.next() {
+                if latency >= 0 {
+                    latencies.append(latency)
+                    inFlight -= 1
+                }
             }
-            while let latency = try await group.next() {
-                latencies.append(latency)
-                if let range = next.next() { submit(range) }
-            }
+            progress.finish()
+            group.cancelAll()
             return latencies
         }
-        let sent = ContinuousClock.now - started
-        let sentSeconds = sent.seconds
-        let sorted = latencies.sorted()
-        func percentile(_ p: Double) -> Double { sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000 }
-        print(
-            String(
-                format: "ingest: %d fixes in %d requests in %.2f s = %.0f fixes/s; request latency p50 %.1f ms, p99 %.1f ms, max %.1f ms",
-                fixes, batches.count, sentSeconds, Double(fixes) / sentSeconds, percentile(0.5), percentile(0.99),
-                (sorted.last ?? 0) * 1000))
+        let sentSeconds = (ContinuousClock.now - started).seconds
+        summary.requests = RequestFigures(requests: latencies.count, seconds: sentSeconds, latenciesSeconds: latencies)
 
         guard let metrics, let before else { return }
         let deadline = ContinuousClock.now + .seconds(timeout)
@@ -71,42 +118,22 @@ struct LoadCommand: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(100))
         }
-        let total = (ContinuousClock.now - started).seconds
-        print(
-            String(
-                format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes, total,
-                Double(fixes) / total))
+        summary.endToEndSeconds = (ContinuousClock.now - started).seconds
     }
 
-    /// Each device walks east at about 1.8 m/s (a fix every 5 s) along Flinders Street,
-    /// through the example zones (`examples/zones.json`: the station, the bridge's gate
-    /// line, the coffee kiosk), so that fixes decide check-ins and check-outs as a real
-    /// crowd's would. Devices start up to 1.2 km apart along the street and up to 45 m
-    /// apart across it; fixes of a device are in time order.
-    func send(_ range: Range<Int>, origin: Date, client: HTTPClient) async throws -> Double {
-        let items: [[String: Any]] = range.map { index in
-            let device = index % devices
-            let step = index / devices
-            let start = 144.9630 + Double(device % 120) * 0.0001
-            return [
-                "projectId": project, "deviceId": "load-\(device)", "fixId": "load-\(device)-\(step)",
-                "timestamp": RFC3339.format(origin.addingTimeInterval(Double(step) * 5)),
-                "lat": -37.8183 + Double(device % 9 - 4) * 0.0001, "lon": start + Double(step) * 0.0001 - 0.006,
-                "accuracy": 10,
-            ]
-        }
+    /// Posts one batch; its latency in seconds counts from `due`.
+    func post(_ body: [UInt8], client: HTTPClient, due: ContinuousClock.Instant) async throws -> Double {
         var request = HTTPClientRequest(url: url + "/v1/fixes")
         request.method = .POST
         request.headers.add(name: "content-type", value: "application/json")
         if let key { request.headers.add(name: "authorization", value: "Bearer \(key)") }
-        request.body = .bytes(ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: ["fixes": items])))
-        let started = ContinuousClock.now
+        request.body = .bytes(ByteBuffer(bytes: body))
         let response = try await client.execute(request, timeout: .seconds(60))
-        let body = try await response.body.collect(upTo: 1 << 20)
+        let answer = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .accepted else {
-            throw ValidationError("ingest answered \(response.status.code): \(String(buffer: body))")
+            throw ValidationError("ingest answered \(response.status.code): \(String(buffer: answer))")
         }
-        return (ContinuousClock.now - started).seconds
+        return (ContinuousClock.now - due).seconds
     }
 
     /// The evaluator's count of evaluated, late and duplicate fixes.
@@ -117,5 +144,60 @@ struct LoadCommand: AsyncParsableCommand {
             .filter { $0.hasPrefix("checkin_evaluator_fixes_total{") && !$0.contains("invalid") }
             .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
             .reduce(0, +)
+    }
+}
+
+/// The fixes the load tool sends: fix `index` is step `index / devices` of device
+/// `index % devices`, so that an event's device and fix time name the fix that decided it.
+///
+/// Each device walks east at about 1.8 m/s (a fix every 5 s) along Flinders Street,
+/// through the example zones (`examples/zones.json`: the station, the bridge's gate
+/// line, the coffee kiosk), so that fixes decide check-ins and check-outs as a real
+/// crowd's would. Devices start up to 1.2 km apart along the street and up to 45 m
+/// apart across it; fixes of a device are in time order.
+struct LoadTrip: Sendable {
+    static let secondsBetweenFixes = 5.0
+
+    let project: String
+    let devices: Int
+    /// The time of every device's first fix: far enough back that the last is not in the future.
+    let origin: Date
+
+    init(project: String, devices: Int, fixes: Int) {
+        self.project = project
+        self.devices = devices
+        self.origin = Date().addingTimeInterval(-Double(fixes / devices + 1) * Self.secondsBetweenFixes)
+    }
+
+    func batch(_ range: Range<Int>) throws -> [UInt8] {
+        var writer = JSONWriter()
+        writer.beginObject()
+        writer.key("fixes")
+        writer.beginArray()
+        for index in range {
+            let device = index % devices
+            let step = index / devices
+            let start = 144.9630 + Double(device % 120) * 0.0001
+            writer.beginObject()
+            writer.field("accuracy", 10)
+            writer.field("deviceId", "load-\(device)")
+            writer.field("fixId", "load-\(device)-\(step)")
+            try writer.field("lat", -37.8183 + Double(device % 9 - 4) * 0.0001)
+            try writer.field("lon", start + Double(step) * 0.0001 - 0.006)
+            writer.field("projectId", project)
+            writer.field("timestamp", origin.addingTimeInterval(Double(step) * Self.secondsBetweenFixes))
+            writer.endObject()
+        }
+        writer.endArray()
+        writer.endObject()
+        return writer.bytes
+    }
+
+    /// The index of the fix of `deviceId` taken at `time`, if it is one of this trip's.
+    func fixIndex(deviceId: String, time: Date) -> Int? {
+        guard deviceId.hasPrefix("load-"), let device = Int(deviceId.dropFirst(5)), device < devices else { return nil }
+        let step = (time.timeIntervalSince(origin) / Self.secondsBetweenFixes).rounded()
+        guard step >= 0 else { return nil }
+        return Int(step) * devices + device
     }
 }

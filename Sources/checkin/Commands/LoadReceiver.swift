@@ -1,0 +1,155 @@
+import ArgumentParser
+import Foundation
+import HTTPTypes
+import Histogram
+import Hummingbird
+import Logging
+import Persistence
+import ServiceLifecycle
+import Shared
+import Synchronization
+
+/// When the ingest accepted each fix of a load (seconds since 1970; 0: not yet), so that a
+/// webhook can be timed from the acceptance of the fix that decided it.
+final class AcceptanceTimes: Sendable {
+    private let times: Mutex<[Double]>
+
+    init(count: Int) {
+        times = Mutex([Double](repeating: 0, count: count))
+    }
+
+    func record(_ fixes: Range<Int>, at time: Double) {
+        times.withLock { times in
+            for index in fixes { times[index] = time }
+        }
+    }
+
+    func time(ofFix index: Int) -> Double? {
+        times.withLock { times in times.indices.contains(index) && times[index] > 0 ? times[index] : nil }
+    }
+}
+
+/// The load tool's partner: an endpoint of the project, registered for the run, that
+/// verifies every webhook's signature as a partner must and times each event from its
+/// fix's acceptance (HDR histogram, microseconds).
+final class LoadReceiver: Sendable {
+    struct State {
+        var latency = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+        var received = 0
+        var duplicates = 0
+        var badSignatures = 0
+        /// Events whose fix is not one of this run's (or not accepted yet when they came).
+        var unmatched = 0
+        var seen: Set<String> = []
+        var lastArrival = ContinuousClock.now
+    }
+
+    let project: String
+    let trip: LoadTrip
+    let accepted: AcceptanceTimes
+    let secret: WebhookSecret
+    private let state = Mutex(State())
+    private let group: Mutex<ServiceGroup?> = Mutex(nil)
+    private let endpointId: Mutex<String?> = Mutex(nil)
+    private let running: Mutex<Task<Void, any Error>?> = Mutex(nil)
+
+    private init(project: String, trip: LoadTrip, accepted: AcceptanceTimes, secret: WebhookSecret) {
+        self.project = project
+        self.trip = trip
+        self.accepted = accepted
+        self.secret = secret
+    }
+
+    var received: Int { state.withLock { $0.received } }
+
+    /// Starts the receiver on a free port of this machine and registers it as an endpoint of `project`.
+    static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes) async throws -> LoadReceiver {
+        let secret = WebhookSecret.generate()
+        let receiver = LoadReceiver(project: project, trip: trip, accepted: accepted, secret: try WebhookSecret(secret))
+        var logger = Logger(label: "checkin.load.receiver")
+        logger.logLevel = .warning
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let group = ServiceGroup(
+            configuration: .init(
+                services: [.init(service: receiver.application(logger: logger) { ports.continuation.yield($0) })],
+                gracefulShutdownSignals: [], logger: logger))
+        receiver.group.withLock { $0 = group }
+        receiver.running.withLock { $0 = Task { try await group.run() } }
+        var iterator = ports.stream.makeAsyncIterator()
+        guard let port = await iterator.next() else { throw ValidationError("the webhook receiver did not start") }
+        let endpoint = try await withWebhookStore { webhooks in
+            try await webhooks.addEndpoint(projectId: project, url: "http://127.0.0.1:\(port)/webhooks", secrets: [secret])
+        }
+        receiver.endpointId.withLock { $0 = endpoint.id }
+        return receiver
+    }
+
+    /// Waits until webhooks have stopped arriving for a while (the pipeline has delivered
+    /// what the load decided), then returns the figures.
+    func waitUntilQuiet(timeout: Duration, quiet: Duration = .seconds(5)) async throws -> WebhookFigures {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            let last = state.withLock { $0.lastArrival }
+            if ContinuousClock.now - last >= quiet { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return state.withLock { state in
+            func milliseconds(_ percentile: Double) -> Double {
+                state.latency.totalCount == 0 ? 0 : Double(state.latency.valueAtPercentile(percentile)) / 1000
+            }
+            return WebhookFigures(
+                received: state.received, duplicates: state.duplicates, badSignatures: state.badSignatures,
+                unmatched: state.unmatched, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
+                p999Milliseconds: milliseconds(99.9),
+                maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000)
+        }
+    }
+
+    /// Removes the run's endpoint and stops the server.
+    func stop() async throws {
+        if let id = endpointId.withLock({ $0 }) {
+            let project = project
+            try await withWebhookStore { webhooks in try await webhooks.removeEndpoint(id: id, projectId: project) }
+        }
+        await group.withLock { $0 }?.triggerGracefulShutdown()
+        try await running.withLock { $0 }?.value
+    }
+
+    private func application(logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
+        let router = Router()
+        router.post("/webhooks") { request, _ -> Response in
+            let body = Array(buffer: try await request.body.collect(upTo: 1 << 20))
+            let arrived = Date().timeIntervalSince1970
+            let id = request.headers[HTTPField.Name(WebhookSignature.idHeader)!]
+            do {
+                try WebhookSignature.verify(
+                    id: id, timestamp: request.headers[HTTPField.Name(WebhookSignature.timestampHeader)!],
+                    signatureHeader: request.headers[HTTPField.Name(WebhookSignature.signatureHeader)!], body: body,
+                    secret: self.secret)
+            } catch {
+                self.state.withLock { $0.badSignatures += 1 }
+                return Response(status: .unauthorized)
+            }
+            let payload = try? WireJSON.decoder().decode(WebhookPayload.self, from: Data(body))
+            let fixIndex = payload.flatMap { self.trip.fixIndex(deviceId: $0.data.deviceId, time: $0.data.location.timestamp) }
+            let acceptedAt = fixIndex.flatMap { self.accepted.time(ofFix: $0) }
+            self.state.withLock { state in
+                state.lastArrival = .now
+                guard state.seen.insert(id ?? "").inserted else {
+                    state.duplicates += 1
+                    return
+                }
+                state.received += 1
+                if let acceptedAt {
+                    _ = state.latency.record(UInt64(max(0, arrived - acceptedAt) * 1_000_000))
+                } else {
+                    state.unmatched += 1
+                }
+            }
+            return Response(status: .noContent)
+        }
+        return Application(
+            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "load-partner"),
+            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) }, logger: logger)
+    }
+}

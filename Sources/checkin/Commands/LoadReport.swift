@@ -1,0 +1,137 @@
+import Foundation
+import Synchronization
+
+/// What a load run measured, printed as text or, with `--json`, as one JSON object.
+struct LoadSummary: Encodable, Sendable {
+    var fixes: Int
+    var devices: Int
+    var batch: Int
+    /// Fixes per second the schedule asked for; nil for a closed loop.
+    var openLoopRate: Int?
+    var requests = RequestFigures(requests: 0, seconds: 0, latenciesSeconds: [])
+    /// From the first request to the evaluator counting the last fix (with --metrics).
+    var endToEndSeconds: Double?
+    var webhooks: WebhookFigures?
+
+    var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
+
+    enum CodingKeys: String, CodingKey {
+        case fixes, devices, batch, openLoopRate, requests, endToEndSeconds, endToEndFixesPerSecond, webhooks
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(fixes, forKey: .fixes)
+        try container.encode(devices, forKey: .devices)
+        try container.encode(batch, forKey: .batch)
+        try container.encodeIfPresent(openLoopRate, forKey: .openLoopRate)
+        try container.encode(requests, forKey: .requests)
+        try container.encodeIfPresent(endToEndSeconds, forKey: .endToEndSeconds)
+        try container.encodeIfPresent(endToEndFixesPerSecond, forKey: .endToEndFixesPerSecond)
+        try container.encodeIfPresent(webhooks, forKey: .webhooks)
+    }
+
+    func printText() {
+        let loop = openLoopRate.map { "open loop at \($0) fixes/s" } ?? "closed loop"
+        print(
+            String(
+                format: "ingest: %d fixes in %d requests in %.2f s = %.0f fixes/s", fixes, requests.requests, requests.seconds,
+                requests.fixesPerSecond(fixes))
+                + " (\(loop)); "
+                + String(
+                    format: "request latency p50 %.1f ms, p99 %.1f ms, max %.1f ms", requests.p50Milliseconds,
+                    requests.p99Milliseconds, requests.maxMilliseconds))
+        if let endToEndSeconds, let rate = endToEndFixesPerSecond {
+            print(
+                String(
+                    format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes,
+                    endToEndSeconds, rate))
+        }
+        if let webhooks {
+            print(
+                String(
+                    format:
+                        "webhooks: %d received, signatures verified (%d refused, %d duplicates, %d without a fix of this run); fix accepted to webhook received p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                    webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched,
+                    webhooks.p50Milliseconds, webhooks.p99Milliseconds, webhooks.p999Milliseconds, webhooks.maxMilliseconds))
+        }
+    }
+}
+
+/// Request latency: closed loop from sending, open loop from when the request was due.
+struct RequestFigures: Codable, Sendable {
+    var requests: Int
+    var seconds: Double
+    var p50Milliseconds: Double
+    var p99Milliseconds: Double
+    var maxMilliseconds: Double
+
+    init(requests: Int, seconds: Double, latenciesSeconds: [Double]) {
+        let sorted = latenciesSeconds.sorted()
+        func percentile(_ p: Double) -> Double {
+            sorted.isEmpty ? 0 : sorted[min(sorted.count - 1, Int(Double(sorted.count) * p))] * 1000
+        }
+        self.requests = requests
+        self.seconds = seconds
+        self.p50Milliseconds = percentile(0.5)
+        self.p99Milliseconds = percentile(0.99)
+        self.maxMilliseconds = (sorted.last ?? 0) * 1000
+    }
+
+    func fixesPerSecond(_ fixes: Int) -> Double { seconds > 0 ? Double(fixes) / seconds : 0 }
+}
+
+/// The webhooks the load's own endpoint received, timed from their fix's acceptance.
+struct WebhookFigures: Codable, Sendable {
+    var received: Int
+    var duplicates: Int
+    var badSignatures: Int
+    var unmatched: Int
+    var p50Milliseconds: Double
+    var p99Milliseconds: Double
+    var p999Milliseconds: Double
+    var maxMilliseconds: Double
+}
+
+/// A progress bar on standard error while fixes are sent, when it is a terminal.
+final class LoadProgress: Sendable {
+    let total: Int
+    let enabled: Bool
+    private let state = Mutex((sent: 0, done: false))
+
+    init(total: Int, enabled: Bool) {
+        self.total = total
+        self.enabled = enabled
+    }
+
+    func sent(_ fixes: Int) {
+        state.withLock { $0.sent += fixes }
+    }
+
+    func finish() {
+        state.withLock { $0.done = true }
+    }
+
+    /// Redraws the bar five times a second until `finish`.
+    func run(started: ContinuousClock.Instant, webhooks: @Sendable () -> Int) async {
+        guard enabled else { return }
+        while true {
+            let (sent, done) = state.withLock { ($0.sent, $0.done) }
+            let width = 30
+            let filled = total == 0 ? width : min(width, sent * width / total)
+            let seconds = max((ContinuousClock.now - started).seconds, 0.001)
+            let bar = String(repeating: "#", count: filled) + String(repeating: ".", count: width - filled)
+            let line =
+                "\r[\(bar)] "
+                + String(
+                    format: "%3d%%  %d/%d fixes  %.0f fixes/s  %d webhooks ", total == 0 ? 100 : sent * 100 / total, sent, total,
+                    Double(sent) / seconds, webhooks())
+            FileHandle.standardError.write(Data(line.utf8))
+            if done || Task.isCancelled {
+                FileHandle.standardError.write(Data("\n".utf8))
+                return
+            }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+}
