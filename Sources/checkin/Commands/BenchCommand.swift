@@ -37,7 +37,8 @@ struct NotifierBench: AsyncParsableCommand {
 
     func run() async throws {
         var logger = Logger(label: "checkin.bench")
-        logger.logLevel = .warning
+        // The stuck endpoint's time-outs are the point of the latency run, not news.
+        logger.logLevel = .error
         let settings = try ProcessSettings()
         let database = Database(configuration: settings.database, logger: logger)
         let partner = BenchPartner(stuckFor: .seconds(timeout * 2))
@@ -73,6 +74,8 @@ struct NotifierBench: AsyncParsableCommand {
                 try await webhooks.enqueue(chunk)
                 queued += chunk.count
             }
+            // Statistics and visibility as autovacuum would leave them, so that plans do not change mid-run.
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let throughputConfiguration = NotifierConfiguration(
                 concurrency: concurrency, endpointConcurrency: endpointConcurrency, pollInterval: .milliseconds(100),
                 claimsSuccessorsWithResults: claimSuccessors)
@@ -90,11 +93,13 @@ struct NotifierBench: AsyncParsableCommand {
             let latencyConfiguration = NotifierConfiguration(
                 concurrency: concurrency, endpointConcurrency: min(16, endpointConcurrency), requestTimeout: .seconds(timeout),
                 pollInterval: .milliseconds(100), claimsSuccessorsWithResults: claimSuccessors)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let alone = try await steadyStream(
                 to: try await endpoint("steady", path: "/steady"), path: "/steady", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)
             let stuck = try await endpoint("stuck", path: "/stuck")
             try await webhooks.enqueue((0..<2_000).map { delivery(to: stuck, device: $0, sequence: 1, sentAt: Date()) })
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let beside = try await steadyStream(
                 to: try await endpoint("steady2", path: "/steady2"), path: "/steady2", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)
@@ -104,6 +109,13 @@ struct NotifierBench: AsyncParsableCommand {
                         "latency of a healthy endpoint at %d deliveries/s for %d s: alone p50 %.1f ms, p99 %.1f ms; beside an endpoint that never answers (%d s timeout, 2,000 queued): p50 %.1f ms, p99 %.1f ms (%.2fx)",
                     rate, seconds, alone.p50, alone.p99, timeout, beside.p50, beside.p99, beside.p99 / alone.p99))
             print("stuck endpoint: \(partner.count(path: "/stuck")) attempts started meanwhile")
+            // The run's endpoints go with their deliveries, so that the next run's claims see none of them.
+            for endpoint in [fast, stuck] { try await webhooks.removeEndpoint(id: endpoint.id, projectId: endpoint.projectId) }
+            for project in ["steady", "steady2"] {
+                for endpoint in try await webhooks.endpoints(projectId: "bench-\(run)-\(project)") {
+                    try await webhooks.removeEndpoint(id: endpoint.id, projectId: endpoint.projectId)
+                }
+            }
         }
     }
 
