@@ -89,7 +89,7 @@ struct FixBatchProcessor: Sendable {
                 let owned = OwnedPartition(topic: message.topic, partition: message.partition)
                 outcome.consumedUntil[owned] = max(outcome.consumedUntil[owned] ?? stamp, stamp)
             }
-            switch FixValidator.validate(json: message.value, receivedAt: message.timestamp ?? Date(), limits: configuration.limits) {
+            switch FixJSONDecoder.decode(message.value, receivedAt: message.timestamp ?? Date(), limits: configuration.limits) {
             case .success(let fix): fixes.append((message, fix))
             case .failure(let invalid):
                 outcome.invalid += 1

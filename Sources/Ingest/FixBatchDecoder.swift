@@ -12,49 +12,25 @@ struct FixBatchDecoder {
 
     /// `receivedAt`: when the request arrived, which bounds how far ahead fix timestamps may be.
     func decode(_ body: Data, projectId: String?, receivedAt: Date) throws -> [Fix] {
-        guard let json = try? JSONSerialization.jsonObject(with: body, options: []) else {
+        let batch = FixJSONDecoder.decodeBatch(
+            body, defaultProjectId: projectId, maximumCount: maximumBatchSize, receivedAt: receivedAt, limits: limits)
+        switch batch {
+        case .fixes(let fixes):
+            return fixes
+        case .notJSON:
             throw Problem.invalid("the body is not valid JSON")
-        }
-        let items: [Any]
-        if let list = json as? [Any] {
-            items = list
-        } else if let object = json as? [String: Any], let list = object["fixes"] as? [Any] {
-            items = list
-        } else {
+        case .notABatch:
             throw Problem.invalid(
                 "the body must be {\"fixes\": [ … ]}", parameters: [.init(name: "fixes", reason: "is required and must be an array")])
-        }
-        guard !items.isEmpty else {
+        case .empty:
             throw Problem.invalid("the batch is empty", parameters: [.init(name: "fixes", reason: "must hold at least one fix")])
-        }
-        guard items.count <= maximumBatchSize else {
+        case .tooLarge(let count):
             throw Problem(
                 status: .contentTooLarge, type: "batch-too-large", title: "The batch is too large",
-                detail: "a batch holds at most \(maximumBatchSize) fixes; this one has \(items.count)")
-        }
-        var fixes: [Fix] = []
-        fixes.reserveCapacity(items.count)
-        var problems: [Problem.InvalidParameter] = []
-        for (index, item) in items.enumerated() {
-            var item = item
-            if let projectId, var object = item as? [String: Any] {
-                if object["projectId"] == nil || object["projectId"] is NSNull {
-                    object["projectId"] = projectId
-                    item = object
-                } else if (object["projectId"] as? String) != projectId {
-                    problems.append(.init(name: "fixes[\(index)].projectId", reason: "must be the API key's project"))
-                    continue
-                }
-            }
-            switch FixValidator.validate(item, path: "fixes[\(index)]", receivedAt: receivedAt, limits: limits) {
-            case .success(let fix): fixes.append(fix)
-            case .failure(let invalid):
-                problems.append(contentsOf: invalid.problems.map { .init(name: $0.field, reason: $0.problem) })
-            }
-        }
-        guard problems.isEmpty else {
+                detail: "a batch holds at most \(maximumBatchSize) fixes; this one has \(count)")
+        case .invalid(let found):
+            let problems = found.map { Problem.InvalidParameter(name: $0.field, reason: $0.problem) }
             throw Problem.invalid("\(problems.count) problem(s) in the batch; nothing was accepted", parameters: problems)
         }
-        return fixes
     }
 }

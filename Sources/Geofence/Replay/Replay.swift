@@ -63,7 +63,7 @@ public enum Replay {
             if text.isEmpty { continue }
             summary.lines += 1
             let fix: Fix
-            switch FixValidator.validate(json: Data(text.utf8), receivedAt: receivedAt ?? .distantFuture, limits: limits) {
+            switch FixJSONDecoder.decode(text.utf8, receivedAt: receivedAt ?? .distantFuture, limits: limits) {
             case .success(let valid): fix = valid
             case .failure(let invalid):
                 summary.rejected += 1

@@ -28,9 +28,10 @@ public struct InvalidFix: Error, Sendable, Equatable, CustomStringConvertible {
 /// Turns untrusted JSON into `Fix` values, collecting every problem instead of
 /// stopping at the first, because a client fixing its payload wants them all.
 ///
-/// Used by Ingest for HTTP batches, by `checkin replay` and by the Evaluator for
-/// records produced to Kafka directly, so all reject the same things with the same
-/// words; the limits themselves are `InputLimits`'.
+/// The reference for `FixJSONDecoder`, which Ingest, `checkin replay` and the
+/// Evaluator use and which must answer exactly as this does over `JSONSerialization`,
+/// so all reject the same things with the same words; the limits themselves are
+/// `InputLimits`'.
 public enum FixValidator {
     public static let maximumBeaconsPerFix = 64
 

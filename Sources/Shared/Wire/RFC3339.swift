@@ -7,7 +7,12 @@ import Foundation
 public enum RFC3339 {
     /// Parses `2026-11-22T10:00:00Z`, `2026-11-22T10:00:00.123+01:00` and the like.
     public static func parse(_ text: String) -> Date? {
-        var utf8 = Array(text.utf8)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// The same from UTF-8 bytes, such as a JSON string's, without making a `String`.
+    public static func parse(utf8: UnsafeBufferPointer<UInt8>) -> Date? {
         guard utf8.count >= 20 else { return nil }
         func digits(_ start: Int, _ count: Int) -> Int? {
             guard start + count <= utf8.count else { return nil }
@@ -60,7 +65,6 @@ public enum RFC3339 {
             return nil
         }
         guard index == utf8.count else { return nil }
-        utf8.removeAll()
         let days = daysFromCivil(year: year, month: month, day: day)
         let unix = Double(days * 86_400 + hour * 3600 + minute * 60 + second - offsetSeconds) + fraction
         return Date(timeIntervalSince1970: unix)
