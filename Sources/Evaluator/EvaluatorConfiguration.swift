@@ -11,6 +11,8 @@ public struct EvaluatorConfiguration: Sendable {
     public var zoneRefreshInterval: Duration
     /// How often devices due a stale check-out are looked for.
     public var staleSweepInterval: Duration
+    /// Records per evaluation transaction, at most: a batch takes what has arrived. Each batch
+    /// costs a fixed number of round trips, so on a backlog larger batches evaluate more per second.
     public var maximumBatchSize: Int
     /// An attempt at a batch that takes longer is abandoned (rolled back) and retried.
     public var batchTimeout: Duration
@@ -25,7 +27,7 @@ public struct EvaluatorConfiguration: Sendable {
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
-        maximumBatchSize: Int = 500, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
+        maximumBatchSize: Int = 2000, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
         limits: InputLimits = InputLimits(), deviceStateRetention: Duration = .seconds(30 * 86_400)
     ) {
         self.groupId = groupId
@@ -53,7 +55,7 @@ public struct EvaluatorConfiguration: Sendable {
             engine: engine,
             zoneRefreshInterval: try environment.duration("CHECKIN_ZONE_REFRESH_INTERVAL", default: .seconds(2)),
             staleSweepInterval: try environment.duration("CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15)),
-            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 500, range: 1...10_000),
+            maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 2000, range: 1...10_000),
             batchTimeout: try environment.duration("CHECKIN_EVALUATOR_BATCH_TIMEOUT", default: .seconds(30)),
             zoneLoadTimeout: try environment.duration("CHECKIN_ZONE_LOAD_TIMEOUT", default: .seconds(120)),
             limits: InputLimits(

@@ -17,9 +17,10 @@ import Shared
 /// it is (larger than the broker takes, say) goes to the events dead-letter topic with
 /// the reason instead, so that it never holds up the partition.
 ///
-/// The worker flushes its partitions after every batch that decided events, and every
-/// second, which also publishes what a worker that died after its commit left behind
-/// for the partition's new owner.
+/// The worker wakes the relay after every batch that decided events, and it flushes every
+/// second besides, which also publishes what a worker that died after its commit left
+/// behind for the partition's new owner. The batch does not wait for the broker: the next
+/// batch is evaluated while the last one's events are being published.
 final class EventRelay: Service, Sendable {
     let outbox: EventOutboxStore
     let producer: KafkaProducer
@@ -31,6 +32,8 @@ final class EventRelay: Service, Sendable {
     let batchSize = 500
     /// One flush at a time in a process: two would publish the same events twice.
     private let flushing = RefreshLock()
+    private let wakes: AsyncStream<Void>
+    private let wakeUp: AsyncStream<Void>.Continuation
     private let published = Counter(label: "checkin_evaluator_events_published_total")
     private let deadLettered = Counter(label: "checkin_evaluator_event_dead_letters_total")
 
@@ -45,16 +48,32 @@ final class EventRelay: Service, Sendable {
         self.topics = topics
         self.interval = interval
         self.logger = logger
+        (wakes, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        // The first flush at start: a previous owner may have left events behind.
+        wakeUp.yield()
+    }
+
+    /// Asks for a flush of the held partitions now; returns at once.
+    func wake() {
+        wakeUp.yield()
     }
 
     func run() async throws {
-        while !Task.isCancelled && !Task.isShuttingDownGracefully {
-            do {
-                try await cancelWhenGracefulShutdown { try await self.flush(partitions: self.heldPartitions) }
-            } catch {
-                logger.warning("could not publish waiting events", metadata: ["error": "\(String(reflecting: error))"])
+        await withTaskGroup(of: Void.self) { ticker in
+            ticker.addTask {
+                while !Task.isCancelled {
+                    try? await Task.sleep(for: self.interval)
+                    self.wakeUp.yield()
+                }
             }
-            try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+            for await _ in wakes.cancelOnGracefulShutdown() {
+                do {
+                    try await cancelWhenGracefulShutdown { try await self.flush(partitions: self.heldPartitions) }
+                } catch {
+                    logger.warning("could not publish waiting events", metadata: ["error": "\(String(reflecting: error))"])
+                }
+            }
+            ticker.cancelAll()
         }
     }
 

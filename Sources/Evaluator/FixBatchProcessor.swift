@@ -145,21 +145,16 @@ struct FixBatchProcessor: Sendable {
             return result
         }
         if committed.checkIns + committed.checkOuts > 0 {
-            await publishDecidedEvents(partitions: Set(batch.map(\.partition)))
+            publishDecidedEvents()
         }
         return committed
     }
 
-    /// Publishes what the committed batch decided. It is committed whatever happens here:
-    /// events the broker cannot take now wait in the outbox for the relay's next flush.
-    func publishDecidedEvents(partitions: Set<Int32>) async {
-        do {
-            try await relay.flush(partitions: partitions.sorted())
-        } catch {
-            logger.warning(
-                "decided events wait in the outbox; the broker cannot take them now",
-                metadata: ["error": "\(String(reflecting: error))"])
-        }
+    /// Has the relay publish what the committed batch decided, without waiting for it: the
+    /// batch is committed whatever happens there, and events the broker cannot take now wait
+    /// in the outbox for the relay's next flush.
+    func publishDecidedEvents() {
+        relay.wake()
     }
 
     /// Sends a record that cannot be processed to the dead-letter topic, then moves its

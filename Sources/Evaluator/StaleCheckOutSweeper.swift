@@ -139,7 +139,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
             return (due.count, decided.count)
         }
         if events > 0 {
-            await processor.publishDecidedEvents(partitions: Set(partitions.map(\.partition)))
+            processor.publishDecidedEvents()
             timeouts.increment(by: events)
             logger.info("stale check-outs", metadata: ["devices": "\(claimed)", "events": "\(events)"])
         }

@@ -11,7 +11,7 @@ import Synchronization
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench", abstract: "Benchmarks of pipeline stages against the configured Postgres.",
-        subcommands: [NotifierBench.self])
+        subcommands: [NotifierBench.self, EvaluatorBench.self])
 }
 
 /// The notifier's dispatcher alone, against partners in this process: deliveries per
@@ -30,6 +30,7 @@ struct NotifierBench: AsyncParsableCommand {
     @Option(help: "Deliveries per second to the healthy endpoint in the latency runs.") var rate = 200
     @Option(help: "Seconds each latency run lasts.") var seconds = 15
     @Option(help: "Request timeout in the latency runs, what the stuck endpoint costs per attempt.") var timeout = 5
+    @Option(help: "Deliveries queued for the endpoint that never answers.") var stuckQueued = 2_000
     @Flag(
         inversion: .prefixedNo,
         help: "Claim a device's next delivery with its predecessor's result (the default), or release it for a later claim.")
@@ -98,7 +99,7 @@ struct NotifierBench: AsyncParsableCommand {
                 to: try await endpoint("steady", path: "/steady"), path: "/steady", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)
             let stuck = try await endpoint("stuck", path: "/stuck")
-            try await webhooks.enqueue((0..<2_000).map { delivery(to: stuck, device: $0, sequence: 1, sentAt: Date()) })
+            try await webhooks.enqueue((0..<stuckQueued).map { delivery(to: stuck, device: $0, sequence: 1, sentAt: Date()) })
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let beside = try await steadyStream(
                 to: try await endpoint("steady2", path: "/steady2"), path: "/steady2", partner: partner,
@@ -106,8 +107,8 @@ struct NotifierBench: AsyncParsableCommand {
             print(
                 String(
                     format:
-                        "latency of a healthy endpoint at %d deliveries/s for %d s: alone p50 %.1f ms, p99 %.1f ms; beside an endpoint that never answers (%d s timeout, 2,000 queued): p50 %.1f ms, p99 %.1f ms (%.2fx)",
-                    rate, seconds, alone.p50, alone.p99, timeout, beside.p50, beside.p99, beside.p99 / alone.p99))
+                        "latency of a healthy endpoint at %d deliveries/s for %d s: alone p50 %.1f ms, p99 %.1f ms; beside an endpoint that never answers (%d s timeout, %d queued): p50 %.1f ms, p99 %.1f ms (%.2fx)",
+                    rate, seconds, alone.p50, alone.p99, timeout, stuckQueued, beside.p50, beside.p99, beside.p99 / alone.p99))
             print("stuck endpoint: \(partner.count(path: "/stuck")) attempts started meanwhile")
             // The run's endpoints go with their deliveries, so that the next run's claims see none of them.
             for endpoint in [fast, stuck] { try await webhooks.removeEndpoint(id: endpoint.id, projectId: endpoint.projectId) }

@@ -1,0 +1,350 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Foundation
+import Kafka
+import Logging
+import Persistence
+import PostgresNIO
+import ServiceSupport
+import Shared
+
+/// Evaluator processes alone on a backlog: a generated world's fixes are produced straight
+/// to a topic of the run's own, then `--evaluators` `checkin evaluator` processes consume it
+/// and the rate at which their offsets commit (in Postgres, with the states) is timed from
+/// 10 % to 90 % of the backlog, so that start-up and the group join are not counted.
+struct EvaluatorBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "evaluator",
+        abstract: "Measure evaluator processes on a backlog of a generated world: fixes/s, batch time, WAL per fix, events/s.",
+        discussion: """
+            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). --fsync on
+            runs with Postgres's durable defaults (fsync, synchronous_commit and full_page_writes on), --fsync off
+            with all three off (the local development cluster's settings); either is set through
+            --admin-database-url (a superuser; by default the same URL as the postgres user) and put back afterwards.
+            """)
+
+    @Option(help: "Fixes in the backlog.") var fixes = 200_000
+    @Option(help: "Walking devices.") var devices = 2_000
+    @Option(help: "Circle fences (one zone each), spread over --side-km x --side-km.") var fences = 100_000
+    @Option(name: .customLong("side-km"), help: "Side of the square the fences cover, in km.") var sideKilometres = 200.0
+    @Option(help: "Evaluator processes.") var evaluators = 1
+    @Option(help: "Postgres durability during the run: on (fsync, synchronous_commit, full_page_writes on), off, or unchanged.")
+    var fsync = "unchanged"
+    @Option(help: "A superuser's URL of the same Postgres, to set fsync.") var adminDatabaseURL: String?
+    @Option(help: "First ops port of the evaluators (metrics); the others follow.") var firstPort = 18_300
+    @Option(help: "Seed of the world.") var seed: UInt64 = 1
+    @Option(help: "Seconds to wait for the evaluators.") var timeout = 900
+    @Flag(help: "Print one JSON summary instead of text.") var json = false
+
+    func validate() throws {
+        guard fixes >= 1_000, devices > 0, fences > 0, evaluators > 0 else {
+            throw ValidationError("--fixes must be at least 1000; --devices, --fences and --evaluators positive")
+        }
+        guard ["on", "off", "unchanged"].contains(fsync) else { throw ValidationError("--fsync must be on, off or unchanged") }
+    }
+
+    func run() async throws {
+        var logger = Logger(label: "checkin.bench")
+        logger.logLevel = .warning
+        var environment = ProcessInfo.processInfo.environment
+        if environment["CHECKIN_SECRET_KEY"] == nil {
+            // The evaluators refuse to start without a key; this run seals nothing with it.
+            environment["CHECKIN_SECRET_KEY"] = SecretEncryptionKey.generate().base64
+        }
+        let settings = try ProcessSettings(environment: EnvironmentReader(environment))
+        try await settings.prepare(logger: logger)
+        let previousFsync = try await setFsync(settings: settings, logger: logger)
+        do {
+            try await measureRun(settings: settings, environment: environment, logger: logger)
+        } catch {
+            if let previousFsync { try? await Self.setDurability(previousFsync, url: adminURL(settings), logger: logger) }
+            throw error
+        }
+        if let previousFsync { try await Self.setDurability(previousFsync, url: adminURL(settings), logger: logger) }
+    }
+
+    private func measureRun(settings: ProcessSettings, environment: [String: String], logger: Logger) async throws {
+        var environment = environment
+        let run = String(UUID().uuidString.prefix(8)).lowercased()
+        let project = "bench-\(run)"
+        let topic = "bench.fixes.\(run)"
+        let group = "bench-evaluator-\(run)"
+        let world = BenchWorld(fences: fences, devices: devices, sideKilometres: sideKilometres, seed: seed)
+
+        let conditions = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: project, name: "Evaluator benchmark")
+            let started = ContinuousClock.now
+            try await ZoneStore(database: database, logger: logger).replaceZones(projectId: project, with: world.zones)
+            log("zones: \(fences) fences stored in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s")
+            return try await PostgresConditions.read(database, logger: logger)
+        }
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: settings.partitions)], bootstrapServers: settings.brokers, timeout: .seconds(30),
+            logger: logger)
+        try await produce(world: world, project: project, topic: topic, settings: settings, logger: logger)
+
+        environment["CHECKIN_TOPIC_FIXES"] = topic
+        environment["CHECKIN_EVALUATOR_GROUP"] = group
+        environment["CHECKIN_LOG_LEVEL"] = environment["CHECKIN_LOG_LEVEL"] ?? "warning"
+        let processes = try (0..<evaluators).map { index in
+            try startEvaluator(port: firstPort + index, environment: environment)
+        }
+        defer {
+            for process in processes where process.isRunning { process.terminate() }
+            for process in processes { process.waitUntilExit() }
+        }
+        let result = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
+            try await measure(database: database, group: group, topic: topic, logger: logger)
+        }
+        let summary = EvaluatorBenchSummary(
+            fixes: fixes, devices: devices, fences: fences, evaluators: evaluators, conditions: conditions, window: result)
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+        } else {
+            summary.printText()
+        }
+    }
+
+    private func log(_ line: String) {
+        if !json { FileHandle.standardError.write(Data("bench: \(line)\n".utf8)) }
+    }
+
+    /// Produces every fix, device by device in time order within each step, and waits for the broker's acknowledgements.
+    private func produce(world: BenchWorld, project: String, topic: String, settings: ProcessSettings, logger: Logger) async throws {
+        let producer = try KafkaProducer(configuration: settings.producerConfiguration(clientId: "checkin-bench"), logger: logger)
+        let steps = (fixes + devices - 1) / devices
+        let origin = Date().addingTimeInterval(-Double(steps + 1) * BenchWorld.secondsBetweenFixes)
+        let started = ContinuousClock.now
+        try await withThrowingTaskGroup(of: Void.self) { tasks in
+            tasks.addTask { try await producer.run() }
+            var index = 0
+            while index < fixes {
+                let chunk = try (index..<min(index + 10_000, fixes)).map { index in
+                    let fix = world.fix(device: index % devices, step: index / devices, project: project, origin: origin)
+                    return KafkaRecord(topic: topic, key: Array(fix.deviceId.utf8), value: try fix.wireJSON())
+                }
+                try await producer.sendAll(chunk)
+                index += chunk.count
+            }
+            tasks.cancelAll()
+        }
+        log(
+            "produced \(fixes) fixes of \(devices) devices to \(topic) in \(String(format: "%.1f", (ContinuousClock.now - started).seconds)) s"
+        )
+    }
+
+    private func startEvaluator(port: Int, environment: [String: String]) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.arguments = ["evaluator"]
+        var environment = environment
+        environment["CHECKIN_HTTP_PORT"] = "\(port)"
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        return process
+    }
+
+    /// Waits for the committed offsets to pass 10 % and then 90 % of the backlog, and reads
+    /// the WAL position and the evaluators' counters at both.
+    private func measure(database: Database, group: String, topic: String, logger: Logger) async throws -> MeasuredWindow {
+        let client = HTTPClient.shared
+        let ports = (0..<evaluators).map { firstPort + $0 }
+        let low = Int64(fixes / 10)
+        let high = Int64(fixes * 9 / 10)
+        var start: Reading?
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        while ContinuousClock.now < deadline {
+            let committed = try await committedOffsets(database, group: group, topic: topic, logger: logger)
+            if start == nil, committed >= low {
+                start = try await reading(committed: committed, database: database, ports: ports, client: client, logger: logger)
+                log("10 % committed; timing to 90 %")
+            }
+            if let start, committed >= high {
+                let end = try await reading(committed: committed, database: database, ports: ports, client: client, logger: logger)
+                return MeasuredWindow(from: start, to: end)
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        throw ValidationError("the evaluators did not commit 90 % of the backlog within \(timeout) s")
+    }
+
+    private func committedOffsets(_ database: Database, group: String, topic: String, logger: Logger) async throws -> Int64 {
+        let rows = try await database.client.query(
+            "SELECT COALESCE(sum(next_offset), 0)::int8 FROM consumer_offsets WHERE consumer_group = \(group) AND topic = \(topic)",
+            logger: logger)
+        var total: Int64 = 0
+        for try await value in rows.decode(Int64.self) { total = value }
+        return total
+    }
+
+    private func reading(committed: Int64, database: Database, ports: [Int], client: HTTPClient, logger: Logger) async throws
+        -> Reading
+    {
+        let at = ContinuousClock.now
+        var wal: Int64 = 0
+        for try await value in try await database.client.query(
+            "SELECT pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::int8", logger: logger
+        ).decode(Int64.self) {
+            wal = value
+        }
+        var metrics = EvaluatorCounters()
+        for port in ports {
+            let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(10))
+            metrics.add(String(buffer: try await response.body.collect(upTo: 16 << 20)))
+        }
+        return Reading(at: at, committed: committed, walBytes: wal, counters: metrics)
+    }
+
+    private func adminURL(_ settings: ProcessSettings) -> String {
+        if let adminDatabaseURL { return adminDatabaseURL }
+        var components = URLComponents(
+            string: settings.environment.string("CHECKIN_DATABASE_URL", default: DatabaseConfiguration.defaultURL))
+        components?.user = "postgres"
+        return components?.string ?? ""
+    }
+
+    /// Sets the durability settings as asked and returns the values to put back, nil when left unchanged.
+    private func setFsync(settings: ProcessSettings, logger: Logger) async throws -> [String: String]? {
+        guard fsync != "unchanged" else { return nil }
+        let value = fsync == "on" ? "on" : "off"
+        return try await Self.setDurability(
+            Dictionary(uniqueKeysWithValues: Self.durabilitySettings.map { ($0, value) }), url: adminURL(settings), logger: logger)
+    }
+
+    /// What makes a commit durable: with synchronous_commit off, fsync never holds up a commit.
+    static let durabilitySettings = ["fsync", "synchronous_commit", "full_page_writes"]
+
+    /// Sets these server settings through a superuser's connection and returns what they were.
+    @discardableResult
+    private static func setDurability(_ values: [String: String], url: String, logger: Logger) async throws -> [String: String] {
+        let configuration = try DatabaseConfiguration(url: url, maximumConnections: 1)
+        return try await Database.withTemporaryClient(configuration: configuration, logger: logger) { database in
+            var previous: [String: String] = [:]
+            for (name, value) in values {
+                guard durabilitySettings.contains(name), ["on", "off"].contains(value) else { continue }
+                for try await text in try await database.client.query("SHOW \(unescaped: name)", logger: logger).decode(String.self) {
+                    previous[name] = text
+                }
+                try await database.client.query("ALTER SYSTEM SET \(unescaped: name) = \(unescaped: value)", logger: logger)
+            }
+            try await database.client.query("SELECT pg_reload_conf()", logger: logger)
+            // The reload reaches the other sessions a moment later.
+            try await Task.sleep(for: .milliseconds(500))
+            return previous
+        }
+    }
+}
+
+/// What the evaluators' /metrics said at one moment, summed over the processes.
+struct EvaluatorCounters: Sendable {
+    var events = 0.0
+    /// Taken from the outbox once the broker acknowledged them.
+    var published = 0.0
+    /// Cumulative count of batches per `le` bucket of `checkin_evaluator_batch_seconds`.
+    var batchBuckets: [Double: Double] = [:]
+
+    mutating func add(_ text: String) {
+        for line in text.split(separator: "\n") {
+            guard let value = line.split(separator: " ").last.flatMap({ Double($0) }) else { continue }
+            if line.hasPrefix("checkin_evaluator_events_total{") {
+                events += value
+            } else if line.hasPrefix("checkin_evaluator_events_published_total") {
+                published += value
+            } else if line.hasPrefix("checkin_evaluator_batch_seconds_bucket{"),
+                let le = line.split(separator: "le=\"").last?.split(separator: "\"").first
+            {
+                let bound = le == "+Inf" ? Double.infinity : Double(le) ?? .infinity
+                batchBuckets[bound, default: 0] += value
+            }
+        }
+    }
+}
+
+struct Reading: Sendable {
+    var at: ContinuousClock.Instant
+    var committed: Int64
+    var walBytes: Int64
+    var counters: EvaluatorCounters
+}
+
+/// The steady state between two readings.
+struct MeasuredWindow: Codable, Sendable {
+    var fixes: Int64
+    var seconds: Double
+    var fixesPerSecond: Double
+    var eventsPerSecond: Double
+    var eventsPer100Fixes: Double
+    var publishedEventsPerSecond: Double
+    var walBytesPerFix: Double
+    var batches: Double
+    /// Upper bounds of the histogram buckets holding the median and the 99th percentile batch.
+    var batchP50AtMostMilliseconds: Double
+    var batchP99AtMostMilliseconds: Double
+
+    init(from start: Reading, to end: Reading) {
+        fixes = end.committed - start.committed
+        seconds = (end.at - start.at).seconds
+        fixesPerSecond = Double(fixes) / seconds
+        let events = end.counters.events - start.counters.events
+        eventsPerSecond = events / seconds
+        eventsPer100Fixes = fixes > 0 ? events * 100 / Double(fixes) : 0
+        publishedEventsPerSecond = (end.counters.published - start.counters.published) / seconds
+        walBytesPerFix = fixes > 0 ? Double(end.walBytes - start.walBytes) / Double(fixes) : 0
+        let bounds = end.counters.batchBuckets.keys.sorted()
+        let counts = bounds.map { (end.counters.batchBuckets[$0] ?? 0) - (start.counters.batchBuckets[$0] ?? 0) }
+        batches = counts.last ?? 0
+        func quantile(_ q: Double) -> Double {
+            guard let total = counts.last, total > 0 else { return 0 }
+            let index = counts.firstIndex { $0 >= q * total } ?? bounds.count - 1
+            return bounds[index] * 1000
+        }
+        batchP50AtMostMilliseconds = quantile(0.5)
+        batchP99AtMostMilliseconds = quantile(0.99)
+    }
+}
+
+/// The Postgres settings a figure depends on, read from the server.
+struct PostgresConditions: Codable, Sendable {
+    var fsync: String
+    var synchronousCommit: String
+    var fullPageWrites: String
+    var sharedBuffers: String
+
+    static func read(_ database: Database, logger: Logger) async throws -> PostgresConditions {
+        func show(_ name: String) async throws -> String {
+            var value = ""
+            for try await text in try await database.client.query("SHOW \(unescaped: name)", logger: logger).decode(String.self) {
+                value = text
+            }
+            return value
+        }
+        return PostgresConditions(
+            fsync: try await show("fsync"), synchronousCommit: try await show("synchronous_commit"),
+            fullPageWrites: try await show("full_page_writes"), sharedBuffers: try await show("shared_buffers"))
+    }
+}
+
+struct EvaluatorBenchSummary: Codable, Sendable {
+    var fixes: Int
+    var devices: Int
+    var fences: Int
+    var evaluators: Int
+    var conditions: PostgresConditions
+    var window: MeasuredWindow
+
+    func printText() {
+        print(
+            "evaluator: \(evaluators) process(es), \(fixes) fixes of \(devices) devices, \(fences) fences; Postgres fsync=\(conditions.fsync), synchronous_commit=\(conditions.synchronousCommit), full_page_writes=\(conditions.fullPageWrites), shared_buffers=\(conditions.sharedBuffers)"
+        )
+        print(
+            String(
+                format:
+                    "steady state (10-90 %% of the backlog): %.0f fixes/s, %.0f events/s decided (%.2f per 100 fixes) and %.0f/s published, %.0f WAL bytes per fix; %.0f batches, p50 <= %.0f ms, p99 <= %.0f ms",
+                window.fixesPerSecond, window.eventsPerSecond, window.eventsPer100Fixes, window.publishedEventsPerSecond,
+                window.walBytesPerFix, window.batches,
+                window.batchP50AtMostMilliseconds, window.batchP99AtMostMilliseconds))
+    }
+}
