@@ -15,5 +15,7 @@ export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
 CHECKIN_HTTP_PORT="$PORT" CHECKIN_INGEST_REQUIRE_API_KEY=false "$BIN" dev &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.5; done
+# Ready: the consumer groups have their partitions, so that the first fixes do not wait for a join.
+for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/ready" >/dev/null && break; sleep 0.5; done
+sleep "${CHECKIN_LOAD_SETTLE:-0}"
 "$BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "$@"

@@ -31,6 +31,7 @@ struct NotifierBench: AsyncParsableCommand {
     @Option(help: "Seconds each latency run lasts.") var seconds = 15
     @Option(help: "Request timeout in the latency runs, what the stuck endpoint costs per attempt.") var timeout = 5
     @Option(help: "Deliveries queued for the endpoint that never answers.") var stuckQueued = 2_000
+    @Option(help: "Host name of the endpoint that never answers (the partners listen on 127.0.0.1).") var stuckHost = "127.0.0.1"
     @Flag(
         inversion: .prefixedNo,
         help: "Claim a device's next delivery with its predecessor's result (the default), or release it for a later claim.")
@@ -50,7 +51,6 @@ struct NotifierBench: AsyncParsableCommand {
             try await Migrator(database: database, logger: logger).migrate()
             var ports = port.stream.makeAsyncIterator()
             guard let partnerPort = await ports.next() else { throw ValidationError("the partner did not start") }
-            let base = "http://127.0.0.1:\(partnerPort)"
             let run = String(UUID().uuidString.prefix(8)).lowercased()
             // The bench's endpoints live only for the run: a key of its own seals their secrets.
             let webhooks = WebhookStore(
@@ -60,8 +60,9 @@ struct NotifierBench: AsyncParsableCommand {
                 try await projects.createProject(id: "bench-\(run)-\(project)", name: "Benchmark \(project)")
             }
             let secret = WebhookSecret.generate()
-            func endpoint(_ project: String, path: String) async throws -> WebhookEndpoint {
-                try await webhooks.addEndpoint(projectId: "bench-\(run)-\(project)", url: base + path, secrets: [secret])
+            func endpoint(_ project: String, path: String, host: String = "127.0.0.1") async throws -> WebhookEndpoint {
+                try await webhooks.addEndpoint(
+                    projectId: "bench-\(run)-\(project)", url: "http://\(host):\(partnerPort)" + path, secrets: [secret])
             }
 
             // Throughput: everything queued up front, then one dispatcher empties the queue.
@@ -98,7 +99,7 @@ struct NotifierBench: AsyncParsableCommand {
             let alone = try await steadyStream(
                 to: try await endpoint("steady", path: "/steady"), path: "/steady", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)
-            let stuck = try await endpoint("stuck", path: "/stuck")
+            let stuck = try await endpoint("stuck", path: "/stuck", host: stuckHost)
             try await webhooks.enqueue((0..<stuckQueued).map { delivery(to: stuck, device: $0, sequence: 1, sentAt: Date()) })
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let beside = try await steadyStream(

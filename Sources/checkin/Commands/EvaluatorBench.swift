@@ -98,13 +98,7 @@ struct EvaluatorBench: AsyncParsableCommand {
         }
         let summary = EvaluatorBenchSummary(
             fixes: fixes, devices: devices, fences: fences, evaluators: evaluators, conditions: conditions, window: result)
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
-        } else {
-            summary.printText()
-        }
+        if json { try printJSON(summary) } else { summary.printText() }
     }
 
     private func log(_ line: String) {

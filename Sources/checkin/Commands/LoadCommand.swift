@@ -47,19 +47,16 @@ struct LoadCommand: AsyncParsableCommand {
         let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted) : nil
         do {
             try await send(trip: trip, client: client, accepted: accepted, receiver: receiver, summary: &summary)
-            if let receiver { summary.webhooks = try await receiver.waitUntilQuiet(timeout: .seconds(timeout)) }
+            if let receiver {
+                summary.webhooks = try await receiver.waitUntilQuiet(timeout: .seconds(timeout))
+                summary.webhooks?.secondsToLastWebhook = (receiver.lastArrival - summary.started).seconds
+            }
         } catch {
             try? await receiver?.stop()
             throw error
         }
         try await receiver?.stop()
-        if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
-            print(String(decoding: try encoder.encode(summary), as: UTF8.self))
-        } else {
-            summary.printText()
-        }
+        if json { try printJSON(summary) } else { summary.printText() }
     }
 
     private func send(
@@ -70,6 +67,7 @@ struct LoadCommand: AsyncParsableCommand {
         let batches = stride(from: 0, to: fixes, by: batch).map { $0..<min($0 + batch, fixes) }
         let progress = LoadProgress(total: fixes, enabled: !json && isatty(STDERR_FILENO) == 1)
         let started = ContinuousClock.now
+        summary.started = started
         let latencies = try await withThrowingTaskGroup(of: Double.self, returning: [Double].self) { group in
             group.addTask {
                 await progress.run(started: started, webhooks: { receiver?.received ?? 0 })

@@ -61,6 +61,8 @@ final class LoadReceiver: Sendable {
     }
 
     var received: Int { state.withLock { $0.received } }
+    /// When the last webhook arrived.
+    var lastArrival: ContinuousClock.Instant { state.withLock { $0.lastArrival } }
 
     /// Starts the receiver on a free port of this machine and registers it as an endpoint of `project`.
     static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes) async throws -> LoadReceiver {
@@ -98,7 +100,7 @@ final class LoadReceiver: Sendable {
                 state.latency.totalCount == 0 ? 0 : Double(state.latency.valueAtPercentile(percentile)) / 1000
             }
             return WebhookFigures(
-                received: state.received, duplicates: state.duplicates, badSignatures: state.badSignatures,
+                received: state.received, secondsToLastWebhook: nil, duplicates: state.duplicates, badSignatures: state.badSignatures,
                 unmatched: state.unmatched, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
                 p999Milliseconds: milliseconds(99.9),
                 maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000)

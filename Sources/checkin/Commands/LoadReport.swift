@@ -1,6 +1,13 @@
 import Foundation
 import Synchronization
 
+/// Prints a measurement's summary as one indented JSON object with sorted keys, for scripts.
+func printJSON(_ summary: some Encodable) throws {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.sortedKeys, .prettyPrinted]
+    print(String(decoding: try encoder.encode(summary), as: UTF8.self))
+}
+
 /// What a load run measured, printed as text or, with `--json`, as one JSON object.
 struct LoadSummary: Encodable, Sendable {
     var fixes: Int
@@ -12,6 +19,8 @@ struct LoadSummary: Encodable, Sendable {
     /// From the first request to the evaluator counting the last fix (with --metrics).
     var endToEndSeconds: Double?
     var webhooks: WebhookFigures?
+    /// When the first request went out.
+    var started = ContinuousClock.now
 
     var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
 
@@ -48,6 +57,12 @@ struct LoadSummary: Encodable, Sendable {
                     endToEndSeconds, rate))
         }
         if let webhooks {
+            if let seconds = webhooks.secondsToLastWebhook, webhooks.received > 0 {
+                print(
+                    String(
+                        format: "delivered: the last webhook %.2f s after the first fix was sent = %.0f fixes/s through to webhooks",
+                        seconds, Double(fixes) / seconds))
+            }
             print(
                 String(
                     format:
@@ -84,6 +99,8 @@ struct RequestFigures: Codable, Sendable {
 /// The webhooks the load's own endpoint received, timed from their fix's acceptance.
 struct WebhookFigures: Codable, Sendable {
     var received: Int
+    /// From the first request to the last webhook: the load through the whole pipeline.
+    var secondsToLastWebhook: Double?
     var duplicates: Int
     var badSignatures: Int
     var unmatched: Int
