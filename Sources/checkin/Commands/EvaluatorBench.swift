@@ -184,12 +184,19 @@ struct EvaluatorBench: AsyncParsableCommand {
         ).decode(Int64.self) {
             wal = value
         }
+        // Statistics reach pg_stat_user_tables within a second or so of each commit.
+        var updates: (all: Int64, hot: Int64) = (0, 0)
+        for try await (all, hot) in try await database.client.query(
+            "SELECT n_tup_upd, n_tup_hot_upd FROM pg_stat_user_tables WHERE relname = 'device_states'", logger: logger
+        ).decode((Int64, Int64).self) {
+            updates = (all, hot)
+        }
         var metrics = EvaluatorCounters()
         for port in ports {
             let response = try await client.execute(HTTPClientRequest(url: "http://127.0.0.1:\(port)/metrics"), timeout: .seconds(10))
             metrics.add(String(buffer: try await response.body.collect(upTo: 16 << 20)))
         }
-        return Reading(at: at, committed: committed, walBytes: wal, counters: metrics)
+        return Reading(at: at, committed: committed, walBytes: wal, stateUpdates: updates, counters: metrics)
     }
 
     private func adminURL(_ settings: ProcessSettings) -> String {
@@ -261,6 +268,8 @@ struct Reading: Sendable {
     var at: ContinuousClock.Instant
     var committed: Int64
     var walBytes: Int64
+    /// `device_states` rows updated so far, and how many of them in place (HOT, no index entry).
+    var stateUpdates: (all: Int64, hot: Int64)
     var counters: EvaluatorCounters
 }
 
@@ -273,6 +282,8 @@ struct MeasuredWindow: Codable, Sendable {
     var eventsPer100Fixes: Double
     var publishedEventsPerSecond: Double
     var walBytesPerFix: Double
+    /// The share of device state updates that stayed on their page (HOT).
+    var stateUpdatesInPlace: Double
     var batches: Double
     /// Upper bounds of the histogram buckets holding the median and the 99th percentile batch.
     var batchP50AtMostMilliseconds: Double
@@ -287,6 +298,8 @@ struct MeasuredWindow: Codable, Sendable {
         eventsPer100Fixes = fixes > 0 ? events * 100 / Double(fixes) : 0
         publishedEventsPerSecond = (end.counters.published - start.counters.published) / seconds
         walBytesPerFix = fixes > 0 ? Double(end.walBytes - start.walBytes) / Double(fixes) : 0
+        let updated = end.stateUpdates.all - start.stateUpdates.all
+        stateUpdatesInPlace = updated > 0 ? Double(end.stateUpdates.hot - start.stateUpdates.hot) / Double(updated) : 0
         let bounds = end.counters.batchBuckets.keys.sorted()
         let counts = bounds.map { (end.counters.batchBuckets[$0] ?? 0) - (start.counters.batchBuckets[$0] ?? 0) }
         batches = counts.last ?? 0
@@ -336,9 +349,9 @@ struct EvaluatorBenchSummary: Codable, Sendable {
         print(
             String(
                 format:
-                    "steady state (10-90 %% of the backlog): %.0f fixes/s, %.0f events/s decided (%.2f per 100 fixes) and %.0f/s published, %.0f WAL bytes per fix; %.0f batches, p50 <= %.0f ms, p99 <= %.0f ms",
+                    "steady state (10-90 %% of the backlog): %.0f fixes/s, %.0f events/s decided (%.2f per 100 fixes) and %.0f/s published, %.0f WAL bytes per fix, %.0f %% of state updates in place (HOT); %.0f batches, p50 <= %.0f ms, p99 <= %.0f ms",
                 window.fixesPerSecond, window.eventsPerSecond, window.eventsPer100Fixes, window.publishedEventsPerSecond,
-                window.walBytesPerFix, window.batches,
+                window.walBytesPerFix, window.stateUpdatesInPlace * 100, window.batches,
                 window.batchP50AtMostMilliseconds, window.batchP99AtMostMilliseconds))
     }
 }
