@@ -157,6 +157,11 @@ struct EvaluatorBench: AsyncParsableCommand {
                 log("10 % committed; timing to 90 %")
             }
             if let start, committed >= high {
+                guard committed > start.committed else {
+                    // One batch took the backlog from under 10 % past 90 %: there is no window to time.
+                    throw ValidationError(
+                        "the backlog was committed in too few batches to time (\(committed) fixes at once); give more --fixes")
+                }
                 let end = try await reading(committed: committed, database: database, ports: ports, client: client, logger: logger)
                 return MeasuredWindow(from: start, to: end)
             }
