@@ -41,23 +41,15 @@ final class PrivateBroker: @unchecked Sendable {
     }
 }
 
-/// Runs `checkin status` as an operator would, capturing what it prints and its exit code.
-struct StatusRunner {
-    struct Outcome {
-        var exitCode: Int32
-        var standardOutput: String
-        var standardError: String
+/// What a `checkin` command run by a test printed, and how it ended.
+struct CommandOutcome {
+    var exitCode: Int32
+    var standardOutput: String
+    var standardError: String
 
-        func json() throws -> StatusReport {
-            try JSONDecoder().decode(StatusReport.self, from: Data(standardOutput.utf8))
-        }
-    }
-
-    let environment: [String: String]
-    let readyURL: String
-
-    func run(_ arguments: [String]) async throws -> Outcome {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("status-\(UUID().uuidString)")
+    /// Runs the built `checkin` with these arguments, the test process's environment plus `environment`.
+    static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutcome {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
         let out = directory.appendingPathComponent("out")
@@ -66,7 +58,7 @@ struct StatusRunner {
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
         process.executableURL = try ServiceProcess.executable()
-        process.arguments = ["status", "--ready", readyURL] + arguments
+        process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
@@ -79,9 +71,25 @@ struct StatusRunner {
                 continuation.resume(throwing: error)
             }
         }
-        return Outcome(
+        return CommandOutcome(
             exitCode: code, standardOutput: try String(contentsOf: out, encoding: .utf8),
             standardError: try String(contentsOf: err, encoding: .utf8))
+    }
+}
+
+/// Runs `checkin status` as an operator would, capturing what it prints and its exit code.
+struct StatusRunner {
+    let environment: [String: String]
+    let readyURL: String
+
+    func run(_ arguments: [String]) async throws -> CommandOutcome {
+        try await CommandOutcome.run(["status", "--ready", readyURL] + arguments, environment: environment)
+    }
+}
+
+extension CommandOutcome {
+    func json() throws -> StatusReport {
+        try JSONDecoder().decode(StatusReport.self, from: Data(standardOutput.utf8))
     }
 }
 
