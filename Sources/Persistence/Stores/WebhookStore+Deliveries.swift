@@ -410,12 +410,13 @@ extension WebhookStore {
             ), successors AS (
                 -- A device's delivery done: the one behind it may go. Taken at once when it is the
                 -- very next of the sequence; otherwise due, and the claim judges its gap.
-                SELECT (SELECT p.id FROM deliveries p
-                         WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
-                           AND NOT (p.id = ANY(\(results.map(\.deliveryId))::bigint[]))
-                         ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) AS id,
-                       u.sequence AS done_sequence
+                SELECT p.id, \(chain) AND p.sequence = u.sequence + 1 AS taken
                   FROM updated u
+                  CROSS JOIN LATERAL (
+                      SELECT p.id, p.sequence FROM deliveries p
+                       WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
+                         AND NOT (p.id = ANY(\(results.map(\.deliveryId))::bigint[]))
+                       ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) p
                  WHERE u.status <> 'pending'
             ), next_ones AS (
                 UPDATE deliveries n
@@ -423,8 +424,7 @@ extension WebhookStore {
                        attempts = CASE WHEN s.taken THEN n.attempts + 1 ELSE n.attempts END,
                        lease_owner = CASE WHEN s.taken THEN \(owner) ELSE n.lease_owner END,
                        leased_until = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease)) ELSE n.leased_until END
-                  FROM (SELECT s.id, \(chain) AND p.sequence = s.done_sequence + 1 AS taken
-                          FROM successors s JOIN deliveries p ON p.id = s.id) s
+                  FROM successors s
                  WHERE n.id = s.id
                    AND n.next_attempt_at = 'infinity'
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = n.endpoint_id AND e.enabled)
