@@ -53,14 +53,14 @@ struct EvaluatorBench: AsyncParsableCommand {
         }
         let settings = try ProcessSettings(environment: EnvironmentReader(environment))
         try await settings.prepare(logger: logger)
-        let previousFsync = try await setFsync(settings: settings, logger: logger)
+        let previousDurability = try await setFsync(settings: settings, logger: logger)
         do {
             try await measureRun(settings: settings, environment: environment, logger: logger)
         } catch {
-            if let previousFsync { try? await Self.setDurability(previousFsync, url: adminURL(settings), logger: logger) }
+            if let previousDurability { try? await Self.setDurability(previousDurability, url: adminURL(settings), logger: logger) }
             throw error
         }
-        if let previousFsync { try await Self.setDurability(previousFsync, url: adminURL(settings), logger: logger) }
+        if let previousDurability { try await Self.setDurability(previousDurability, url: adminURL(settings), logger: logger) }
     }
 
     private func measureRun(settings: ProcessSettings, environment: [String: String], logger: Logger) async throws {

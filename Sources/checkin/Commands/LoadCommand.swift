@@ -46,11 +46,8 @@ struct LoadCommand: AsyncParsableCommand {
         let accepted = AcceptanceTimes(count: fixes)
         let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted) : nil
         do {
-            try await send(trip: trip, client: client, accepted: accepted, receiver: receiver, summary: &summary)
-            if let receiver {
-                summary.webhooks = try await receiver.waitUntilQuiet(timeout: .seconds(timeout))
-                summary.webhooks?.secondsToLastWebhook = (receiver.lastArrival - summary.started).seconds
-            }
+            let started = try await send(trip: trip, client: client, accepted: accepted, receiver: receiver, summary: &summary)
+            summary.webhooks = try await receiver?.waitUntilQuiet(since: started, timeout: .seconds(timeout))
         } catch {
             try? await receiver?.stop()
             throw error
@@ -59,15 +56,15 @@ struct LoadCommand: AsyncParsableCommand {
         if json { try printJSON(summary) } else { summary.printText() }
     }
 
+    /// Sends every batch and, with --metrics, waits for the evaluator; returns when the first request went out.
     private func send(
         trip: LoadTrip, client: HTTPClient, accepted: AcceptanceTimes, receiver: LoadReceiver?, summary: inout LoadSummary
-    ) async throws {
+    ) async throws -> ContinuousClock.Instant {
         var before: Double?
         if let metrics { before = try await evaluatedCount(client: client, url: metrics) }
         let batches = stride(from: 0, to: fixes, by: batch).map { $0..<min($0 + batch, fixes) }
         let progress = LoadProgress(total: fixes, enabled: !json && isatty(STDERR_FILENO) == 1)
         let started = ContinuousClock.now
-        summary.started = started
         let latencies = try await withThrowingTaskGroup(of: Double.self, returning: [Double].self) { group in
             group.addTask {
                 await progress.run(started: started, webhooks: { receiver?.received ?? 0 })
@@ -108,7 +105,7 @@ struct LoadCommand: AsyncParsableCommand {
         let sentSeconds = (ContinuousClock.now - started).seconds
         summary.requests = RequestFigures(requests: latencies.count, seconds: sentSeconds, latenciesSeconds: latencies)
 
-        guard let metrics, let before else { return }
+        guard let metrics, let before else { return started }
         let deadline = ContinuousClock.now + .seconds(timeout)
         while try await evaluatedCount(client: client, url: metrics) - before < Double(fixes) {
             guard ContinuousClock.now < deadline else {
@@ -117,6 +114,7 @@ struct LoadCommand: AsyncParsableCommand {
             try await Task.sleep(for: .milliseconds(100))
         }
         summary.endToEndSeconds = (ContinuousClock.now - started).seconds
+        return started
     }
 
     /// Posts one batch; its latency in seconds counts from `due`.

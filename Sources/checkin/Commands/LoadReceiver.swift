@@ -61,8 +61,6 @@ final class LoadReceiver: Sendable {
     }
 
     var received: Int { state.withLock { $0.received } }
-    /// When the last webhook arrived.
-    var lastArrival: ContinuousClock.Instant { state.withLock { $0.lastArrival } }
 
     /// Starts the receiver on a free port of this machine and registers it as an endpoint of `project`.
     static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes) async throws -> LoadReceiver {
@@ -87,8 +85,10 @@ final class LoadReceiver: Sendable {
     }
 
     /// Waits until webhooks have stopped arriving for a while (the pipeline has delivered
-    /// what the load decided), then returns the figures.
-    func waitUntilQuiet(timeout: Duration, quiet: Duration = .seconds(5)) async throws -> WebhookFigures {
+    /// what the load decided), then returns the figures, timed from `started`, the first request.
+    func waitUntilQuiet(since started: ContinuousClock.Instant, timeout: Duration, quiet: Duration = .seconds(5)) async throws
+        -> WebhookFigures
+    {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
             let last = state.withLock { $0.lastArrival }
@@ -100,7 +100,8 @@ final class LoadReceiver: Sendable {
                 state.latency.totalCount == 0 ? 0 : Double(state.latency.valueAtPercentile(percentile)) / 1000
             }
             return WebhookFigures(
-                received: state.received, secondsToLastWebhook: nil, duplicates: state.duplicates, badSignatures: state.badSignatures,
+                received: state.received, secondsToLastWebhook: (state.lastArrival - started).seconds, duplicates: state.duplicates,
+                badSignatures: state.badSignatures,
                 unmatched: state.unmatched, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
                 p999Milliseconds: milliseconds(99.9),
                 maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000)
