@@ -106,7 +106,7 @@ struct FixBatchProcessor: Sendable {
             for key in keys {
                 current[key] = stored[key].map { decodeState($0, key: key) } ?? DeviceState()
             }
-            /// As read: a state the batch left as it was is not written again.
+            // As read: a state the batch left as it was is not written again.
             let before = current
             var partitions: [DeviceKey: Int32] = [:]
             var events: [OutboxEvent] = []
