@@ -1,21 +1,34 @@
 import BatchProcessing
+import Foundation
 import Kafka
 import Logging
 import Metrics
+import NIOConcurrencyHelpers
 import Persistence
 import ServiceLifecycle
+import ServiceSupport
 import Shared
+
+/// Where the relay publishes events: the producer (a fault can be put in front of it).
+protocol EventPublisher: Sendable {
+    func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>]
+}
+
+extension KafkaProducer: EventPublisher {}
 
 /// Publishes the events of the outbox, after the transactions that decided them have
 /// committed: a batch that rolls back (a failed commit, a lost partition, a crash)
 /// leaves no event behind, and its retry decides afresh, with the zones of then.
 ///
-/// Each partition's events go out in the order they were decided (outbox id order),
-/// and leave the outbox only once the broker has them: the first one the broker cannot
-/// take now stops the flush, and it and everything after it wait for the next one
-/// (at-least-once; a repeat keeps its event id). An event the broker refuses for what
-/// it is (larger than the broker takes, say) goes to the events dead-letter topic with
-/// the reason instead, so that it never holds up the partition.
+/// Each source partition is relayed on its own, so that a partition whose events the
+/// broker cannot take now holds back no other. Within a partition a device's events go
+/// out one at a time in the order they were decided (outbox id order), each only once
+/// the broker has acknowledged the one before it, while different devices' events go
+/// together: a failed publish never lets a later event of its device overtake it, on
+/// either event topic. An event leaves the outbox only once the broker has it
+/// (at-least-once; a repeat keeps its event id). An event the broker refuses for what it
+/// is (larger than the broker takes, say) goes to the events dead-letter topic with the
+/// reason instead, so that it never holds up the partition.
 ///
 /// The worker wakes the relay after every batch that decided events, and it flushes every
 /// second besides, which also publishes what a worker that died after its commit left
@@ -23,30 +36,33 @@ import Shared
 /// batch is evaluated while the last one's events are being published.
 final class EventRelay: Service, Sendable {
     let outbox: EventOutboxStore
-    let producer: KafkaProducer
+    let publisher: any EventPublisher
     let leases: PartitionLeases
     let group: String
     let topics: Topics
     let interval: Duration
     let logger: Logger
-    let batchSize = 500
-    /// One flush at a time in a process: two would publish the same events twice.
-    private let flushing = RefreshLock()
+    /// Events read from one partition's outbox at a time.
+    let batchSize: Int
+    /// Partitions being flushed in this process: two flushes of one would publish its events twice.
+    private let flushing = NIOLockedValueBox<Set<Int32>>([])
     private let wakes: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
     private let published = Counter(label: "checkin_evaluator_events_published_total")
     private let deadLettered = Counter(label: "checkin_evaluator_event_dead_letters_total")
+    private let publishFailures = Counter(label: "checkin_evaluator_event_publish_failures_total")
 
     init(
-        outbox: EventOutboxStore, producer: KafkaProducer, leases: PartitionLeases, group: String, topics: Topics,
-        interval: Duration = .seconds(1), logger: Logger
+        outbox: EventOutboxStore, publisher: any EventPublisher, leases: PartitionLeases, group: String, topics: Topics,
+        interval: Duration = .seconds(1), batchSize: Int = 500, logger: Logger
     ) {
         self.outbox = outbox
-        self.producer = producer
+        self.publisher = publisher
         self.leases = leases
         self.group = group
         self.topics = topics
         self.interval = interval
+        self.batchSize = batchSize
         self.logger = logger
         (wakes, wakeUp) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         // The first flush at start: a previous owner may have left events behind.
@@ -59,84 +75,150 @@ final class EventRelay: Service, Sendable {
     }
 
     func run() async throws {
-        await withTaskGroup(of: Void.self) { ticker in
-            ticker.addTask {
+        await withDiscardingTaskGroup { flushes in
+            flushes.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: self.interval)
                     self.wakeUp.yield()
                 }
             }
             for await _ in wakes.cancelOnGracefulShutdown() {
-                do {
-                    try await cancelWhenGracefulShutdown { try await self.flush(partitions: self.heldPartitions) }
-                } catch {
-                    logger.warning("could not publish waiting events", metadata: ["error": "\(String(reflecting: error))"])
+                // A partition still being flushed is left to that flush, which reads again
+                // until its outbox is empty; the others start now.
+                for partition in heldPartitions + [Self.unknownPartition] where startFlushing(partition) {
+                    flushes.addTask {
+                        defer { self.stopFlushing(partition) }
+                        do {
+                            try await cancelWhenGracefulShutdown { try await self.flush(partition: partition) }
+                        } catch {
+                            self.logger.warning(
+                                "could not publish waiting events",
+                                metadata: ["partition": "\(partition)", "error": "\(String(reflecting: error))"])
+                        }
+                    }
                 }
             }
-            ticker.cancelAll()
+            flushes.cancelAll()
         }
     }
+
+    /// Events whose fix's partition is not known (written before partitions were kept).
+    static let unknownPartition: Int32 = -1
 
     /// The fixes topic's partitions this worker holds.
     var heldPartitions: [Int32] {
         leases.snapshot.keys.filter { $0.topic == topics.fixes }.map(\.partition).sorted()
     }
 
-    /// Publishes every waiting event of these partitions, oldest first. Throws when the
-    /// broker cannot take them now; they wait for the next flush.
-    func flush(partitions: [Int32]) async throws {
-        await flushing.lock()
-        do {
-            while try await flushOnce(partitions: partitions) == batchSize {}
-            await flushing.unlock()
-        } catch {
-            await flushing.unlock()
-            throw error
-        }
+    private func startFlushing(_ partition: Int32) -> Bool {
+        flushing.withLockedValue { $0.insert(partition).inserted }
     }
 
-    /// Returns how many events it took from the outbox.
-    private func flushOnce(partitions: [Int32]) async throws -> Int {
-        let events = try await outbox.waiting(group: group, sourceTopic: topics.fixes, partitions: partitions, limit: batchSize)
-        guard !events.isEmpty else { return 0 }
-        let results = await producer.send(events.map(record(for:)))
-        var done: [Int64] = []
-        var stopped: (any Error)?
-        for (event, result) in zip(events, results) {
-            switch result {
-            case .success:
-                done.append(event.id)
-            case .failure(let error):
-                guard case .poison(let reason) = FailureClassifier.classify(error) else {
-                    stopped = error
-                    break
-                }
-                do {
-                    try await producer.sendAll([deadLetter(for: event, reason: reason)])
-                    logger.error(
-                        "the broker refuses an event; it goes to the dead-letter topic",
-                        metadata: ["eventId": "\(event.eventId)", "reason": "\(reason)"])
-                    deadLettered.increment()
-                    done.append(event.id)
-                } catch {
-                    stopped = error
+    private func stopFlushing(_ partition: Int32) {
+        _ = flushing.withLockedValue { $0.remove(partition) }
+    }
+
+    /// Publishes every waiting event of these partitions, each partition on its own.
+    /// Throws the first error of a partition whose events the broker cannot take now; they
+    /// wait for the next flush, and the other partitions are published all the same.
+    func flush(partitions: [Int32]) async throws {
+        let failures = await withTaskGroup(of: (any Error)?.self, returning: [any Error].self) { flushes in
+            for partition in partitions where startFlushing(partition) {
+                flushes.addTask {
+                    defer { self.stopFlushing(partition) }
+                    do {
+                        try await self.flush(partition: partition)
+                        return nil
+                    } catch {
+                        return error
+                    }
                 }
             }
-            if stopped != nil { break }
+            return await flushes.reduce(into: []) { errors, error in if let error { errors.append(error) } }
         }
-        try await outbox.remove(ids: done)
-        published.increment(by: done.count)
-        if let stopped { throw stopped }
+        if let first = failures.first { throw first }
+    }
+
+    /// Publishes one partition's waiting events until its outbox is empty.
+    private func flush(partition: Int32) async throws {
+        while try await flushOnce(partition: partition) == batchSize {}
+    }
+
+    /// Returns how many events it read from the partition's outbox.
+    private func flushOnce(partition: Int32) async throws -> Int {
+        let events = try await outbox.waiting(group: group, sourceTopic: topics.fixes, partitions: [partition], limit: batchSize)
+            .filter { $0.sourcePartition == partition }
+        guard !events.isEmpty else { return 0 }
+        let outcome = await publishInDeviceOrder(events)
+        try await outbox.remove(ids: outcome.done)
+        published.increment(by: outcome.done.count)
+        if let stopped = outcome.stopped { throw stopped }
         return events.count
     }
 
+    /// Publishes events in waves: each device's first unpublished event, then, once the
+    /// broker has those, each device's next, and so on. A device whose event the broker
+    /// cannot take now publishes nothing more in this flush.
+    func publishInDeviceOrder(_ events: [OutboxEvent]) async -> (done: [Int64], stopped: (any Error)?) {
+        var queues: [String: ArraySlice<OutboxEvent>] = [:]
+        var devices: [String] = []
+        for event in events {
+            if queues[event.deviceId] == nil { devices.append(event.deviceId) }
+            queues[event.deviceId, default: []].append(event)
+        }
+        var done: [Int64] = []
+        var stopped: (any Error)?
+        while true {
+            let wave = devices.compactMap { queues[$0]?.first }
+            guard !wave.isEmpty else { break }
+            let results = await publisher.send(wave.map(record(for:)))
+            let now = Date()
+            for (event, result) in zip(wave, results) {
+                switch result {
+                case .success:
+                    done.append(event.id)
+                    PipelineStage.publish.record(from: event.decidedAt, to: now)
+                    queues[event.deviceId]?.removeFirst()
+                case .failure(let error):
+                    if case .poison(let reason) = FailureClassifier.classify(error),
+                        await setAside(event, reason: reason)
+                    {
+                        done.append(event.id)
+                        queues[event.deviceId]?.removeFirst()
+                    } else {
+                        publishFailures.increment()
+                        stopped = stopped ?? error
+                        queues[event.deviceId] = nil
+                    }
+                }
+                if queues[event.deviceId]?.isEmpty == true { queues[event.deviceId] = nil }
+            }
+            devices.removeAll { queues[$0] == nil }
+        }
+        return (done, stopped)
+    }
+
+    /// Sends an event the broker refuses to the events dead-letter topic; false when that
+    /// cannot be done now either (it stays in the outbox, and its device waits).
+    private func setAside(_ event: OutboxEvent, reason: String) async -> Bool {
+        let result = await publisher.send([deadLetter(for: event, reason: reason)])
+        guard case .success = result.first else { return false }
+        logger.error(
+            "the broker refuses an event; it goes to the dead-letter topic",
+            metadata: ["eventId": "\(event.eventId)", "reason": "\(reason)"])
+        deadLettered.increment()
+        return true
+    }
+
     func record(for event: OutboxEvent) -> KafkaRecord {
-        KafkaRecord(
-            topic: event.topic, key: Array(event.deviceId.utf8), value: Array(event.event.utf8),
-            headers: [
-                KafkaHeader(key: "event-id", value: Array(event.eventId.utf8)),
-                KafkaHeader(key: "event-type", value: Array(event.eventType.utf8)),
-            ])
+        var headers = [
+            KafkaHeader(key: "event-id", value: Array(event.eventId.utf8)),
+            KafkaHeader(key: "event-type", value: Array(event.eventType.utf8)),
+        ]
+        if let accepted = event.fixAcceptedAt {
+            headers.append(KafkaHeader(key: PipelineStage.fixAcceptedHeader, value: PipelineStage.headerValue(accepted)))
+        }
+        return KafkaRecord(topic: event.topic, key: Array(event.deviceId.utf8), value: Array(event.event.utf8), headers: headers)
     }
 
     /// The event as it would have been published, with why it was not and where its fix came from.

@@ -4,6 +4,7 @@ import Kafka
 import Logging
 import Metrics
 import Persistence
+import ServiceSupport
 import Shared
 
 /// Evaluates one batch of fix records and makes its outcome durable as a unit.
@@ -51,7 +52,7 @@ struct FixBatchProcessor: Sendable {
         self.leases = leases
         self.outbox = EventOutboxStore(database: database, logger: logger)
         self.relay = EventRelay(
-            outbox: outbox, producer: producer, leases: leases, group: configuration.groupId,
+            outbox: outbox, publisher: producer, leases: leases, group: configuration.groupId,
             topics: configuration.topics, logger: logger)
     }
 
@@ -121,7 +122,7 @@ struct FixBatchProcessor: Sendable {
                 }
                 for event in evaluation.events {
                     if event.type == .checkin { result.checkIns += 1 } else { result.checkOuts += 1 }
-                    events.append(try outboxEvent(for: event, from: message.partition))
+                    events.append(try outboxEvent(for: event, from: message.partition, acceptedAt: message.timestamp))
                 }
             }
             // Dead letters are the input as it came, not decisions: published now (again,
@@ -147,6 +148,8 @@ struct FixBatchProcessor: Sendable {
         if committed.checkIns + committed.checkOuts > 0 {
             publishDecidedEvents()
         }
+        let now = Date()
+        for (message, _) in fixes { PipelineStage.evaluate.record(from: message.timestamp, to: now) }
         return committed
     }
 
@@ -193,7 +196,7 @@ struct FixBatchProcessor: Sendable {
 
     /// The event as the outbox keeps it. An event the producer could never send fails the
     /// batch now, so that the fix deciding it is the record set aside, not the event.
-    func outboxEvent(for event: CheckEvent, from partition: Int32) throws -> OutboxEvent {
+    func outboxEvent(for event: CheckEvent, from partition: Int32, acceptedAt: Date? = nil) throws -> OutboxEvent {
         let encoded = String(decoding: try event.wireJSON(), as: UTF8.self)
         let bytes = encoded.utf8.count + event.deviceId.utf8.count + Self.recordOverheadBytes
         guard bytes <= producer.maximumMessageBytes else {
@@ -202,7 +205,8 @@ struct FixBatchProcessor: Sendable {
         return OutboxEvent(
             sourcePartition: partition,
             topic: event.type == .checkin ? configuration.topics.checkIns : configuration.topics.checkOuts,
-            deviceId: event.deviceId, eventId: event.eventId, eventType: event.type.rawValue, event: encoded)
+            deviceId: event.deviceId, eventId: event.eventId, eventType: event.type.rawValue, event: encoded,
+            fixAcceptedAt: acceptedAt)
     }
 
     /// The original record, unchanged, with why it was refused and where it came from.

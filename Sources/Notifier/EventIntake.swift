@@ -102,6 +102,8 @@ public final class EventIntake: Service, Sendable {
         var deliveries: [NewDelivery] = []
         for (message, event) in events {
             eventsCounter.increment()
+            let fixAcceptedAt = PipelineStage.date(
+                headerValue: message.headers.first { $0.key == PipelineStage.fixAcceptedHeader }?.value)
             let payload = String(
                 decoding: WebhookPayload.body(type: event.type, timestamp: event.time, event: message.value), as: UTF8.self)
             for endpointId in endpoints[event.projectId] ?? [] {
@@ -109,7 +111,7 @@ public final class EventIntake: Service, Sendable {
                     NewDelivery(
                         endpointId: endpointId, projectId: event.projectId, eventId: event.eventId,
                         eventType: event.type.rawValue, deviceId: event.deviceId, eventTime: event.time,
-                        sequence: event.sequence, payload: payload))
+                        sequence: event.sequence, payload: payload, fixAcceptedAt: fixAcceptedAt))
             }
         }
         try await producer.sendAll(deadLetters)
@@ -117,6 +119,8 @@ public final class EventIntake: Service, Sendable {
         if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
         let queued = try await webhooks.enqueue(deliveries, gapHold: dispatcher.configuration.gapHold)
         if queued > 0 { queuedCounter.increment(by: queued) }
+        let now = Date()
+        for (message, _) in events { PipelineStage.queue.record(from: message.timestamp, to: now) }
     }
 }
 

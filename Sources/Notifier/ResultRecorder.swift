@@ -14,6 +14,8 @@ final class ResultRecorder: Sendable {
     let logger: Logger
     /// The lease of a delivery claimed with its predecessor's result; nil: none are claimed.
     private let chainLease: NIOLockedValueBox<Duration?>
+    /// How long a next delivery whose predecessor is missing waits for it.
+    let gapHold: Duration
     /// Called with the ids of each batch once it is written (or given up on), and the
     /// deliveries it claimed.
     let onRecorded: @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
@@ -24,12 +26,13 @@ final class ResultRecorder: Sendable {
     static let maximumBatch = 2000
 
     init(
-        webhooks: WebhookStore, owner: String, chainLease: Duration?, logger: Logger,
+        webhooks: WebhookStore, owner: String, chainLease: Duration?, gapHold: Duration, logger: Logger,
         onRecorded: @escaping @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
     ) {
         self.webhooks = webhooks
         self.owner = owner
         self.chainLease = NIOLockedValueBox(chainLease)
+        self.gapHold = gapHold
         self.logger = logger
         self.onRecorded = onRecorded
         (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -78,7 +81,8 @@ final class ResultRecorder: Sendable {
         var delay = Duration.milliseconds(100)
         for attempt in 1...5 {
             do {
-                return try await webhooks.record(batch, owner: owner, chainLease: chainLease.withLockedValue { $0 })
+                return try await webhooks.record(
+                    batch, owner: owner, chainLease: chainLease.withLockedValue { $0 }, gapHold: gapHold)
             } catch {
                 logger.error(
                     "could not record delivery results",

@@ -4,6 +4,7 @@ import Metrics
 import NIOConcurrencyHelpers
 import Persistence
 import ServiceLifecycle
+import ServiceSupport
 import Shared
 
 /// Sends queued deliveries as signed webhooks (Standard Webhooks). A delivery is marked
@@ -67,7 +68,8 @@ public final class WebhookDispatcher: Service, Sendable {
         self.signal = signal
         self.recorder = ResultRecorder(
             webhooks: webhooks, owner: owner,
-            chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil, logger: logger
+            chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil,
+            gapHold: configuration.gapHold, logger: logger
         ) { recorded, claimed in
             held.withLockedValue {
                 $0.subtract(recorded)
@@ -164,6 +166,7 @@ public final class WebhookDispatcher: Service, Sendable {
         }
         let startedAt = Date()
         let started = ContinuousClock.now
+        if delivery.attempt == 1 { PipelineStage.wait.record(from: delivery.queuedAt, to: startedAt) }
         let response = await sender.send(WebhookSender.request(for: delivery, now: startedAt))
         let elapsed = ContinuousClock.now - started
         let decision = policy.decide(response, attempt: delivery.attempt)
@@ -171,6 +174,10 @@ public final class WebhookDispatcher: Service, Sendable {
         case .delivered:
             deliveredCounter.increment()
             latency.record(duration: elapsed)
+            if delivery.attempt == 1 {
+                PipelineStage.send.record(elapsed)
+                PipelineStage.total.record(from: delivery.fixAcceptedAt)
+            }
         case .retry: retryCounter.increment()
         case .failed: failedCounter.increment()
         }
@@ -226,7 +233,7 @@ public final class WebhookDispatcher: Service, Sendable {
     /// have run out; each device's first delivery of an enabled endpoint is due.
     private func tendDueDeliveries() async {
         do {
-            try await webhooks.mendDueDeliveries()
+            try await webhooks.mendDueDeliveries(gapHold: configuration.gapHold)
         } catch {
             logger.error("could not mend which deliveries are due", metadata: ["error": "\(error)"])
         }

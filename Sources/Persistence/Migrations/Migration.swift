@@ -12,7 +12,7 @@ extension Migration {
     /// Every migration, in order.
     public static let all: [Migration] = [
         initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex, dueDeliveriesOrder,
-        staleCheckOutByStream, projectZoneVersions, eventOutbox, binaryDeviceState,
+        staleCheckOutByStream, projectZoneVersions, eventOutbox, binaryDeviceState, pipelineStageTimes,
     ]
 }
 

@@ -15,10 +15,14 @@ public struct OutboxEvent: Sendable, Equatable {
     public var eventType: String
     /// The encoded event, exactly as published.
     public var event: String
+    /// When the fix that decided it was accepted (its record's time), if known.
+    public var fixAcceptedAt: Date?
+    /// When it was decided (written to the outbox); set once stored.
+    public var decidedAt: Date?
 
     public init(
         id: Int64 = 0, sourcePartition: Int32, topic: String, deviceId: String, eventId: String, eventType: String,
-        event: String
+        event: String, fixAcceptedAt: Date? = nil, decidedAt: Date? = nil
     ) {
         self.id = id
         self.sourcePartition = sourcePartition
@@ -27,6 +31,8 @@ public struct OutboxEvent: Sendable, Equatable {
         self.eventId = eventId
         self.eventType = eventType
         self.event = event
+        self.fixAcceptedAt = fixAcceptedAt
+        self.decidedAt = decidedAt
     }
 }
 
@@ -49,37 +55,45 @@ public struct EventOutboxStore: Sendable {
         try await connection.query(
             """
             INSERT INTO event_outbox (consumer_group, source_topic, source_partition, topic, device_id, event_id,
-                                      event_type, event)
-            SELECT \(group), \(sourceTopic), e.partition, e.topic, e.device_id, e.event_id, e.event_type, e.event
+                                      event_type, event, fix_accepted_at, created_at)
+            SELECT \(group), \(sourceTopic), e.partition, e.topic, e.device_id, e.event_id, e.event_type, e.event,
+                   NULLIF(e.fix_accepted_at, 'epoch'), clock_timestamp()
             FROM UNNEST(\(events.map { Int($0.sourcePartition) })::int4[], \(events.map(\.topic))::text[],
                         \(events.map(\.deviceId))::text[], \(events.map(\.eventId))::text[],
-                        \(events.map(\.eventType))::text[], \(events.map(\.event))::text[])
-                 WITH ORDINALITY AS e(partition, topic, device_id, event_id, event_type, event, ordinal)
+                        \(events.map(\.eventType))::text[], \(events.map(\.event))::text[],
+                        \(events.map { $0.fixAcceptedAt ?? Date(timeIntervalSince1970: 0) })::timestamptz[])
+                 WITH ORDINALITY AS e(partition, topic, device_id, event_id, event_type, event, fix_accepted_at, ordinal)
             ORDER BY e.ordinal
             """, logger: logger)
     }
 
-    /// The oldest waiting events of these partitions (and those of no known partition), in
-    /// the order they were decided.
+    /// The oldest waiting events of each of these partitions (and of no known partition), at
+    /// most `limit` of each, each partition's in the order they were decided. Each partition
+    /// is read on its own in id order from the index, so that one partition's backlog
+    /// neither crowds the others out nor costs a sort.
     public func waiting(group: String, sourceTopic: String, partitions: [Int32], limit: Int) async throws
         -> [OutboxEvent]
     {
         let rows = try await database.client.query(
             """
-            SELECT id, source_partition, topic, device_id, event_id, event_type, event FROM event_outbox
-            WHERE consumer_group = \(group) AND source_topic = \(sourceTopic)
-              AND source_partition = ANY(\((partitions + [-1]).map(Int.init))::int4[])
-            ORDER BY id
-            LIMIT \(limit)
+            SELECT o.id, o.source_partition, o.topic, o.device_id, o.event_id, o.event_type, o.event, o.fix_accepted_at,
+                   o.created_at
+              FROM UNNEST(\((partitions + [-1]).map(Int.init))::int4[]) AS p(partition)
+             CROSS JOIN LATERAL (
+                 SELECT * FROM event_outbox
+                  WHERE consumer_group = \(group) AND source_topic = \(sourceTopic) AND source_partition = p.partition
+                  ORDER BY id
+                  LIMIT \(limit)) o
+             ORDER BY o.id
             """, logger: logger)
         var events: [OutboxEvent] = []
-        for try await (id, partition, topic, device, eventId, type, event) in rows.decode(
-            (Int64, Int32, String, String, String, String, String).self)
+        for try await (id, partition, topic, device, eventId, type, event, accepted, decided) in rows.decode(
+            (Int64, Int32, String, String, String, String, String, Date?, Date).self)
         {
             events.append(
                 OutboxEvent(
                     id: id, sourcePartition: partition, topic: topic, deviceId: device, eventId: eventId,
-                    eventType: type, event: event))
+                    eventType: type, event: event, fixAcceptedAt: accepted, decidedAt: decided))
         }
         return events
     }

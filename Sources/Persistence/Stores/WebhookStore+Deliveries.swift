@@ -17,10 +17,12 @@ public struct NewDelivery: Sendable {
     public var sequence: Int?
     /// The exact body to send, fixed when the event is accepted so every attempt signs the same bytes.
     public var payload: String
+    /// When the fix that decided the event was accepted, if known: its webhook is timed from it.
+    public var fixAcceptedAt: Date?
 
     public init(
         endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, eventTime: Date,
-        sequence: Int?, payload: String
+        sequence: Int?, payload: String, fixAcceptedAt: Date? = nil
     ) {
         self.endpointId = endpointId
         self.projectId = projectId
@@ -30,6 +32,7 @@ public struct NewDelivery: Sendable {
         self.eventTime = eventTime
         self.sequence = sequence
         self.payload = payload
+        self.fixAcceptedAt = fixAcceptedAt
     }
 }
 
@@ -49,10 +52,15 @@ public struct DeliveryAttempt: Sendable {
     /// Claimed although the device's previous event never reached this endpoint's queue
     /// within the gap hold.
     public var skippedGap: Bool
+    /// When it was queued, and when the fix that decided its event was accepted: the
+    /// pipeline's stages are timed from them.
+    public var queuedAt: Date?
+    public var fixAcceptedAt: Date?
 
     public init(
         id: Int64, endpointId: String, projectId: String, url: String, secrets: [String], eventId: String,
-        deviceId: String, sequence: Int?, payload: String, attempt: Int, skippedGap: Bool = false
+        deviceId: String, sequence: Int?, payload: String, attempt: Int, skippedGap: Bool = false, queuedAt: Date? = nil,
+        fixAcceptedAt: Date? = nil
     ) {
         self.id = id
         self.endpointId = endpointId
@@ -65,6 +73,8 @@ public struct DeliveryAttempt: Sendable {
         self.payload = payload
         self.attempt = attempt
         self.skippedGap = skippedGap
+        self.queuedAt = queuedAt
+        self.fixAcceptedAt = fixAcceptedAt
     }
 }
 
@@ -158,64 +168,87 @@ public struct DeliveryDetail: Sendable, Codable, Equatable {
 }
 
 extension WebhookStore {
-    /// Adds deliveries in one statement (all or none); an (endpoint, event) pair already
-    /// queued is left as it is, which makes a redelivered event harmless. Returns how many were new.
+    /// Adds deliveries (all or none); an (endpoint, event) pair already queued is left as it
+    /// is, which makes a redelivered event harmless. Returns how many were new.
     ///
     /// Only a device's first pending delivery to an endpoint is due; the ones behind it wait
     /// at 'infinity' until it is done (`record` lets the next one go), and one whose
     /// predecessor is not queued yet (it comes from the other event topic) is due only once
     /// `gapHold` has passed, unless the predecessor comes first. So a claim reads the
-    /// deliveries that may go, never the backlog behind them. A race with `record` can leave
-    /// a first delivery waiting; `mendDueDeliveries` lets it go.
+    /// deliveries that may go, never the backlog behind them.
+    ///
+    /// The devices' pending deliveries are locked first (in id order, as `record` locks
+    /// them) and the new ones judged afterwards, in a statement that sees them as they are
+    /// then: a predecessor being recorded as delivered at the same moment either is seen
+    /// done here, or its recording sees the new delivery waiting behind it and lets it go.
     @discardableResult
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
         guard !deliveries.isEmpty else { return 0 }
-        let rows = try await database.client.query(
-            """
-            WITH inserted AS (
-                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                        payload, next_attempt_at)
-                SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
-                       NULLIF(u.sequence, 0), u.payload,
-                       CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
-                            THEN 'infinity'::timestamptz
-                            -- Behind an earlier delivery of the device, in this batch or already queued
-                            -- (the device's first pending one, read in the order of the pending-heads index).
-                            WHEN u.turn > 1 OR (
-                                SELECT COALESCE(h.sequence, 0) FROM deliveries h
-                                 WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
-                                 ORDER BY h.sequence NULLS FIRST, h.id LIMIT 1) <= u.sequence
-                            THEN 'infinity'::timestamptz
-                            -- Its predecessor not queued (yet): it waits for it, up to the gap hold.
-                            -- (A scalar subquery: one index probe per row, never a hash of the table.)
-                            WHEN u.sequence > 1 AND (
-                                SELECT true FROM deliveries p
-                                 WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id
-                                   AND p.sequence = u.sequence - 1 LIMIT 1) IS NULL
-                            THEN now() + make_interval(secs => \(gapHold.seconds))
-                            ELSE now() END
-                FROM (SELECT *, row_number() OVER (PARTITION BY endpoint_id, device_id ORDER BY sequence, event_id) AS turn
-                        FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
-                                    \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
-                                    \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
-                                    \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[])
-                             AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload)) u
-                ON CONFLICT (endpoint_id, event_id) DO NOTHING
-                RETURNING endpoint_id, device_id, sequence
-            ), behind AS (
-                -- A predecessor that came late goes first: what was queued after it waits again.
-                UPDATE deliveries l SET next_attempt_at = 'infinity'
-                  FROM inserted i
-                 WHERE l.endpoint_id = i.endpoint_id AND l.device_id = i.device_id AND l.sequence > i.sequence
-                   AND l.status = 'pending' AND l.next_attempt_at < 'infinity'
-                   AND (l.leased_until IS NULL OR l.leased_until <= now())
-                RETURNING l.id
-            )
-            SELECT count(*)::int FROM inserted
-            """, logger: logger)
-        var inserted = 0
-        for try await count in rows.decode(Int.self) { inserted = count }
-        return inserted
+        let epoch = Date(timeIntervalSince1970: 0)
+        return try await database.withTransaction { connection in
+            try await connection.query(
+                """
+                SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
+                                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[])
+                                         AS s(endpoint_id, device_id)) s
+                  JOIN deliveries d ON d.endpoint_id = s.endpoint_id AND d.device_id = s.device_id AND d.status = 'pending'
+                 ORDER BY d.id
+                   FOR SHARE OF d
+                """, logger: logger)
+            let rows = try await connection.query(
+                """
+                WITH incoming AS (
+                    -- What is new (a repeat of a queued event is no turn of its device's), with its
+                    -- turn among the batch's new deliveries of its device and endpoint.
+                    SELECT u.*, row_number() OVER (PARTITION BY u.endpoint_id, u.device_id ORDER BY u.sequence, u.event_id) AS turn
+                      FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                                  \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                                  \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                                  \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[],
+                                  \(deliveries.map { $0.fixAcceptedAt ?? epoch })::timestamptz[])
+                           AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
+                                fix_accepted_at)
+                     WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id)
+                ), inserted AS (
+                    INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                            payload, fix_accepted_at, next_attempt_at)
+                    SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
+                           NULLIF(u.sequence, 0), u.payload, NULLIF(u.fix_accepted_at, 'epoch'),
+                           CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
+                                THEN 'infinity'::timestamptz
+                                -- Behind an earlier delivery of the device, in this batch or already queued,
+                                -- or behind one in flight (a later one sent past a gap): one at a time.
+                                WHEN u.turn > 1 OR EXISTS (
+                                    SELECT 1 FROM deliveries h
+                                     WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
+                                       AND (COALESCE(h.sequence, 0) <= u.sequence OR h.leased_until > now()))
+                                THEN 'infinity'::timestamptz
+                                -- Its predecessor not queued (yet): it waits for it, up to the gap hold.
+                                -- (A scalar subquery: one index probe per row, never a hash of the table.)
+                                WHEN u.sequence > 1 AND (
+                                    SELECT true FROM deliveries p
+                                     WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id
+                                       AND p.sequence = u.sequence - 1 LIMIT 1) IS NULL
+                                THEN now() + make_interval(secs => \(gapHold.seconds))
+                                ELSE now() END
+                      FROM incoming u
+                    ON CONFLICT (endpoint_id, event_id) DO NOTHING
+                    RETURNING endpoint_id, device_id, sequence
+                ), behind AS (
+                    -- A predecessor that came late goes first: what was queued after it waits again.
+                    UPDATE deliveries l SET next_attempt_at = 'infinity'
+                      FROM inserted i
+                     WHERE l.endpoint_id = i.endpoint_id AND l.device_id = i.device_id AND l.sequence > i.sequence
+                       AND l.status = 'pending' AND l.next_attempt_at < 'infinity'
+                       AND (l.leased_until IS NULL OR l.leased_until <= now())
+                    RETURNING l.id
+                )
+                SELECT count(*)::int FROM inserted
+                """, logger: logger)
+            var inserted = 0
+            for try await count in rows.decode(Int.self) { inserted = count }
+            return inserted
+        }
     }
 
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one
@@ -260,6 +293,10 @@ extension WebhookStore {
                                   AND p.status = 'pending'
                                 ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled)
+                   -- None of the device's others in flight (a later one sent past a gap): one at a time.
+                   AND NOT EXISTS (SELECT 1 FROM deliveries q
+                                    WHERE q.endpoint_id = w.endpoint_id AND q.device_id = w.device_id
+                                      AND q.status = 'pending' AND q.id <> w.id AND q.leased_until > now())
             ), eligible AS (
                 -- One whose predecessor is missing goes once the gap hold has passed.
                 SELECT id, endpoint_id, next_attempt_at, skipped_gap FROM checked
@@ -291,20 +328,27 @@ extension WebhookStore {
                              WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
                              ORDER BY s.id DESC),
                       d.event_id, d.device_id,
-                      COALESCE(d.sequence, 0), d.payload, d.attempts, due.skipped_gap
+                      COALESCE(d.sequence, 0), d.payload, d.attempts, due.skipped_gap, d.created_at, d.fix_accepted_at
             """, logger: logger)
         return try await attempts(from: rows, owner: owner)
     }
 
     /// Claimed deliveries as rows of (id, endpoint, project, url, sealed secrets, event id,
-    /// device, sequence or 0, payload, attempts, skipped gap), with their secrets opened.
+    /// device, sequence or 0, payload, attempts, skipped gap, queued at, fix accepted at),
+    /// with their secrets opened.
     /// One whose secret cannot be opened is recorded as a retry instead; the rest go on.
     private func attempts(from rows: PostgresRowSequence, owner: String) async throws -> [DeliveryAttempt] {
+        let (opened, unsigned) = try await openAttempts(rows)
+        try await recordUnsigned(unsigned, owner: owner)
+        return opened
+    }
+
+    private func openAttempts(_ rows: PostgresRowSequence) async throws -> (opened: [DeliveryAttempt], unsigned: [DeliveryResult]) {
         var result: [DeliveryAttempt] = []
         var unsigned: [DeliveryResult] = []
         for try await row in rows {
-            let (id, endpointId, projectId, url, secrets, eventId, deviceId, sequence, payload, attempts, gap) =
-                try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool).self)
+            let (id, endpointId, projectId, url, secrets, eventId, deviceId, sequence, payload, attempts, gap, queuedAt, accepted) =
+                try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool, Date, Date?).self)
             let opened: [String]
             do {
                 opened = try openSecrets(secrets)
@@ -319,15 +363,17 @@ extension WebhookStore {
                 DeliveryAttempt(
                     id: id, endpointId: endpointId, projectId: projectId, url: url, secrets: opened, eventId: eventId,
                     deviceId: deviceId, sequence: sequence == 0 ? nil : sequence, payload: payload, attempt: attempts,
-                    skippedGap: gap))
+                    skippedGap: gap, queuedAt: queuedAt, fixAcceptedAt: accepted))
         }
-        if !unsigned.isEmpty {
-            logger.error(
-                "deliveries not sent: their endpoint's secret cannot be opened with CHECKIN_SECRET_KEY",
-                metadata: ["deliveries": "\(unsigned.count)", "error": "\(unsigned[0].error ?? "")"])
-            try await record(unsigned, owner: owner)
-        }
-        return result
+        return (result, unsigned)
+    }
+
+    private func recordUnsigned(_ unsigned: [DeliveryResult], owner: String) async throws {
+        guard !unsigned.isEmpty else { return }
+        logger.error(
+            "deliveries not sent: their endpoint's secret cannot be opened with CHECKIN_SECRET_KEY",
+            metadata: ["deliveries": "\(unsigned.count)", "error": "\(unsigned[0].error ?? "")"])
+        try await record(unsigned, owner: owner)
     }
 
     /// How long a delivery whose endpoint secret cannot be opened (sealed under another key)
@@ -361,19 +407,27 @@ extension WebhookStore {
             """, logger: logger)
     }
 
-    /// Records the results of many attempts in one round trip: each delivery's new status
+    /// Records the results of many attempts in one transaction: each delivery's new status
     /// (only while `owner` still holds it) and one attempt-log row per attempt.
     ///
     /// A delivery done lets the device's next one go. With `chainLease`, a next one that is
     /// the done one's immediate successor (so no gap can be behind it) is claimed for `owner`
-    /// in the same statement and returned, ready to send: a device's stream costs one row
-    /// update per delivery instead of a release and a claim. Others are only made due.
+    /// and returned, ready to send: a device's stream costs one row update per delivery
+    /// instead of a release and a claim. Others are only made due.
+    ///
+    /// The successors are looked for in a second statement, which sees what was queued
+    /// while the first ran: a delivery queued behind one being recorded is either let go
+    /// here or judged by its queueing after this commits (see `enqueue`).
     @discardableResult
-    public func record(_ results: [DeliveryResult], owner: String, chainLease: Duration? = nil) async throws
-        -> [DeliveryAttempt]
-    {
+    ///
+    /// A next one whose predecessor is missing (not queued yet: it comes from the other event
+    /// topic) is due once `gapHold` has passed since it was queued, not before: until then
+    /// it would only stand in the claims' way.
+    public func record(
+        _ results: [DeliveryResult], owner: String, chainLease: Duration? = nil, gapHold: Duration = .zero
+    ) async throws -> [DeliveryAttempt] {
         guard !results.isEmpty else { return [] }
-        // Rows are locked in id order, as `renewLeases` locks them, so the two never deadlock.
+        // Rows are locked in id order, as `renewLeases` and `enqueue` lock them, so that they never deadlock.
         let results = results.sorted { $0.deliveryId < $1.deliveryId }
         let statuses = results.map { result -> String in
             switch result.outcome {
@@ -388,73 +442,97 @@ extension WebhookStore {
         }
         let chain = chainLease != nil
         let lease = chainLease?.seconds ?? 0
-        let rows = try await database.client.query(
-            """
-            WITH r AS (
-                SELECT * FROM UNNEST(\(results.map(\.deliveryId))::bigint[], \(statuses)::text[],
-                                     \(results.map { $0.statusCode ?? 0 })::bigint[], \(results.map { $0.error ?? "" })::text[],
-                                     \(delays)::float8[], \(results.map(\.attempt))::bigint[],
-                                     \(results.map(\.startedAt))::timestamptz[],
-                                     \(results.map { $0.latency.seconds * 1000 })::float8[])
-                       AS r(id, status, code, error, delay, attempt, started_at, latency_ms)
-            ), updated AS (
-                UPDATE deliveries d
-                   SET status = r.status, last_status_code = NULLIF(r.code, 0), last_error = NULLIF(r.error, ''),
-                       next_attempt_at = CASE WHEN r.status = 'pending'
-                                              THEN now() + make_interval(secs => r.delay) ELSE d.next_attempt_at END,
-                       delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
-                       lease_owner = NULL, leased_until = NULL
-                  FROM r
-                 WHERE d.id = r.id AND d.lease_owner = \(owner)
-                RETURNING d.id, d.endpoint_id, d.device_id, d.sequence, d.status
-            ), successors AS (
-                -- A device's delivery done: the one behind it may go. Taken at once when it is the
-                -- very next of the sequence; otherwise due, and the claim judges its gap.
-                SELECT p.id, \(chain) AND p.sequence = u.sequence + 1 AS taken
-                  FROM updated u
-                  CROSS JOIN LATERAL (
-                      SELECT p.id, p.sequence FROM deliveries p
-                       WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
-                         AND NOT (p.id = ANY(\(results.map(\.deliveryId))::bigint[]))
-                       ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) p
-                 WHERE u.status <> 'pending'
-            ), next_ones AS (
-                UPDATE deliveries n
-                   SET next_attempt_at = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease)) ELSE now() END,
-                       attempts = CASE WHEN s.taken THEN n.attempts + 1 ELSE n.attempts END,
-                       lease_owner = CASE WHEN s.taken THEN \(owner) ELSE n.lease_owner END,
-                       leased_until = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease)) ELSE n.leased_until END
-                  FROM successors s
-                 WHERE n.id = s.id
-                   AND n.next_attempt_at = 'infinity'
-                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = n.endpoint_id AND e.enabled)
-                RETURNING n.id, n.endpoint_id, n.project_id, n.event_id, n.device_id, n.sequence, n.payload, n.attempts,
-                          s.taken
-            ), held_back AS (
-                -- A device's delivery to retry: the ones behind it wait with it (any let out of
-                -- order, after a gap, go back to waiting), so claims meanwhile do not read them.
-                UPDATE deliveries l SET next_attempt_at = 'infinity'
-                  FROM updated u
-                 WHERE u.status = 'pending'
-                   AND l.endpoint_id = u.endpoint_id AND l.device_id = u.device_id AND l.status = 'pending'
-                   AND NOT (l.id = ANY(\(results.map(\.deliveryId))::bigint[]))
-                   AND (COALESCE(l.sequence, 0), l.id) > (COALESCE(u.sequence, 0), u.id)
-                   AND l.next_attempt_at < 'infinity' AND (l.leased_until IS NULL OR l.leased_until <= now())
-                RETURNING l.id
-            ), logged AS (
-                INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
-                SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
-                  FROM r JOIN deliveries d ON d.id = r.id
-            )
-            SELECT t.id, t.endpoint_id, t.project_id, e.url,
-                   ARRAY(SELECT s.sealed FROM webhook_secrets s
-                          WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
-                          ORDER BY s.id DESC),
-                   t.event_id, t.device_id, COALESCE(t.sequence, 0), t.payload, t.attempts, false
-              FROM next_ones t JOIN webhook_endpoints e ON e.id = t.endpoint_id
-             WHERE t.taken
-            """, logger: logger)
-        return try await attempts(from: rows, owner: owner)
+        let ids = results.map(\.deliveryId)
+        let (claimed, unsigned) = try await database.withTransaction { connection in
+            let updated = try await connection.query(
+                """
+                WITH r AS (
+                    SELECT * FROM UNNEST(\(ids)::bigint[], \(statuses)::text[],
+                                         \(results.map { $0.statusCode ?? 0 })::bigint[], \(results.map { $0.error ?? "" })::text[],
+                                         \(delays)::float8[], \(results.map(\.attempt))::bigint[],
+                                         \(results.map(\.startedAt))::timestamptz[],
+                                         \(results.map { $0.latency.seconds * 1000 })::float8[])
+                           AS r(id, status, code, error, delay, attempt, started_at, latency_ms)
+                ), updated AS (
+                    UPDATE deliveries d
+                       SET status = r.status, last_status_code = NULLIF(r.code, 0), last_error = NULLIF(r.error, ''),
+                           next_attempt_at = CASE WHEN r.status = 'pending'
+                                                  THEN now() + make_interval(secs => r.delay) ELSE d.next_attempt_at END,
+                           delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
+                           lease_owner = NULL, leased_until = NULL
+                      FROM r
+                     WHERE d.id = r.id AND d.lease_owner = \(owner)
+                    RETURNING d.id, d.status = 'pending' AS retrying
+                ), logged AS (
+                    INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
+                    SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
+                      FROM r JOIN deliveries d ON d.id = r.id
+                )
+                SELECT id, retrying FROM updated
+                """, logger: logger)
+            var finished: [Int64] = []
+            var retrying: [Int64] = []
+            for try await (id, isRetrying) in updated.decode((Int64, Bool).self) {
+                if isRetrying { retrying.append(id) } else { finished.append(id) }
+            }
+            guard !finished.isEmpty || !retrying.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            let rows = try await connection.query(
+                """
+                WITH finished AS (
+                    SELECT d.id, d.endpoint_id, d.device_id, d.sequence FROM deliveries d WHERE d.id = ANY(\(finished)::bigint[])
+                ), successors AS (
+                    -- A device's delivery done: the one behind it may go. Taken at once when it is the
+                    -- very next of the sequence; otherwise due, and the claim judges its gap.
+                    SELECT p.id, \(chain) AND p.sequence = u.sequence + 1 AS taken,
+                           COALESCE(p.sequence > 1, false) AND p.sequence <> u.sequence + 1
+                               AND (SELECT true FROM deliveries q
+                                     WHERE q.endpoint_id = u.endpoint_id AND q.device_id = u.device_id
+                                       AND q.sequence = p.sequence - 1 LIMIT 1) IS NULL AS gap
+                      FROM finished u
+                      CROSS JOIN LATERAL (
+                          SELECT p.id, p.sequence FROM deliveries p
+                           WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id AND p.status = 'pending'
+                           ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) p
+                ), next_ones AS (
+                    UPDATE deliveries n
+                       SET next_attempt_at = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease))
+                                                  WHEN s.gap THEN GREATEST(now(), n.created_at + make_interval(secs => \(gapHold.seconds)))
+                                                  ELSE now() END,
+                           attempts = CASE WHEN s.taken THEN n.attempts + 1 ELSE n.attempts END,
+                           lease_owner = CASE WHEN s.taken THEN \(owner) ELSE n.lease_owner END,
+                           leased_until = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease)) ELSE n.leased_until END
+                      FROM successors s
+                     WHERE n.id = s.id
+                       AND n.next_attempt_at = 'infinity'
+                       AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = n.endpoint_id AND e.enabled)
+                    RETURNING n.id, n.endpoint_id, n.project_id, n.event_id, n.device_id, n.sequence, n.payload, n.attempts,
+                              n.created_at, n.fix_accepted_at, s.taken
+                ), held_back AS (
+                    -- A device's delivery to retry: the ones behind it wait with it (any let out of
+                    -- order, after a gap, go back to waiting), so claims meanwhile do not read them.
+                    UPDATE deliveries l SET next_attempt_at = 'infinity'
+                      FROM deliveries u
+                     WHERE u.id = ANY(\(retrying)::bigint[])
+                       AND l.endpoint_id = u.endpoint_id AND l.device_id = u.device_id AND l.status = 'pending'
+                       AND l.id <> u.id
+                       AND (COALESCE(l.sequence, 0), l.id) > (COALESCE(u.sequence, 0), u.id)
+                       AND l.next_attempt_at < 'infinity' AND (l.leased_until IS NULL OR l.leased_until <= now())
+                    RETURNING l.id
+                )
+                SELECT t.id, t.endpoint_id, t.project_id, e.url,
+                       ARRAY(SELECT s.sealed FROM webhook_secrets s
+                              WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                              ORDER BY s.id DESC),
+                       t.event_id, t.device_id, COALESCE(t.sequence, 0), t.payload, t.attempts, false, t.created_at,
+                       t.fix_accepted_at
+                  FROM next_ones t JOIN webhook_endpoints e ON e.id = t.endpoint_id
+                 WHERE t.taken
+                """, logger: logger)
+            return try await openAttempts(rows)
+        }
+        // Their rows were locked by the transaction until it committed.
+        try await recordUnsigned(unsigned, owner: owner)
+        return claimed
     }
 
     /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity')
@@ -463,7 +541,7 @@ extension WebhookStore {
     /// (an attempt recorded as a retry after a 410, a delivery queued behind one that was
     /// being recorded as delivered). Returns how many deliveries it changed.
     @discardableResult
-    public func mendDueDeliveries() async throws -> Int {
+    public func mendDueDeliveries(gapHold: Duration = .zero) async throws -> Int {
         let rows = try await database.client.query(
             """
             UPDATE deliveries d SET next_attempt_at = 'infinity'
@@ -474,17 +552,25 @@ extension WebhookStore {
             """, logger: logger)
         var count = 0
         for try await _ in rows { count += 1 }
-        return count + (try await releaseWaitingHeads())
+        return count + (try await releaseWaitingHeads(gapHold: gapHold))
     }
 
     /// Lets each device's first pending delivery go where it waits at 'infinity' although
     /// nothing is ahead of it, for the enabled endpoints (or the one given). Reads every
     /// pending delivery of those endpoints once.
+    ///
+    /// A head whose predecessor is missing is due once `gapHold` has passed since it was queued.
     @discardableResult
-    public func releaseWaitingHeads(endpointId: String? = nil) async throws -> Int {
+    public func releaseWaitingHeads(endpointId: String? = nil, gapHold: Duration = .zero) async throws -> Int {
         let rows = try await database.client.query(
             """
-            UPDATE deliveries d SET next_attempt_at = now()
+            UPDATE deliveries d
+               SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
+                                              SELECT true FROM deliveries q
+                                               WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
+                                                 AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
+                                          THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
+                                          ELSE now() END
               FROM (SELECT DISTINCT ON (p.endpoint_id, p.device_id) p.id, p.next_attempt_at
                       FROM deliveries p JOIN webhook_endpoints e ON e.id = p.endpoint_id
                      WHERE p.status = 'pending' AND e.enabled AND (\(endpointId ?? "") = '' OR e.id = \(endpointId ?? ""))

@@ -18,8 +18,9 @@ public enum MetricsBootstrap {
             var factory = PrometheusMetricsFactory(registry: created)
             factory.defaultDurationHistogramBuckets = [
                 .milliseconds(1), .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50),
-                .milliseconds(100), .milliseconds(250), .milliseconds(500), .seconds(1), .seconds(2), .seconds(5),
-                .seconds(10),
+                .milliseconds(75), .milliseconds(100), .milliseconds(150), .milliseconds(200), .milliseconds(250),
+                .milliseconds(300), .milliseconds(400), .milliseconds(500), .milliseconds(750), .seconds(1), .seconds(2),
+                .seconds(5), .seconds(10), .seconds(30),
             ]
             MetricsSystem.bootstrap(factory)
             registry = created

@@ -31,18 +31,38 @@ struct LoadCommand: AsyncParsableCommand {
     @Flag(help: "Receive the project's webhooks and report fix-accepted to webhook-received latency.") var receive = false
     @Option(help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
     @Flag(help: "Print one JSON summary instead of text.") var json = false
+    @Option(
+        help: """
+            Events per fix to aim for with zones generated on the devices' paths (for instance 0.17, one \
+            webhook per six fixes); 0: walk through the example zones (about 0.03).
+            """)
+    var webhooksPerFix = 0.0
+    @Flag(help: "Print the zones document the trip walks through (with --webhooks-per-fix) and exit.") var printZones = false
 
     func validate() throws {
         guard fixes > 0, devices > 0, batch > 0, concurrency > 0, rate >= 0 else {
             throw ValidationError("--fixes, --devices, --batch and --concurrency must be positive, --rate zero or more")
         }
         guard batch <= 1000 else { throw ValidationError("--batch must be at most 1000 (the ingest limit)") }
+        guard (0...1).contains(webhooksPerFix) else { throw ValidationError("--webhooks-per-fix must be between 0 and 1") }
+        guard !printZones || webhooksPerFix > 0 else {
+            throw ValidationError("--print-zones needs --webhooks-per-fix: the example trip's zones are examples/zones.json")
+        }
     }
 
     func run() async throws {
         let client = HTTPClient.shared
-        let trip = LoadTrip(project: project, devices: devices, fixes: fixes)
+        let trip = LoadTrip(
+            project: project, devices: devices, fixes: fixes,
+            layout: webhooksPerFix > 0 ? .dense(webhooksPerFix: webhooksPerFix) : .exampleZones)
+        if printZones {
+            print(String(decoding: try WireJSON.encoder().encode(trip.zones), as: UTF8.self))
+            return
+        }
         var summary = LoadSummary(fixes: fixes, devices: devices, batch: batch, openLoopRate: rate == 0 ? nil : rate)
+        if webhooksPerFix > 0 { summary.expectedWebhooks = try trip.expectedEvents(zones: trip.zones) }
+        var stagesBefore: PipelineStages?
+        if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
         let accepted = AcceptanceTimes(count: fixes)
         let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted) : nil
         do {
@@ -53,6 +73,9 @@ struct LoadCommand: AsyncParsableCommand {
             throw error
         }
         try await receiver?.stop()
+        if let metrics, let stagesBefore {
+            summary.stages = try await PipelineStages.scrape(client: client, url: metrics).since(stagesBefore)
+        }
         if json { try printJSON(summary) } else { summary.printText() }
     }
 
@@ -65,6 +88,7 @@ struct LoadCommand: AsyncParsableCommand {
         let batches = stride(from: 0, to: fixes, by: batch).map { $0..<min($0 + batch, fixes) }
         let progress = LoadProgress(total: fixes, enabled: !json && isatty(STDERR_FILENO) == 1)
         let started = ContinuousClock.now
+        receiver?.runStarted(at: Date().timeIntervalSince1970)
         let latencies = try await withThrowingTaskGroup(of: Double.self, returning: [Double].self) { group in
             group.addTask {
                 await progress.run(started: started, webhooks: { receiver?.received ?? 0 })
@@ -140,60 +164,5 @@ struct LoadCommand: AsyncParsableCommand {
             .filter { $0.hasPrefix("checkin_evaluator_fixes_total{") && !$0.contains("invalid") }
             .compactMap { $0.split(separator: " ").last.flatMap { Double($0) } }
             .reduce(0, +)
-    }
-}
-
-/// The fixes the load tool sends: fix `index` is step `index / devices` of device
-/// `index % devices`, so that an event's device and fix time name the fix that decided it.
-///
-/// Each device walks east at about 1.8 m/s (a fix every 5 s) along Flinders Street,
-/// through the example zones (`examples/zones.json`: the station, the bridge's gate
-/// line, the coffee kiosk), so that fixes decide check-ins and check-outs as a real
-/// crowd's would. Devices start up to 1.2 km apart along the street and up to 45 m
-/// apart across it; fixes of a device are in time order.
-struct LoadTrip: Sendable {
-    static let secondsBetweenFixes = 5.0
-
-    let project: String
-    let devices: Int
-    /// The time of every device's first fix: far enough back that the last is not in the future.
-    let origin: Date
-
-    init(project: String, devices: Int, fixes: Int) {
-        self.project = project
-        self.devices = devices
-        self.origin = Date().addingTimeInterval(-Double(fixes / devices + 1) * Self.secondsBetweenFixes)
-    }
-
-    func batch(_ range: Range<Int>) throws -> [UInt8] {
-        var writer = JSONWriter()
-        writer.beginObject()
-        writer.key("fixes")
-        writer.beginArray()
-        for index in range {
-            let device = index % devices
-            let step = index / devices
-            let start = 144.9630 + Double(device % 120) * 0.0001
-            writer.beginObject()
-            writer.field("accuracy", 10)
-            writer.field("deviceId", "load-\(device)")
-            writer.field("fixId", "load-\(device)-\(step)")
-            try writer.field("lat", -37.8183 + Double(device % 9 - 4) * 0.0001)
-            try writer.field("lon", start + Double(step) * 0.0001 - 0.006)
-            writer.field("projectId", project)
-            writer.field("timestamp", origin.addingTimeInterval(Double(step) * Self.secondsBetweenFixes))
-            writer.endObject()
-        }
-        writer.endArray()
-        writer.endObject()
-        return writer.bytes
-    }
-
-    /// The index of the fix of `deviceId` taken at `time`, if it is one of this trip's.
-    func fixIndex(deviceId: String, time: Date) -> Int? {
-        guard deviceId.hasPrefix("load-"), let device = Int(deviceId.dropFirst(5)), device < devices else { return nil }
-        let step = (time.timeIntervalSince(origin) / Self.secondsBetweenFixes).rounded()
-        guard step >= 0 else { return nil }
-        return Int(step) * devices + device
     }
 }

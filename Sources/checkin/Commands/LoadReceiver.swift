@@ -42,6 +42,9 @@ final class LoadReceiver: Sendable {
         var unmatched = 0
         var seen: Set<String> = []
         var lastArrival = ContinuousClock.now
+        /// The same latencies by the minute of the run their fix was accepted in: whether a
+        /// long run holds its pace.
+        var byMinute: [Int: Histogram<UInt64>] = [:]
     }
 
     let project: String
@@ -52,6 +55,8 @@ final class LoadReceiver: Sendable {
     private let group: Mutex<ServiceGroup?> = Mutex(nil)
     private let endpointId: Mutex<String?> = Mutex(nil)
     private let running: Mutex<Task<Void, any Error>?> = Mutex(nil)
+    /// When the first request went out (seconds since 1970): minute 0 of the run.
+    private let runStart: Mutex<Double?> = Mutex(nil)
 
     private init(project: String, trip: LoadTrip, accepted: AcceptanceTimes, secret: WebhookSecret) {
         self.project = project
@@ -61,6 +66,10 @@ final class LoadReceiver: Sendable {
     }
 
     var received: Int { state.withLock { $0.received } }
+
+    func runStarted(at time: Double) {
+        runStart.withLock { $0 = time }
+    }
 
     /// Starts the receiver on a free port of this machine and registers it as an endpoint of `project`.
     static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes) async throws -> LoadReceiver {
@@ -104,7 +113,15 @@ final class LoadReceiver: Sendable {
                 badSignatures: state.badSignatures,
                 unmatched: state.unmatched, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
                 p999Milliseconds: milliseconds(99.9),
-                maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000)
+                maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000,
+                minutes: state.byMinute.keys.sorted().compactMap { minute in
+                    guard let histogram = state.byMinute[minute] else { return nil }
+                    return MinuteFigures(
+                        minute: minute, webhooks: Int(histogram.totalCount),
+                        p50Milliseconds: Double(histogram.valueAtPercentile(50)) / 1000,
+                        p99Milliseconds: Double(histogram.valueAtPercentile(99)) / 1000,
+                        p999Milliseconds: Double(histogram.valueAtPercentile(99.9)) / 1000)
+                })
         }
     }
 
@@ -136,6 +153,7 @@ final class LoadReceiver: Sendable {
             let payload = try? WireJSON.decoder().decode(WebhookPayload.self, from: Data(body))
             let fixIndex = payload.flatMap { self.trip.fixIndex(deviceId: $0.data.deviceId, time: $0.data.location.timestamp) }
             let acceptedAt = fixIndex.flatMap { self.accepted.time(ofFix: $0) }
+            let runStart = self.runStart.withLock { $0 }
             self.state.withLock { state in
                 state.lastArrival = .now
                 guard state.seen.insert(id ?? "").inserted else {
@@ -144,7 +162,15 @@ final class LoadReceiver: Sendable {
                 }
                 state.received += 1
                 if let acceptedAt {
-                    _ = state.latency.record(UInt64(max(0, arrived - acceptedAt) * 1_000_000))
+                    let microseconds = UInt64(max(0, arrived - acceptedAt) * 1_000_000)
+                    _ = state.latency.record(microseconds)
+                    if let runStart {
+                        let minute = max(0, Int((acceptedAt - runStart) / 60))
+                        _ = state.byMinute[
+                            minute,
+                            default: Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+                        ].record(microseconds)
+                    }
                 } else {
                     state.unmatched += 1
                 }

@@ -19,11 +19,16 @@ struct LoadSummary: Encodable, Sendable {
     /// From the first request to the evaluator counting the last fix (with --metrics).
     var endToEndSeconds: Double?
     var webhooks: WebhookFigures?
+    /// The events the trip decides by the engine offline (dense trips): each must arrive once.
+    var expectedWebhooks: Int?
+    /// The pipeline's own per-stage latencies over the run (with --metrics).
+    var stages: PipelineStages?
 
     var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
 
     enum CodingKeys: String, CodingKey {
         case fixes, devices, batch, openLoopRate, requests, endToEndSeconds, endToEndFixesPerSecond, webhooks
+        case expectedWebhooks, stages
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -36,6 +41,8 @@ struct LoadSummary: Encodable, Sendable {
         try container.encodeIfPresent(endToEndSeconds, forKey: .endToEndSeconds)
         try container.encodeIfPresent(endToEndFixesPerSecond, forKey: .endToEndFixesPerSecond)
         try container.encodeIfPresent(webhooks, forKey: .webhooks)
+        try container.encodeIfPresent(expectedWebhooks, forKey: .expectedWebhooks)
+        try container.encodeIfPresent(stages?.figures, forKey: .stages)
     }
 
     func printText() {
@@ -67,6 +74,30 @@ struct LoadSummary: Encodable, Sendable {
                         "webhooks: %d received, signatures verified (%d refused, %d duplicates, %d without a fix of this run); fix accepted to webhook received p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                     webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched,
                     webhooks.p50Milliseconds, webhooks.p99Milliseconds, webhooks.p999Milliseconds, webhooks.maxMilliseconds))
+            if let expectedWebhooks {
+                print(
+                    "exactly once: \(expectedWebhooks) events decided by the trip, \(webhooks.received) received"
+                        + (webhooks.received == expectedWebhooks && webhooks.duplicates == 0 ? " (all, once each)" : " (MISMATCH)"))
+            }
+            if webhooks.minutes.count > 1 {
+                for minute in webhooks.minutes {
+                    print(
+                        String(
+                            format: "  minute %d: %d webhooks, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms", minute.minute, minute.webhooks,
+                            minute.p50Milliseconds, minute.p99Milliseconds, minute.p999Milliseconds))
+                }
+            }
+        }
+        if let stages = stages?.figures, !stages.isEmpty {
+            print("stages (the pipeline's histograms, bucket estimates):")
+            for stage in PipelineStages.order where stages[stage] != nil {
+                let figures = stages[stage]!
+                print(
+                    "  " + stage.padding(toLength: 10, withPad: " ", startingAt: 0)
+                        + String(
+                            format: "%8d  p50 %8.1f ms  p99 %8.1f ms  p99.9 %8.1f ms", figures.count, figures.p50Milliseconds,
+                            figures.p99Milliseconds, figures.p999Milliseconds))
+            }
         }
     }
 }
@@ -106,6 +137,16 @@ struct WebhookFigures: Codable, Sendable {
     var p99Milliseconds: Double
     var p999Milliseconds: Double
     var maxMilliseconds: Double
+    var minutes: [MinuteFigures] = []
+}
+
+/// The webhooks of the fixes accepted in one minute of the run.
+struct MinuteFigures: Codable, Sendable {
+    var minute: Int
+    var webhooks: Int
+    var p50Milliseconds: Double
+    var p99Milliseconds: Double
+    var p999Milliseconds: Double
 }
 
 /// A progress bar on standard error while fixes are sent, when it is a terminal.

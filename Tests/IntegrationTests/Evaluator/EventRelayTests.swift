@@ -1,0 +1,118 @@
+import Foundation
+import Kafka
+import KafkaTesting
+import Logging
+import Persistence
+import Shared
+import Synchronization
+import Testing
+
+@testable import Evaluator
+
+/// The relay against the real broker and Postgres, with a fault in front of the producer:
+/// the records of chosen devices on one event topic are refused (as when that topic's
+/// partition has no leader) for a while.
+@Suite struct EventRelayTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.relay")
+        logger.logLevel = .critical
+        return logger
+    }()
+
+    /// The producer, less the records a fault refuses; remembers what the broker took, in order.
+    final class FaultyPublisher: EventPublisher {
+        let producer: KafkaProducer
+        let refuses: @Sendable (KafkaRecord) -> Bool
+        private let taken = Mutex<[(device: String, eventId: String, at: ContinuousClock.Instant)]>([])
+
+        init(producer: KafkaProducer, refuses: @escaping @Sendable (KafkaRecord) -> Bool) {
+            self.producer = producer
+            self.refuses = refuses
+        }
+
+        var published: [(device: String, eventId: String, at: ContinuousClock.Instant)] { taken.withLock { $0 } }
+
+        func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
+            let passing = records.filter { !refuses($0) }
+            var results = await producer.send(passing)[...]
+            return records.map { record in
+                guard !refuses(record) else {
+                    return .failure(KafkaError(message: "no leader", name: "LEADER_NOT_AVAILABLE", isRetriable: true))
+                }
+                let result = results.removeFirst()
+                if case .success = result {
+                    let eventId = record.headers.first { $0.key == "event-id" }?.value.map { String(decoding: $0, as: UTF8.self) }
+                    taken.withLock {
+                        $0.append((String(decoding: record.key ?? [], as: UTF8.self), eventId ?? "", ContinuousClock.now))
+                    }
+                }
+                return result
+            }
+        }
+    }
+
+    /// While device `a`'s check-in cannot be published, its later check-out (on the other
+    /// topic) waits for it, and partition 1's events go out at once; once the fault passes,
+    /// `a`'s events go in the order they were decided.
+    @Test func aFailingPublishNeitherReordersItsDeviceNorHoldsBackAnotherPartition() async throws {
+        let logger = logger
+        let topics = Topics(
+            fixes: KafkaTestSupport.uniqueName("fixes"), fixesDeadLetter: KafkaTestSupport.uniqueName("fixes-dlq"),
+            checkIns: KafkaTestSupport.uniqueName("checkins"), checkOuts: KafkaTestSupport.uniqueName("checkouts"),
+            eventsDeadLetter: KafkaTestSupport.uniqueName("events-dlq"))
+        try await KafkaAdmin.createTopics(
+            topics.all.map { (name: $0, partitions: 2) }, bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(30),
+            logger: logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-relay"),
+            logger: logger)
+        let faultEnds = Mutex(ContinuousClock.now + .seconds(6))
+        let publisher = FaultyPublisher(producer: producer) { record in
+            record.topic == topics.checkIns && record.key == Array("a".utf8) && ContinuousClock.now < faultEnds.withLock { $0 }
+        }
+        try await withMigratedDatabase(url: try await freshDatabaseURL(logger: logger), logger: logger) { database in
+            let outbox = EventOutboxStore(database: database, logger: logger)
+            let leases = PartitionLeases()
+            leases.granted(
+                [KafkaTopicPartition(topic: topics.fixes, partition: 0): 1, KafkaTopicPartition(topic: topics.fixes, partition: 1): 1],
+                nextOffsets: [:])
+            func event(_ id: String, device: String, partition: Int32, checkIn: Bool) -> OutboxEvent {
+                OutboxEvent(
+                    sourcePartition: partition, topic: checkIn ? topics.checkIns : topics.checkOuts, deviceId: device,
+                    eventId: id, eventType: checkIn ? "checkin" : "checkout", event: "{\"eventId\":\"\(id)\"}")
+            }
+            // Decided in this order: a's three events on partition 0, b's on partition 1.
+            try await database.withTransaction { connection in
+                try await outbox.add(
+                    [
+                        event("a1", device: "a", partition: 0, checkIn: true), event("a2", device: "a", partition: 0, checkIn: false),
+                        event("a3", device: "a", partition: 0, checkIn: true), event("c1", device: "c", partition: 0, checkIn: false),
+                        event("b1", device: "b", partition: 1, checkIn: true), event("b2", device: "b", partition: 1, checkIn: false),
+                    ], group: "relay-test", sourceTopic: topics.fixes, on: connection)
+            }
+            let relay = EventRelay(
+                outbox: outbox, publisher: publisher, leases: leases, group: "relay-test", topics: topics,
+                interval: .milliseconds(200), logger: logger)
+            let started = ContinuousClock.now
+            try await withServicesRunning([producer, relay]) {
+                try await KafkaTestSupport.waitUntil("every event published", within: .seconds(60)) {
+                    publisher.published.count == 6
+                }
+            }
+            let published = publisher.published
+            let order = published.map(\.eventId)
+            // a's events in decision order, though the broker refused a1 while it took the others.
+            let ofA = order.filter { $0.hasPrefix("a") }
+            #expect(ofA == ["a1", "a2", "a3"])
+            // Nothing of a went before the fault was over.
+            let firstOfA = published.first { $0.device == "a" }!.at
+            #expect(firstOfA - started >= .seconds(5))
+            // The other partition, and the other device of a's partition, did not wait for it.
+            for id in ["b1", "b2", "c1"] {
+                let at = published.first { $0.eventId == id }!.at
+                #expect(at - started < .seconds(3), "\(id) waited \(at - started)")
+            }
+            #expect(try await outbox.waiting(group: "relay-test", sourceTopic: topics.fixes, partitions: [0, 1], limit: 10).isEmpty)
+        }
+    }
+}

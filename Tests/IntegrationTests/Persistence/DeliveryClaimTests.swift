@@ -1,0 +1,162 @@
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import Shared
+import Testing
+
+/// What a claim returns while a device's deliveries arrive out of order, twice, or while
+/// another of the device's is in flight: the ordering promises hold, and nothing that may
+/// go waits behind deliveries that may not. Against the real local Postgres, in a database
+/// of these tests' own (claims are global).
+@Suite(.serialized) struct DeliveryClaimTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.claims")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    static let ownDatabaseURL = Task<String, any Error> {
+        var logger = Logger(label: "test.claims")
+        logger.logLevel = .warning
+        return try await freshDatabaseURL(logger: logger)
+    }
+
+    /// A project with one endpoint, and helpers to queue, claim and finish its deliveries.
+    struct Queue: Sendable {
+        let webhooks: WebhookStore
+        let database: Database
+        let projectId: String
+        let endpointId: String
+
+        func delivery(_ sequence: Int, device: String = "d", endpoint: String? = nil) -> NewDelivery {
+            NewDelivery(
+                endpointId: endpoint ?? endpointId, projectId: projectId, eventId: "\(projectId)-\(device)-\(sequence)",
+                eventType: sequence % 2 == 1 ? "checkin" : "checkout", deviceId: device, eventTime: Date(),
+                sequence: sequence, payload: "{}")
+        }
+
+        func claim(limit: Int = 1000, perEndpoint: Int = 1000, hold: Duration = .seconds(60), excluding: [String] = [])
+            async throws -> [DeliveryAttempt]
+        {
+            try await webhooks.claimDue(
+                limit: limit, perEndpoint: perEndpoint, owner: "a", lease: .seconds(60), gapHold: hold, excluding: excluding
+            ).filter { $0.projectId == projectId }
+        }
+
+        @discardableResult
+        func finish(_ attempts: [DeliveryAttempt], _ outcome: DeliveryResult.Outcome = .delivered, hold: Duration = .seconds(60))
+            async throws -> [DeliveryAttempt]
+        {
+            try await webhooks.record(
+                attempts.map {
+                    DeliveryResult(
+                        deliveryId: $0.id, attempt: $0.attempt, startedAt: Date(), latency: .zero,
+                        statusCode: outcome == .delivered ? 204 : 500, error: nil, outcome: outcome)
+                }, owner: "a", chainLease: .seconds(60), gapHold: hold)
+        }
+
+        /// The project's deliveries waiting at 'infinity' although nothing of their device is pending before them.
+        func strandedHeads() async throws -> Int {
+            let rows = try await database.client.query(
+                """
+                SELECT count(*)::int FROM deliveries d
+                 WHERE d.project_id = \(projectId) AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
+                   AND NOT EXISTS (SELECT 1 FROM deliveries e
+                                    WHERE e.endpoint_id = d.endpoint_id AND e.device_id = d.device_id
+                                      AND e.status = 'pending' AND e.sequence < d.sequence)
+                """, logger: Logger(label: "test.claims"))
+            var count = 0
+            for try await value in rows.decode(Int.self) { count = value }
+            return count
+        }
+    }
+
+    func withQueue<T: Sendable>(_ body: @Sendable (Queue) async throws -> T) async throws -> T {
+        let logger = logger
+        return try await withMigratedDatabase(url: try await Self.ownDatabaseURL.value, logger: logger) { database in
+            let projectId = "claims-" + UUID().uuidString
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Claims")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            return try await body(Queue(webhooks: webhooks, database: database, projectId: projectId, endpointId: endpoint.id))
+        }
+    }
+
+    /// An event queued again (a rebalance, a relay's repeat) beside its successor is no turn
+    /// of the device's: the successor goes at once, not after a periodic mend.
+    @Test func aRepeatedEventDoesNotHoldItsSuccessorBack() async throws {
+        try await withQueue { queue in
+            try await queue.webhooks.enqueue([queue.delivery(1)])
+            try await queue.finish(try await queue.claim())
+            // The first event again, with the next one, in one batch.
+            #expect(try await queue.webhooks.enqueue([queue.delivery(1), queue.delivery(2)]) == 1)
+            #expect(try await queue.claim().map(\.sequence) == [2])
+        }
+    }
+
+    /// Deliveries whose predecessor has not arrived (it comes from the other event topic)
+    /// wait out of the claims' way: 600 of them, more than a claim reads, and an endpoint
+    /// whose deliveries the claim passes over, leave another device's delivery claimable.
+    @Test func deliveriesWaitingForAGapDoNotFillTheClaim() async throws {
+        try await withQueue { queue in
+            let devices = (0..<600).map { "gap-\($0)" }
+            // Each device's first event, and its third: the second has not been consumed yet.
+            try await queue.webhooks.enqueue(devices.flatMap { [queue.delivery(1, device: $0), queue.delivery(3, device: $0)] })
+            let firsts = try await queue.claim()
+            #expect(firsts.count == 600)
+            // Their firsts delivered: their thirds may go only once the gap hold is over.
+            #expect(try await queue.finish(firsts).isEmpty)
+            // A stuck endpoint with deliveries due, passed over by the claim as it would be.
+            let stuck = try await queue.webhooks.addEndpoint(
+                projectId: queue.projectId, url: "http://127.0.0.1:9/stuck", secrets: [WebhookSecret.generate()])
+            try await queue.webhooks.enqueue((0..<300).map { queue.delivery(1, device: "stuck-\($0)", endpoint: stuck.id) })
+            // Another device's event arrives: the next claim has it.
+            try await queue.webhooks.enqueue([queue.delivery(1, device: "other")])
+            let claimed = try await queue.claim(limit: 128, perEndpoint: 32, excluding: [stuck.id])
+            #expect(claimed.map(\.deviceId) == ["other"])
+        }
+    }
+
+    /// A device's event that arrives after its successor was sent past the gap hold waits
+    /// until that successor's attempt is over: never two of a device in flight to one endpoint.
+    @Test func aLateEventWaitsWhileItsSuccessorIsInFlight() async throws {
+        try await withQueue { queue in
+            try await queue.webhooks.enqueue([queue.delivery(1)])
+            try await queue.finish(try await queue.claim())
+            // 3 arrives without 2 and goes once the hold is over (zero here): it is in flight.
+            try await queue.webhooks.enqueue([queue.delivery(3)], gapHold: .zero)
+            let third = try await queue.claim(hold: .zero)
+            #expect(third.map(\.sequence) == [3])
+            // 2 arrives late: not claimed while 3 is out.
+            try await queue.webhooks.enqueue([queue.delivery(2)])
+            #expect(try await queue.claim().isEmpty)
+            // 3 answered: now 2 goes.
+            let next = try await queue.finish(third)
+            let second = next.isEmpty ? try await queue.claim() : next
+            #expect(second.map(\.sequence) == [2])
+        }
+    }
+
+    /// A device's next event queued at the very moment its previous one is recorded as
+    /// delivered is let go by one of the two: none is left waiting for a mend pass.
+    @Test func anEventQueuedWhileItsPredecessorIsRecordedIsNotStranded() async throws {
+        try await withQueue { queue in
+            for round in 0..<5 {
+                let devices = (0..<200).map { "race-\(round)-\($0)" }
+                try await queue.webhooks.enqueue(devices.map { queue.delivery(1, device: $0) })
+                let firsts = try await queue.claim()
+                #expect(firsts.count == devices.count)
+                async let recorded = queue.finish(firsts)
+                async let queued = queue.webhooks.enqueue(devices.map { queue.delivery(2, device: $0) })
+                _ = try await (recorded, queued)
+                #expect(try await queue.strandedHeads() == 0, "round \(round)")
+                // Whatever was claimed or made due is finished, for the next round.
+                try await queue.database.client.query(
+                    "UPDATE deliveries SET status = 'delivered' WHERE project_id = \(queue.projectId)",
+                    logger: Logger(label: "test.claims"))
+            }
+        }
+    }
+}
