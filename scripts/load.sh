@@ -4,9 +4,15 @@
 # `checkin load` against it.
 #
 #   scripts/with-services.sh scripts/load.sh [checkin load options…]
+#
+# CHECKIN_BINARY      the build that runs the pipeline (default this checkout's debug build)
+# CHECKIN_LOAD_BINARY the build whose `checkin load` sends the fixes (default the same),
+#                     to drive another build's pipeline with this one's load
+# CHECKIN_LOAD_SETTLE seconds to wait after /ready before the load (default 0)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
+LOAD_BIN="${CHECKIN_LOAD_BINARY:-$BIN}"
 PORT="${CHECKIN_LOAD_PORT:-18080}"
 export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
 
@@ -19,15 +25,16 @@ for arg in "$@"; do
     --webhooks-per-fix | --webhooks-per-fix=*)
         zones="$(mktemp)"
         trap 'rm -f "$zones"' EXIT
-        "$BIN" load "$@" --print-zones >"$zones"
+        "$LOAD_BIN" load "$@" --print-zones >"$zones"
         ;;
     esac
 done
-"$BIN" zones import --project load "$zones"
+# (Generated lanes sit closer than restart-mode fixes can tell apart: the lint says so per pair.)
+"$BIN" zones import --project load "$zones" 2> >(grep -v '^warning: fence' >&2)
 CHECKIN_HTTP_PORT="$PORT" CHECKIN_INGEST_REQUIRE_API_KEY=false "$BIN" dev &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true; [ "$zones" = "$ROOT/examples/zones.json" ] || rm -f "$zones"' EXIT
 # Ready: the consumer groups have their partitions, so that the first fixes do not wait for a join.
 for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/ready" >/dev/null && break; sleep 0.5; done
 sleep "${CHECKIN_LOAD_SETTLE:-0}"
-"$BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "$@"
+"$LOAD_BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "$@"

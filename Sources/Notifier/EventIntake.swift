@@ -117,7 +117,9 @@ public final class EventIntake: Service, Sendable {
         try await producer.sendAll(deadLetters)
         if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
         if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
-        let queued = try await webhooks.enqueue(deliveries, gapHold: dispatcher.configuration.gapHold)
+        let (queued, claimed) = try await webhooks.enqueue(
+            deliveries, gapHold: dispatcher.configuration.gapHold, claim: dispatcher.queueClaim())
+        dispatcher.adopt(claimed)
         if queued > 0 { queuedCounter.increment(by: queued) }
         let now = Date()
         for (message, _) in events { PipelineStage.queue.record(from: message.timestamp, to: now) }

@@ -29,6 +29,10 @@ public struct NotifierConfiguration: Sendable {
     /// result, instead of releasing it for a later claim (one row update fewer per
     /// delivery). Off only to measure what it saves.
     public var claimsSuccessorsWithResults: Bool
+    /// Claim the deliveries that may go at once in the transaction that queues them, instead
+    /// of leaving them to the next claim (no claim query, no wait for one). Off only to
+    /// measure what it saves.
+    public var claimsWhenQueued: Bool
     /// Which endpoint URLs and resolved addresses deliveries may connect to.
     public var webhookURLPolicy: WebhookURLPolicy
     /// Delivered deliveries (and their attempt log) are deleted this long after delivery;
@@ -41,7 +45,7 @@ public struct NotifierConfiguration: Sendable {
         maximumRetryDelay: Duration = .seconds(3600), maximumAttempts: Int = 12, attemptLease: Duration = .seconds(10),
         gapHold: Duration = .seconds(60), pollInterval: Duration = .milliseconds(250),
         webhookURLPolicy: WebhookURLPolicy = .strict, deliveryRetention: Duration = .seconds(7 * 86_400),
-        claimsSuccessorsWithResults: Bool = true
+        claimsSuccessorsWithResults: Bool = true, claimsWhenQueued: Bool = true
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -57,6 +61,7 @@ public struct NotifierConfiguration: Sendable {
         self.webhookURLPolicy = webhookURLPolicy
         self.deliveryRetention = deliveryRetention
         self.claimsSuccessorsWithResults = claimsSuccessorsWithResults
+        self.claimsWhenQueued = claimsWhenQueued
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -71,7 +76,8 @@ public struct NotifierConfiguration: Sendable {
             attemptLease: try environment.duration("CHECKIN_WEBHOOK_LEASE", default: .seconds(10)),
             gapHold: try environment.duration("CHECKIN_WEBHOOK_GAP_HOLD", default: .seconds(60)),
             webhookURLPolicy: try WebhookURLPolicy(environment: environment),
-            deliveryRetention: try environment.duration("CHECKIN_DELIVERY_RETENTION", default: .seconds(7 * 86_400)))
+            deliveryRetention: try environment.duration("CHECKIN_DELIVERY_RETENTION", default: .seconds(7 * 86_400)),
+            claimsWhenQueued: try environment.bool("CHECKIN_WEBHOOK_CLAIM_WHEN_QUEUED", default: true))
     }
 
     /// The back-off before attempt `attempt + 1`, after `attempt` failed, without jitter.

@@ -37,6 +37,9 @@ public final class WebhookDispatcher: Service, Sendable {
     let recorder: ResultRecorder
     /// Claimed and not yet recorded or released: the leases to renew.
     private let held: NIOLockedValueBox<Set<Int64>>
+    /// How many more the dispatch loop can take, and the endpoints it holds enough of, as of
+    /// its last turn: what deliveries claimed as they are queued may add.
+    private let room = NIOLockedValueBox<(free: Int, saturated: [String])>((0, []))
     private let mailbox: NIOLockedValueBox<Mailbox>
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
@@ -82,6 +85,24 @@ public final class WebhookDispatcher: Service, Sendable {
             }
             signal.yield()
         }
+    }
+
+    /// The claim that the intake makes as it queues deliveries, or nil when the loop has no
+    /// room for more (they wait for a claim then).
+    func queueClaim() -> WebhookStore.QueueClaim? {
+        guard configuration.claimsWhenQueued else { return nil }
+        let (free, saturated) = room.withLockedValue { $0 }
+        guard free > 0 else { return nil }
+        return WebhookStore.QueueClaim(owner: owner, lease: configuration.attemptLease, limit: free, excluding: saturated)
+    }
+
+    /// Takes deliveries claimed for this dispatcher elsewhere (as they were queued) to send.
+    func adopt(_ claimed: [DeliveryAttempt]) {
+        guard !claimed.isEmpty else { return }
+        held.withLockedValue { $0.formUnion(claimed.map(\.id)) }
+        room.withLockedValue { $0.free -= claimed.count }
+        mailbox.withLockedValue { $0.chained.append(contentsOf: claimed) }
+        signal.yield()
     }
 
     /// Asks for a look at the queue now rather than at the next poll.
@@ -151,6 +172,7 @@ public final class WebhookDispatcher: Service, Sendable {
                 while let delivery = scheduler.next() {
                     senders.addTask { await self.attempt(delivery) }
                 }
+                room.withLockedValue { $0 = (capacity - scheduler.held, scheduler.saturatedEndpoints) }
             }
             await release(scheduler.removeAllQueued())
         }

@@ -183,9 +183,35 @@ extension WebhookStore {
     /// done here, or its recording sees the new delivery waiting behind it and lets it go.
     @discardableResult
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
-        guard !deliveries.isEmpty else { return 0 }
+        try await enqueue(deliveries, gapHold: gapHold, claim: nil).queued
+    }
+
+    /// Who takes the deliveries that may go at once as they are queued: at most `limit`, none
+    /// of the endpoints in `excluding` (the taker holds enough of theirs already).
+    public struct QueueClaim: Sendable {
+        public var owner: String
+        public var lease: Duration
+        public var limit: Int
+        public var excluding: [String]
+
+        public init(owner: String, lease: Duration, limit: Int, excluding: [String] = []) {
+            self.owner = owner
+            self.lease = lease
+            self.limit = limit
+            self.excluding = excluding
+        }
+    }
+
+    /// Queues deliveries as `enqueue(_:gapHold:)` does and, with `claim`, claims those that
+    /// may go at once for its owner in the same transaction, ready to send: a delivery
+    /// queued with nothing of its device ahead of it costs no separate claim, and waits for
+    /// none. Returns how many were new and the claimed ones.
+    public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
+        -> (queued: Int, claimed: [DeliveryAttempt])
+    {
+        guard !deliveries.isEmpty else { return (0, []) }
         let epoch = Date(timeIntervalSince1970: 0)
-        return try await database.withTransaction { connection in
+        let (queued, claimed, unsigned) = try await database.withTransaction { connection in
             try await connection.query(
                 """
                 SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
@@ -233,7 +259,7 @@ extension WebhookStore {
                                 ELSE now() END
                       FROM incoming u
                     ON CONFLICT (endpoint_id, event_id) DO NOTHING
-                    RETURNING endpoint_id, device_id, sequence
+                    RETURNING id, endpoint_id, device_id, sequence, next_attempt_at <= now() AS due
                 ), behind AS (
                     -- A predecessor that came late goes first: what was queued after it waits again.
                     UPDATE deliveries l SET next_attempt_at = 'infinity'
@@ -243,12 +269,44 @@ extension WebhookStore {
                        AND (l.leased_until IS NULL OR l.leased_until <= now())
                     RETURNING l.id
                 )
-                SELECT count(*)::int FROM inserted
+                SELECT id, due FROM inserted
                 """, logger: logger)
             var inserted = 0
-            for try await count in rows.decode(Int.self) { inserted = count }
-            return inserted
+            var due: [Int64] = []
+            for try await (id, isDue) in rows.decode((Int64, Bool).self) {
+                inserted += 1
+                if isDue { due.append(id) }
+            }
+            guard let claim, claim.limit > 0, !due.isEmpty else {
+                return (inserted, [DeliveryAttempt](), [DeliveryResult]())
+            }
+            // Just inserted by this transaction: no one else can hold them.
+            let claimedRows = try await connection.query(
+                """
+                WITH taken AS (
+                    SELECT d.id FROM deliveries d
+                     WHERE d.id = ANY(\(due)::bigint[]) AND NOT (d.endpoint_id = ANY(\(claim.excluding)::text[]))
+                     ORDER BY d.id
+                     LIMIT \(claim.limit)
+                )
+                UPDATE deliveries d
+                   SET attempts = d.attempts + 1, lease_owner = \(claim.owner),
+                       leased_until = now() + make_interval(secs => \(claim.lease.seconds)),
+                       next_attempt_at = now() + make_interval(secs => \(claim.lease.seconds))
+                  FROM taken, webhook_endpoints e
+                 WHERE d.id = taken.id AND e.id = d.endpoint_id AND e.enabled
+                RETURNING d.id, d.endpoint_id, d.project_id, e.url,
+                          ARRAY(SELECT s.sealed FROM webhook_secrets s
+                                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                                 ORDER BY s.id DESC),
+                          d.event_id, d.device_id, COALESCE(d.sequence, 0), d.payload, d.attempts, false, d.created_at,
+                          d.fix_accepted_at
+                """, logger: logger)
+            let (opened, unsigned) = try await openAttempts(claimedRows)
+            return (inserted, opened, unsigned)
         }
+        if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
+        return (queued, claimed)
     }
 
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one

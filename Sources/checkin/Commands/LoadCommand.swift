@@ -29,6 +29,7 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Fixes per second on a fixed schedule (open loop); 0: as fast as --concurrency allows.") var rate = 0
     @Option(help: "A /metrics URL of the evaluator (or of checkin dev) to wait on.") var metrics: String?
     @Flag(help: "Receive the project's webhooks and report fix-accepted to webhook-received latency.") var receive = false
+    @Option(help: "With --receive, register this many endpoints (each event is delivered to each).") var endpoints = 1
     @Option(help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
     @Flag(help: "Print one JSON summary instead of text.") var json = false
     @Option(
@@ -44,6 +45,7 @@ struct LoadCommand: AsyncParsableCommand {
             throw ValidationError("--fixes, --devices, --batch and --concurrency must be positive, --rate zero or more")
         }
         guard batch <= 1000 else { throw ValidationError("--batch must be at most 1000 (the ingest limit)") }
+        guard (1...100).contains(endpoints) else { throw ValidationError("--endpoints must be between 1 and 100") }
         guard (0...1).contains(webhooksPerFix) else { throw ValidationError("--webhooks-per-fix must be between 0 and 1") }
         guard !printZones || webhooksPerFix > 0 else {
             throw ValidationError("--print-zones needs --webhooks-per-fix: the example trip's zones are examples/zones.json")
@@ -60,11 +62,11 @@ struct LoadCommand: AsyncParsableCommand {
             return
         }
         var summary = LoadSummary(fixes: fixes, devices: devices, batch: batch, openLoopRate: rate == 0 ? nil : rate)
-        if webhooksPerFix > 0 { summary.expectedWebhooks = try trip.expectedEvents(zones: trip.zones) }
+        if webhooksPerFix > 0 { summary.expectedWebhooks = try trip.expectedEvents(zones: trip.zones) * endpoints }
         var stagesBefore: PipelineStages?
         if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
         let accepted = AcceptanceTimes(count: fixes)
-        let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted) : nil
+        let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted, endpoints: endpoints) : nil
         do {
             let started = try await send(trip: trip, client: client, accepted: accepted, receiver: receiver, summary: &summary)
             summary.webhooks = try await receiver?.waitUntilQuiet(since: started, timeout: .seconds(timeout))

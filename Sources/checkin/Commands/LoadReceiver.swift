@@ -53,7 +53,7 @@ final class LoadReceiver: Sendable {
     let secret: WebhookSecret
     private let state = Mutex(State())
     private let group: Mutex<ServiceGroup?> = Mutex(nil)
-    private let endpointId: Mutex<String?> = Mutex(nil)
+    private let endpointIds: Mutex<[String]> = Mutex([])
     private let running: Mutex<Task<Void, any Error>?> = Mutex(nil)
     /// When the first request went out (seconds since 1970): minute 0 of the run.
     private let runStart: Mutex<Double?> = Mutex(nil)
@@ -71,8 +71,11 @@ final class LoadReceiver: Sendable {
         runStart.withLock { $0 = time }
     }
 
-    /// Starts the receiver on a free port of this machine and registers it as an endpoint of `project`.
-    static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes) async throws -> LoadReceiver {
+    /// Starts the receiver on a free port of this machine and registers it as `endpoints`
+    /// endpoints of `project` (each event is delivered to each of them).
+    static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes, endpoints: Int = 1) async throws
+        -> LoadReceiver
+    {
         let secret = WebhookSecret.generate()
         let receiver = LoadReceiver(project: project, trip: trip, accepted: accepted, secret: try WebhookSecret(secret))
         var logger = Logger(label: "checkin.load.receiver")
@@ -86,10 +89,17 @@ final class LoadReceiver: Sendable {
         receiver.running.withLock { $0 = Task { try await group.run() } }
         var iterator = ports.stream.makeAsyncIterator()
         guard let port = await iterator.next() else { throw ValidationError("the webhook receiver did not start") }
-        let endpoint = try await withWebhookStore { webhooks in
-            try await webhooks.addEndpoint(projectId: project, url: "http://127.0.0.1:\(port)/webhooks", secrets: [secret])
+        let ids = try await withWebhookStore { webhooks in
+            var ids: [String] = []
+            for index in 0..<endpoints {
+                ids.append(
+                    try await webhooks.addEndpoint(
+                        projectId: project, url: "http://127.0.0.1:\(port)/webhooks/\(index)", secrets: [secret]
+                    ).id)
+            }
+            return ids
         }
-        receiver.endpointId.withLock { $0 = endpoint.id }
+        receiver.endpointIds.withLock { $0 = ids }
         return receiver
     }
 
@@ -127,9 +137,12 @@ final class LoadReceiver: Sendable {
 
     /// Removes the run's endpoint and stops the server.
     func stop() async throws {
-        if let id = endpointId.withLock({ $0 }) {
+        let ids = endpointIds.withLock { $0 }
+        if !ids.isEmpty {
             let project = project
-            try await withWebhookStore { webhooks in try await webhooks.removeEndpoint(id: id, projectId: project) }
+            try await withWebhookStore { webhooks in
+                for id in ids { try await webhooks.removeEndpoint(id: id, projectId: project) }
+            }
         }
         await group.withLock { $0 }?.triggerGracefulShutdown()
         try await running.withLock { $0 }?.value
@@ -137,7 +150,7 @@ final class LoadReceiver: Sendable {
 
     private func application(logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
         let router = Router()
-        router.post("/webhooks") { request, _ -> Response in
+        router.post("/webhooks/{endpoint}") { request, context -> Response in
             let body = Array(buffer: try await request.body.collect(upTo: 1 << 20))
             let arrived = Date().timeIntervalSince1970
             let id = request.headers[HTTPField.Name(WebhookSignature.idHeader)!]
@@ -156,7 +169,7 @@ final class LoadReceiver: Sendable {
             let runStart = self.runStart.withLock { $0 }
             self.state.withLock { state in
                 state.lastArrival = .now
-                guard state.seen.insert(id ?? "").inserted else {
+                guard state.seen.insert((context.parameters.get("endpoint") ?? "") + "/" + (id ?? "")).inserted else {
                     state.duplicates += 1
                     return
                 }

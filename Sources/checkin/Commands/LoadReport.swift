@@ -19,7 +19,8 @@ struct LoadSummary: Encodable, Sendable {
     /// From the first request to the evaluator counting the last fix (with --metrics).
     var endToEndSeconds: Double?
     var webhooks: WebhookFigures?
-    /// The events the trip decides by the engine offline (dense trips): each must arrive once.
+    /// The events the trip decides by the engine offline (dense trips), times the endpoints:
+    /// each must arrive once at each.
     var expectedWebhooks: Int?
     /// The pipeline's own per-stage latencies over the run (with --metrics).
     var stages: PipelineStages?
@@ -76,7 +77,7 @@ struct LoadSummary: Encodable, Sendable {
                     webhooks.p50Milliseconds, webhooks.p99Milliseconds, webhooks.p999Milliseconds, webhooks.maxMilliseconds))
             if let expectedWebhooks {
                 print(
-                    "exactly once: \(expectedWebhooks) events decided by the trip, \(webhooks.received) received"
+                    "exactly once: \(expectedWebhooks) webhooks due (the trip's events at each endpoint), \(webhooks.received) received"
                         + (webhooks.received == expectedWebhooks && webhooks.duplicates == 0 ? " (all, once each)" : " (MISMATCH)"))
             }
             if webhooks.minutes.count > 1 {

@@ -159,4 +159,30 @@ import Testing
             }
         }
     }
+
+    /// Deliveries that may go at once are claimed by the transaction that queues them (up to
+    /// the taker's room, none of an endpoint it holds enough of); those that must wait are not.
+    @Test func deliveriesThatMayGoAtOnceAreClaimedAsTheyAreQueued() async throws {
+        try await withQueue { queue in
+            let crowded = try await queue.webhooks.addEndpoint(
+                projectId: queue.projectId, url: "http://127.0.0.1:9/crowded", secrets: [WebhookSecret.generate()])
+            let (queued, claimed) = try await queue.webhooks.enqueue(
+                [
+                    queue.delivery(1, device: "a"), queue.delivery(2, device: "a"), queue.delivery(1, device: "b"),
+                    queue.delivery(1, device: "c"), queue.delivery(3, device: "gap"), queue.delivery(1, device: "x", endpoint: crowded.id),
+                ],
+                gapHold: .seconds(60),
+                claim: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: 2, excluding: [crowded.id]))
+            #expect(queued == 6)
+            // a's first and b's first (the limit is two, in queue order); a's second waits behind
+            // its first, the gap's for its predecessor, the crowded endpoint's for a claim.
+            #expect(claimed.map { "\($0.deviceId)/\($0.sequence ?? 0)" } == ["a/1", "b/1"])
+            #expect(claimed.allSatisfy { $0.attempt == 1 && $0.queuedAt != nil })
+            // Claimed for "a": no one else's claim sees them; the rest that may go, does.
+            let others = try await queue.webhooks.claimDue(
+                limit: 100, perEndpoint: 100, owner: "b", lease: .seconds(60), gapHold: .seconds(60)
+            ).filter { $0.projectId == queue.projectId }
+            #expect(Set(others.map { "\($0.deviceId)/\($0.sequence ?? 0)" }) == ["c/1", "x/1"])
+        }
+    }
 }
