@@ -46,6 +46,8 @@ final class EventRelay: Service, Sendable {
     let batchSize: Int
     /// Partitions being flushed in this process: two flushes of one would publish its events twice.
     private let flushing = NIOLockedValueBox<Set<Int32>>([])
+    /// Partitions with events decided since the last wake-up; nil: all the held ones.
+    private let woken = NIOLockedValueBox<Set<Int32>?>(nil)
     private let wakes: AsyncStream<Void>
     private let wakeUp: AsyncStream<Void>.Continuation
     private let published = Counter(label: "checkin_evaluator_events_published_total")
@@ -71,6 +73,13 @@ final class EventRelay: Service, Sendable {
 
     /// Asks for a flush of the held partitions now; returns at once.
     func wake() {
+        woken.withLockedValue { $0 = nil }
+        wakeUp.yield()
+    }
+
+    /// Asks for a flush of these partitions now (a batch decided events there); returns at once.
+    func wake(partitions: some Sequence<Int32>) {
+        woken.withLockedValue { woken in woken?.formUnion(partitions) }
         wakeUp.yield()
     }
 
@@ -79,13 +88,18 @@ final class EventRelay: Service, Sendable {
             flushes.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: self.interval)
-                    self.wakeUp.yield()
+                    self.wake()
                 }
             }
             for await _ in wakes.cancelOnGracefulShutdown() {
                 // A partition still being flushed is left to that flush, which reads again
                 // until its outbox is empty; the others start now.
-                for partition in heldPartitions + [Self.unknownPartition] where startFlushing(partition) {
+                let asked = woken.withLockedValue { asked in
+                    defer { asked = [] }
+                    return asked
+                }
+                let partitions = asked.map { Array($0).sorted() } ?? heldPartitions + [Self.unknownPartition]
+                for partition in partitions where startFlushing(partition) {
                     flushes.addTask {
                         defer { self.stopFlushing(partition) }
                         do {

@@ -66,6 +66,8 @@ struct FixBatchProcessor: Sendable {
         var invalid = 0
         var checkIns = 0
         var checkOuts = 0
+        /// The partitions whose fixes decided events: the relay publishes theirs.
+        var eventPartitions: Set<Int32> = []
     }
 
     func process(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
@@ -122,6 +124,7 @@ struct FixBatchProcessor: Sendable {
                 }
                 for event in evaluation.events {
                     if event.type == .checkin { result.checkIns += 1 } else { result.checkOuts += 1 }
+                    result.eventPartitions.insert(message.partition)
                     events.append(try outboxEvent(for: event, from: message.partition, acceptedAt: message.timestamp))
                 }
             }
@@ -146,7 +149,7 @@ struct FixBatchProcessor: Sendable {
             return result
         }
         if committed.checkIns + committed.checkOuts > 0 {
-            publishDecidedEvents()
+            relay.wake(partitions: committed.eventPartitions)
         }
         let now = Date()
         for (message, _) in fixes { PipelineStage.evaluate.record(from: message.timestamp, to: now) }
