@@ -9,6 +9,8 @@
 # CHECKIN_LOAD_BINARY the build whose `checkin load` sends the fixes (default the same),
 #                     to drive another build's pipeline with this one's load
 # CHECKIN_LOAD_SETTLE seconds to wait after /ready before the load (default 0)
+# CHECKIN_LOAD_FSYNC  on: Postgres durable for the run (fsync, synchronous_commit and
+#                     full_page_writes on); the local cluster's default is off
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
@@ -16,6 +18,12 @@ LOAD_BIN="${CHECKIN_LOAD_BINARY:-$BIN}"
 PORT="${CHECKIN_LOAD_PORT:-18080}"
 export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
 
+if [ "${CHECKIN_LOAD_FSYNC:-off}" = on ]; then
+    for setting in fsync synchronous_commit full_page_writes; do
+        psql "$CHECKIN_DATABASE_URL" -Xq -c "ALTER SYSTEM SET $setting = on"
+    done
+    psql "$CHECKIN_DATABASE_URL" -Xq -c "SELECT pg_reload_conf()" >/dev/null
+fi
 "$BIN" projects create load >/dev/null
 # With --webhooks-per-fix the trip walks through zones generated on its paths; otherwise
 # through the example zones.

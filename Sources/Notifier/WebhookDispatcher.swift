@@ -43,6 +43,11 @@ public final class WebhookDispatcher: Service, Sendable {
     private let mailbox: NIOLockedValueBox<Mailbox>
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
+    /// What the dispatch loop asks of the claims: `woken`, look now (something may be due);
+    /// `low`, its queue runs low.
+    private let claimRequests = NIOLockedValueBox<(woken: Bool, low: Bool)>((false, false))
+    private let claimSignals: AsyncStream<Void>
+    private let claimSignal: AsyncStream<Void>.Continuation
 
     let deliveredCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "delivered")])
     let retryCounter = Counter(label: "checkin_notifier_deliveries_total", dimensions: [("result", "retry")])
@@ -69,6 +74,7 @@ public final class WebhookDispatcher: Service, Sendable {
         self.mailbox = mailbox
         self.signals = signals
         self.signal = signal
+        (claimSignals, claimSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.recorder = ResultRecorder(
             webhooks: webhooks, owner: owner,
             chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil,
@@ -133,48 +139,74 @@ public final class WebhookDispatcher: Service, Sendable {
         sender.client.shutdown()
     }
 
-    /// Claims and starts deliveries until a graceful shutdown; then gives back what it
-    /// has not started and waits for the attempts in flight.
+    /// Starts deliveries until a graceful shutdown; then gives back what it has not started
+    /// and waits for the attempts in flight. Claims run beside it (`claimUntilShutdown`), so
+    /// that a free slot never waits for a claim's round trip.
     private func dispatchUntilShutdown() async {
         var scheduler = DeliveryScheduler(
             concurrency: configuration.concurrency, endpointConcurrency: configuration.endpointConcurrency)
         let capacity = configuration.concurrency * 2
         await withDiscardingTaskGroup { senders in
-            /// The last claim found nothing: wait for a wake-up before asking again.
-            var drained = false
+            senders.addTask { await self.claimUntilShutdown() }
             for await _ in signals.cancelOnGracefulShutdown() {
                 let news = mailbox.withLockedValue { mailbox in
                     defer { mailbox = Mailbox() }
                     return mailbox
                 }
-                let woken = news.woken
                 for (endpointId, endpointDisabled) in news.finished {
                     scheduler.finished(endpointId: endpointId)
                     if endpointDisabled { await release(scheduler.removeQueued(endpointId: endpointId)) }
                 }
                 news.chained.forEach { scheduler.add($0) }
-                // Claim when woken, or when fewer are queued than there are slots, so that
-                // the next free slot never waits for a claim.
-                if scheduler.held < capacity, woken || (!drained && scheduler.queued < configuration.concurrency) {
-                    do {
-                        let claimed = try await webhooks.claimDue(
-                            limit: capacity - scheduler.held, perEndpoint: 2 * configuration.endpointConcurrency,
-                            owner: owner, lease: configuration.attemptLease, gapHold: configuration.gapHold,
-                            excluding: scheduler.saturatedEndpoints)
-                        held.withLockedValue { $0.formUnion(claimed.map(\.id)) }
-                        claimed.forEach { scheduler.add($0) }
-                        drained = claimed.isEmpty
-                    } catch {
-                        drained = true
-                        logger.error("could not claim deliveries", metadata: ["error": "\(String(reflecting: error))"])
-                    }
-                }
                 while let delivery = scheduler.next() {
                     senders.addTask { await self.attempt(delivery) }
                 }
                 room.withLockedValue { $0 = (capacity - scheduler.held, scheduler.saturatedEndpoints) }
+                // Claim when woken, or when fewer are queued than there are slots, so that the
+                // next free slot never waits for a claim.
+                if news.woken || scheduler.queued < configuration.concurrency {
+                    claimRequests.withLockedValue {
+                        $0.woken = $0.woken || news.woken
+                        $0.low = true
+                    }
+                    claimSignal.yield()
+                }
             }
+            claimSignal.finish()
             await release(scheduler.removeAllQueued())
+        }
+    }
+
+    /// Claims due deliveries for the dispatch loop while it has room: when asked, and again at
+    /// once while claims come back full. After a claim that found nothing it waits for a
+    /// wake-up (something was queued or recorded, or the poll interval passed) rather than
+    /// asking again each time the loop runs low.
+    private func claimUntilShutdown() async {
+        var drained = false
+        for await _ in claimSignals {
+            let request = claimRequests.withLockedValue { request in
+                defer { request = (false, false) }
+                return request
+            }
+            if request.woken { drained = false }
+            guard !drained else { continue }
+            while !Task.isCancelled {
+                let (free, saturated) = room.withLockedValue { $0 }
+                guard free > 0 else { break }
+                do {
+                    let claimed = try await webhooks.claimDue(
+                        limit: free, perEndpoint: 2 * configuration.endpointConcurrency, owner: owner,
+                        lease: configuration.attemptLease, gapHold: configuration.gapHold, excluding: saturated)
+                    adopt(claimed)
+                    drained = claimed.isEmpty
+                    // Less than there was room for: what is due now is taken.
+                    if claimed.count < free { break }
+                } catch {
+                    drained = true
+                    logger.error("could not claim deliveries", metadata: ["error": "\(String(reflecting: error))"])
+                    break
+                }
+            }
         }
     }
 
