@@ -26,6 +26,8 @@ public final class EventIntake: Service, Sendable {
     let eventsCounter = Counter(label: "checkin_notifier_events_total")
     let malformedCounter = Counter(label: "checkin_notifier_events_malformed_total")
     let queuedCounter = Counter(label: "checkin_notifier_deliveries_queued_total")
+    /// How long a batch of events takes to become delivery rows (and its offsets committed).
+    let batchTimer = Metrics.Timer(label: "checkin_notifier_intake_batch_seconds")
     let metrics = NotifierMetrics()
     let health: ProcessingHealth
     let attemptTimeout: Duration
@@ -56,6 +58,7 @@ public final class EventIntake: Service, Sendable {
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
             // Retried while Postgres or the broker is away; a record that fails for any
             // other reason (one the database refuses) is isolated and dead-lettered.
+            let started = ContinuousClock.now
             guard await isolator.settle(batch) != nil else { return }
             var offsets: [KafkaTopicPartition: Int64] = [:]
             for message in batch {
@@ -69,6 +72,7 @@ public final class EventIntake: Service, Sendable {
                 logger.warning("could not commit event offsets", metadata: ["error": "\(error)"])
             }
             dispatcher.wake()
+            batchTimer.record(duration: ContinuousClock.now - started)
         }
     }
 
