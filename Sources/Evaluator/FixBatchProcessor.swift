@@ -1,3 +1,4 @@
+import BatchProcessing
 import Foundation
 import Geofence
 import Kafka
@@ -32,6 +33,8 @@ struct FixBatchProcessor: Sendable {
     let outbox: EventOutboxStore
     let relay: EventRelay
     let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
+    /// Records that not even a summary of could be dead-lettered (see ``DeadLetterRefused``).
+    let deadLettersRefused = Counter(label: "checkin_evaluator_dead_letters_refused_total")
     /// What a record carries besides its value and key (headers, framing), allowed for
     /// when an event is checked against the producer's message limit.
     static let recordOverheadBytes = 256
@@ -93,7 +96,7 @@ struct FixBatchProcessor: Sendable {
             case .success(let fix): fixes.append((message, fix))
             case .failure(let invalid):
                 outcome.invalid += 1
-                deadLetters.append(deadLetter(for: message, reason: invalid.description))
+                deadLetters.append(deadLetter(for: message, reason: invalid.description).record(fittingIn: producer.maximumMessageBytes))
             }
         }
 
@@ -162,7 +165,27 @@ struct FixBatchProcessor: Sendable {
     func setAside(_ message: KafkaConsumerMessage, reason: String) async throws {
         do {
             let epochs = try leases.epochs(covering: [message.topicPartition])
-            try await producer.sendAll([deadLetter(for: message, reason: reason)])
+            let letter = deadLetter(for: message, reason: reason)
+            do {
+                let copy = try await producer.sendDeadLetter(letter)
+                if copy != .whole {
+                    logger.warning(
+                        "dead-lettered a record too large to copy as it is",
+                        metadata: [
+                            "copy": "\(copy.rawValue)", "bytes": "\(message.value.count)", "offset": "\(message.offset)",
+                        ])
+                }
+            } catch let refused as DeadLetterRefused {
+                // Retrying cannot help: the record is accounted for here, and its partition moves on.
+                deadLettersRefused.increment()
+                logger.error(
+                    "the dead-letter topic refuses the record in every form; moving past it",
+                    metadata: [
+                        "topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)",
+                        "bytes": "\(message.value.count)", "sha256": "\(DeadLetter.sha256Hex(message.value))",
+                        "reason": "\(reason)", "error": "\(refused)",
+                    ])
+            }
             try await database.withTransaction { connection in
                 try await offsets.save(
                     group: configuration.groupId,
@@ -205,10 +228,11 @@ struct FixBatchProcessor: Sendable {
             deviceId: event.deviceId, eventId: event.eventId, eventType: event.type.rawValue, event: encoded)
     }
 
-    /// The original record, unchanged, with why it was refused and where it came from.
-    func deadLetter(for message: KafkaConsumerMessage, reason: String) -> KafkaRecord {
-        KafkaRecord(
-            deadLetterOf: message, topic: configuration.topics.fixesDeadLetter, reason: reason,
+    /// The original record with why it was refused and where it came from; produced
+    /// whole, or cut to what the producer sends (see ``DeadLetter``).
+    func deadLetter(for message: KafkaConsumerMessage, reason: String) -> DeadLetter {
+        DeadLetter(
+            of: message, topic: configuration.topics.fixesDeadLetter, reason: reason,
             headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 }
