@@ -71,17 +71,17 @@ struct FixBatchProcessor: Sendable {
     }
 
     func process(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
+        let epochs = try leases.epochs(covering: batch.map(\.topicPartition))
         do {
-            return try await evaluate(batch)
+            return try await evaluate(batch, under: epochs)
         } catch let lost as PartitionOwnershipLost {
             // Not ours any more: later batches of these partitions are left to their owner at once.
-            leases.released(lost.topicPartitions)
+            leases.released(lost, heldUnder: epochs)
             throw lost
         }
     }
 
-    private func evaluate(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
-        let epochs = try leases.epochs(covering: batch.map(\.topicPartition))
+    private func evaluate(_ batch: [KafkaConsumerMessage], under epochs: [OwnedPartition: Int64]) async throws -> Outcome {
         var outcome = Outcome()
         var fixes: [(message: KafkaConsumerMessage, fix: Fix)] = []
         var deadLetters: [KafkaRecord] = []
@@ -163,8 +163,8 @@ struct FixBatchProcessor: Sendable {
     /// Sends a record that cannot be processed to the dead-letter topic, then moves its
     /// partition past it (under the same epoch check as a batch).
     func setAside(_ message: KafkaConsumerMessage, reason: String) async throws {
+        let epochs = try leases.epochs(covering: [message.topicPartition])
         do {
-            let epochs = try leases.epochs(covering: [message.topicPartition])
             let letter = deadLetter(for: message, reason: reason)
             do {
                 let copy = try await producer.sendDeadLetter(letter)
@@ -195,7 +195,7 @@ struct FixBatchProcessor: Sendable {
                 try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
             }
         } catch let lost as PartitionOwnershipLost {
-            leases.released(lost.topicPartitions)
+            leases.released(lost, heldUnder: epochs)
             throw lost
         }
     }

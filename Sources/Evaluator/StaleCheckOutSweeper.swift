@@ -64,7 +64,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
             try await markConsumed(idle, until: min(now, askedAt))
             return try await checkOutDue(on: Array(held.keys), now: now)
         } catch let lost as PartitionOwnershipLost {
-            processor.leases.released(lost.topicPartitions)
+            // Let go, for the epochs the sweep held, where the ownership check failed.
             logger.info("partitions moved to another worker; their devices are its to judge", metadata: ["error": "\(lost)"])
             return 0
         }
@@ -96,15 +96,34 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         guard !partitions.isEmpty else { return }
         let epochs = try processor.leases.epochs(covering: partitions)
         let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
-        try await processor.database.withTransaction { connection in
-            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
-            try await processor.offsets.markConsumed(
-                group: group, topic: topic, partitions: partitions.map(\.partition), until: now, on: connection)
+        try await releasingLost(epochs) {
+            try await processor.database.withTransaction { connection in
+                try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
+                try await processor.offsets.markConsumed(
+                    group: group, topic: topic, partitions: partitions.map(\.partition), until: now, on: connection)
+            }
+        }
+    }
+
+    /// Runs `work` done under `epochs`; should it find a partition taken by another worker,
+    /// lets go of that partition for these epochs only (see ``PartitionLeases``).
+    private func releasingLost<T>(_ epochs: [OwnedPartition: Int64], _ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let lost as PartitionOwnershipLost {
+            processor.leases.released(lost, heldUnder: epochs)
+            throw lost
         }
     }
 
     private func checkOutDue(on partitions: [KafkaTopicPartition], now: Date) async throws -> Int {
         let epochs = try processor.leases.epochs(covering: partitions)
+        return try await releasingLost(epochs) { try await checkOutDue(on: partitions, now: now, under: epochs) }
+    }
+
+    private func checkOutDue(
+        on partitions: [KafkaTopicPartition], now: Date, under epochs: [OwnedPartition: Int64]
+    ) async throws -> Int {
         let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
         let engines = try await processor.catalog.engines()
         let (claimed, events) = try await processor.database.withTransaction { connection in
