@@ -235,34 +235,5 @@ public struct Backoff: Sendable {
     }
 }
 
-/// Runs `body`, failing with ``AttemptTimedOut`` if it takes longer than `limit`, and
-/// with ``AttemptAbandoned`` if the process is asked to stop and `body` has not finished
-/// `drainAfterShutdown` later. The body is cancelled then (a transaction in flight is
-/// rolled back with its connection).
-public func withTimeout<Result: Sendable>(
-    _ limit: Duration, component: String = AttemptTimedOut.unknownComponent, drainAfterShutdown: Duration? = nil,
-    _ body: @escaping @Sendable () async throws -> Result
-) async throws -> Result {
-    try await withThrowingTaskGroup(of: Result?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw AttemptTimedOut(component: component, limit: limit)
-        }
-        if let drainAfterShutdown {
-            group.addTask {
-                try await gracefulShutdown()
-                try await Task.sleep(for: drainAfterShutdown)
-                throw AttemptAbandoned()
-            }
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let result = first else {
-            throw AttemptTimedOut(component: component, limit: limit)
-        }
-        return result
-    }
-}
-
 /// The process is stopping and the attempt did not finish in the time it was given.
 public struct AttemptAbandoned: Error, Sendable {}

@@ -145,6 +145,8 @@ struct FixBatchProcessor: Sendable {
                 offsets: result.nextOffsets.map { (topic: $0.key.topic, partition: $0.key.partition, nextOffset: $0.value) },
                 consumedUntil: result.consumedUntil, on: connection)
             try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
+            // Last: an attempt given up for its time-out must not commit after all.
+            try AttemptDeadline.claimCommit()
             return result
         }
         if committed.checkIns + committed.checkOuts > 0 {
@@ -193,6 +195,7 @@ struct FixBatchProcessor: Sendable {
                     consumedUntil: message.timestamp.map { [OwnedPartition(topic: message.topic, partition: message.partition): $0] }
                         ?? [:], on: connection)
                 try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
+                try AttemptDeadline.claimCommit()
             }
         } catch let lost as PartitionOwnershipLost {
             leases.released(lost, heldUnder: epochs)
