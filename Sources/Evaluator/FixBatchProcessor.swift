@@ -60,7 +60,8 @@ struct FixBatchProcessor: Sendable {
 
     struct Outcome {
         var nextOffsets: [KafkaTopicPartition: Int64] = [:]
-        /// Per partition, the latest record time of the batch: its stream is consumed up to there.
+        /// Per partition, the latest record time of the batch less the producers' allowed skew:
+        /// its stream is consumed up to there, by any producer's clock.
         var consumedUntil: [OwnedPartition: Date] = [:]
         var evaluated = 0
         var late = 0
@@ -88,7 +89,7 @@ struct FixBatchProcessor: Sendable {
         for message in batch {
             let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
             outcome.nextOffsets[key] = max(outcome.nextOffsets[key] ?? 0, message.offset + 1)
-            if let stamp = message.timestamp {
+            if let stamp = message.timestamp.map(consumedUntil(stampedAt:)) {
                 let owned = OwnedPartition(topic: message.topic, partition: message.partition)
                 outcome.consumedUntil[owned] = max(outcome.consumedUntil[owned] ?? stamp, stamp)
             }
@@ -192,7 +193,9 @@ struct FixBatchProcessor: Sendable {
                 try await offsets.save(
                     group: configuration.groupId,
                     offsets: [(topic: message.topic, partition: message.partition, nextOffset: message.offset + 1)],
-                    consumedUntil: message.timestamp.map { [OwnedPartition(topic: message.topic, partition: message.partition): $0] }
+                    consumedUntil: message.timestamp.map {
+                        [OwnedPartition(topic: message.topic, partition: message.partition): consumedUntil(stampedAt: $0)]
+                    }
                         ?? [:], on: connection)
                 try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
                 try AttemptDeadline.claimCommit()
@@ -201,6 +204,13 @@ struct FixBatchProcessor: Sendable {
             leases.released(lost, heldUnder: epochs)
             throw lost
         }
+    }
+
+    /// How far a record stamped at `stamp` shows its partition consumed: a producer whose
+    /// clock is behind the one that stamped it by up to `maximumProducerSkew` may still send
+    /// records stamped earlier.
+    func consumedUntil(stampedAt stamp: Date) -> Date {
+        stamp.addingTimeInterval(-configuration.maximumProducerSkew.seconds)
     }
 
     /// A stored state that no longer decodes would fail its batch on every retry and

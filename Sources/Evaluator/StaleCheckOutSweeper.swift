@@ -14,7 +14,9 @@ import Shared
 /// past its deadline (`consumer_offsets.consumed_until`), because after an outage
 /// or in a backlog its next fixes may still be waiting there. A partition with
 /// nothing waiting is consumed up to now, so an idle device still times out by the
-/// clock.
+/// clock. Both are taken less the producers' allowed clock skew
+/// (``EvaluatorConfiguration/maximumProducerSkew``): records are stamped by their
+/// producers' clocks, and a device whose producer's clock is behind must not look silent.
 ///
 /// Each worker judges only the devices of the partitions it holds, under their
 /// epochs (checked before the commit, and held until it), so a worker that lost a
@@ -57,8 +59,9 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         let topic = processor.configuration.topics.fixes
         let held = processor.leases.snapshot.filter { $0.key.topic == topic }
         guard !held.isEmpty else { return 0 }
-        // Records a producer stamped just before the question may still be on their way.
-        let askedAt = Date().addingTimeInterval(-Self.inFlightMargin)
+        // Records a producer stamped just before the question may still be on their way, and
+        // a producer whose clock is behind this worker's stamps its records earlier still.
+        let askedAt = processor.consumedUntil(stampedAt: Date().addingTimeInterval(-Self.inFlightMargin))
         let idle = await caughtUp(held)
         do {
             try await markConsumed(idle, until: min(now, askedAt))
