@@ -11,7 +11,11 @@ import ServiceLifecycle
 ///   are processed, the others are left to their new owner;
 /// - for anything else: the batch is split in halves, processed in order, until the
 ///   record at fault stands alone; it goes to the dead-letter topic and its
-///   partition moves on, while every other record is processed as usual.
+///   partition moves on, while every other record is processed as usual;
+/// - an attempt that times out while the dependencies answer is retried, but after
+///   ``timeOutsBeforeSplit`` such time-outs in a row its records are the cause (one
+///   too slow to process): the batch is split as for poison, so that the slow record
+///   stands alone and is set aside.
 /// Splitting keeps each partition's records in order, and every part commits on its
 /// own, so whatever was processed before the bad record stays processed.
 public struct PoisonIsolator<Outcome: Sendable>: Sendable {
@@ -75,9 +79,16 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
         return settlement
     }
 
+    /// Time-outs in a row, each while every dependency answered, after which an attempt's
+    /// records are taken to be what makes it slow. Three: a dependency that answers the
+    /// health probe but is slow for a while (a vacuum, a checkpoint) is given two more
+    /// chances before records are split out; each part split off gets as many.
+    public static var timeOutsBeforeSplit: Int { 3 }
+
     private func settle(_ batch: [Message], into settlement: inout Settlement) async -> Bool {
         var batch = batch
         var retries = 0
+        var timeOuts = 0
         while !batch.isEmpty {
             let failure: any Error
             let records = batch
@@ -95,7 +106,18 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
             } catch {
                 failure = error
             }
-            switch await classify(failure) {
+            var kind = await classify(failure)
+            if kind == .transient(component: AttemptTimedOut.unknownComponent) {
+                timeOuts += 1
+                if timeOuts >= Self.timeOutsBeforeSplit {
+                    kind = .poison(
+                        reason: "processing did not finish within \(attemptTimeout) in \(timeOuts) attempts in a row "
+                            + "while its dependencies answered")
+                }
+            } else {
+                timeOuts = 0
+            }
+            switch kind {
             case .transient(let component):
                 health.failedTransiently(component: component)
                 logger.warning(
@@ -232,35 +254,6 @@ public struct Backoff: Sendable {
         let exponential = initial * (1 << min(retry, 20))
         let capped = min(exponential, maximum)
         return capped * Double.random(in: 0.5...1.0)
-    }
-}
-
-/// Runs `body`, failing with ``AttemptTimedOut`` if it takes longer than `limit`, and
-/// with ``AttemptAbandoned`` if the process is asked to stop and `body` has not finished
-/// `drainAfterShutdown` later. The body is cancelled then (a transaction in flight is
-/// rolled back with its connection).
-public func withTimeout<Result: Sendable>(
-    _ limit: Duration, component: String = AttemptTimedOut.unknownComponent, drainAfterShutdown: Duration? = nil,
-    _ body: @escaping @Sendable () async throws -> Result
-) async throws -> Result {
-    try await withThrowingTaskGroup(of: Result?.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw AttemptTimedOut(component: component, limit: limit)
-        }
-        if let drainAfterShutdown {
-            group.addTask {
-                try await gracefulShutdown()
-                try await Task.sleep(for: drainAfterShutdown)
-                throw AttemptAbandoned()
-            }
-        }
-        defer { group.cancelAll() }
-        guard let first = try await group.next(), let result = first else {
-            throw AttemptTimedOut(component: component, limit: limit)
-        }
-        return result
     }
 }
 

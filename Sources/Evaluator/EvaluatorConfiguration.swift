@@ -23,12 +23,18 @@ public struct EvaluatorConfiguration: Sendable {
     /// States of devices not heard from for this long are deleted (ten times as long for a
     /// device still checked in); zero keeps them for ever.
     public var deviceStateRetention: Duration
+    /// How far producers' clocks (which stamp the records) may be apart. A partition counts
+    /// as consumed up to its latest record time less this, so that a fix stamped before a
+    /// device's stale deadline by a producer whose clock is behind another's is not judged
+    /// after the deadline was passed; stale check-outs come this much later.
+    public var maximumProducerSkew: Duration
 
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
         maximumBatchSize: Int = 2000, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
-        limits: InputLimits = InputLimits(), deviceStateRetention: Duration = .seconds(30 * 86_400)
+        limits: InputLimits = InputLimits(), deviceStateRetention: Duration = .seconds(30 * 86_400),
+        maximumProducerSkew: Duration = .seconds(10)
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -40,6 +46,7 @@ public struct EvaluatorConfiguration: Sendable {
         self.zoneLoadTimeout = zoneLoadTimeout
         self.limits = limits
         self.deviceStateRetention = deviceStateRetention
+        self.maximumProducerSkew = maximumProducerSkew
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -62,6 +69,7 @@ public struct EvaluatorConfiguration: Sendable {
                 maxClockSkew: try environment.double(
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
                     range: InputLimits.maxClockSkewRange)),
-            deviceStateRetention: try environment.duration("CHECKIN_DEVICE_STATE_RETENTION", default: .seconds(30 * 86_400)))
+            deviceStateRetention: try environment.duration("CHECKIN_DEVICE_STATE_RETENTION", default: .seconds(30 * 86_400)),
+            maximumProducerSkew: try environment.duration("CHECKIN_MAX_PRODUCER_SKEW", default: .seconds(10)))
     }
 }

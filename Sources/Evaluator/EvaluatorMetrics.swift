@@ -15,8 +15,18 @@ public struct EvaluatorMetrics: Sendable {
     public let fencesLoaded = Gauge(label: "checkin_evaluator_fences_loaded")
     public let zonesCatalogVersion = Gauge(label: "checkin_evaluator_zones_catalog_version")
     public let zonesBuildSeconds = Gauge(label: "checkin_evaluator_zones_build_seconds")
+    /// Projects whose stored zones do not build, evaluated with their last good zones
+    /// (or without zones, if this worker never built good ones): alert on non-zero.
+    public let projectsWithInvalidZones = Gauge(label: "checkin_evaluator_projects_with_invalid_zones")
 
-    public init() {}
+    /// Builds of a project's stored zones that failed.
+    func zoneBuildFailures(projectId: String) -> Counter {
+        Counter(label: "checkin_evaluator_zone_build_failures_total", dimensions: [("project", projectId)])
+    }
+
+    public init() {
+        projectsWithInvalidZones.record(0)
+    }
 
     /// Records the engine just swapped in.
     func recordZonesLoaded(zones: Int, fences: Int, version: Int64, buildTime: Duration) {

@@ -1,3 +1,4 @@
+import BatchProcessing
 import Foundation
 import Geofence
 import Kafka
@@ -33,6 +34,8 @@ struct FixBatchProcessor: Sendable {
     let outbox: EventOutboxStore
     let relay: EventRelay
     let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
+    /// Records that not even a summary of could be dead-lettered (see ``DeadLetterRefused``).
+    let deadLettersRefused = Counter(label: "checkin_evaluator_dead_letters_refused_total")
     /// What a record carries besides its value and key (headers, framing), allowed for
     /// when an event is checked against the producer's message limit.
     static let recordOverheadBytes = 256
@@ -58,7 +61,8 @@ struct FixBatchProcessor: Sendable {
 
     struct Outcome {
         var nextOffsets: [KafkaTopicPartition: Int64] = [:]
-        /// Per partition, the latest record time of the batch: its stream is consumed up to there.
+        /// Per partition, the latest record time of the batch less the producers' allowed skew:
+        /// its stream is consumed up to there, by any producer's clock.
         var consumedUntil: [OwnedPartition: Date] = [:]
         var evaluated = 0
         var late = 0
@@ -71,24 +75,24 @@ struct FixBatchProcessor: Sendable {
     }
 
     func process(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
+        let epochs = try leases.epochs(covering: batch.map(\.topicPartition))
         do {
-            return try await evaluate(batch)
+            return try await evaluate(batch, under: epochs)
         } catch let lost as PartitionOwnershipLost {
             // Not ours any more: later batches of these partitions are left to their owner at once.
-            leases.released(lost.topicPartitions)
+            leases.released(lost, heldUnder: epochs)
             throw lost
         }
     }
 
-    private func evaluate(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
-        let epochs = try leases.epochs(covering: batch.map(\.topicPartition))
+    private func evaluate(_ batch: [KafkaConsumerMessage], under epochs: [OwnedPartition: Int64]) async throws -> Outcome {
         var outcome = Outcome()
         var fixes: [(message: KafkaConsumerMessage, fix: Fix)] = []
         var deadLetters: [KafkaRecord] = []
         for message in batch {
             let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
             outcome.nextOffsets[key] = max(outcome.nextOffsets[key] ?? 0, message.offset + 1)
-            if let stamp = message.timestamp {
+            if let stamp = message.timestamp.map(consumedUntil(stampedAt:)) {
                 let owned = OwnedPartition(topic: message.topic, partition: message.partition)
                 outcome.consumedUntil[owned] = max(outcome.consumedUntil[owned] ?? stamp, stamp)
             }
@@ -96,7 +100,7 @@ struct FixBatchProcessor: Sendable {
             case .success(let fix): fixes.append((message, fix))
             case .failure(let invalid):
                 outcome.invalid += 1
-                deadLetters.append(deadLetter(for: message, reason: invalid.description))
+                deadLetters.append(deadLetter(for: message, reason: invalid.description).record(fittingIn: producer.maximumMessageBytes))
             }
         }
 
@@ -146,6 +150,8 @@ struct FixBatchProcessor: Sendable {
                 offsets: result.nextOffsets.map { (topic: $0.key.topic, partition: $0.key.partition, nextOffset: $0.value) },
                 consumedUntil: result.consumedUntil, on: connection)
             try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
+            // Last: an attempt given up for its time-out must not commit after all.
+            try AttemptDeadline.claimCommit()
             return result
         }
         if committed.checkIns + committed.checkOuts > 0 {
@@ -166,21 +172,51 @@ struct FixBatchProcessor: Sendable {
     /// Sends a record that cannot be processed to the dead-letter topic, then moves its
     /// partition past it (under the same epoch check as a batch).
     func setAside(_ message: KafkaConsumerMessage, reason: String) async throws {
+        let epochs = try leases.epochs(covering: [message.topicPartition])
         do {
-            let epochs = try leases.epochs(covering: [message.topicPartition])
-            try await producer.sendAll([deadLetter(for: message, reason: reason)])
+            let letter = deadLetter(for: message, reason: reason)
+            do {
+                let copy = try await producer.sendDeadLetter(letter)
+                if copy != .whole {
+                    logger.warning(
+                        "dead-lettered a record too large to copy as it is",
+                        metadata: [
+                            "copy": "\(copy.rawValue)", "bytes": "\(message.value.count)", "offset": "\(message.offset)",
+                        ])
+                }
+            } catch let refused as DeadLetterRefused {
+                // Retrying cannot help: the record is accounted for here, and its partition moves on.
+                deadLettersRefused.increment()
+                logger.error(
+                    "the dead-letter topic refuses the record in every form; moving past it",
+                    metadata: [
+                        "topic": "\(message.topic)", "partition": "\(message.partition)", "offset": "\(message.offset)",
+                        "bytes": "\(message.value.count)", "sha256": "\(DeadLetter.sha256Hex(message.value))",
+                        "reason": "\(reason)", "error": "\(refused)",
+                    ])
+            }
             try await database.withTransaction { connection in
                 try await offsets.save(
                     group: configuration.groupId,
                     offsets: [(topic: message.topic, partition: message.partition, nextOffset: message.offset + 1)],
-                    consumedUntil: message.timestamp.map { [OwnedPartition(topic: message.topic, partition: message.partition): $0] }
+                    consumedUntil: message.timestamp.map {
+                        [OwnedPartition(topic: message.topic, partition: message.partition): consumedUntil(stampedAt: $0)]
+                    }
                         ?? [:], on: connection)
                 try await ownership.verify(group: configuration.groupId, epochs: epochs, on: connection)
+                try AttemptDeadline.claimCommit()
             }
         } catch let lost as PartitionOwnershipLost {
-            leases.released(lost.topicPartitions)
+            leases.released(lost, heldUnder: epochs)
             throw lost
         }
+    }
+
+    /// How far a record stamped at `stamp` shows its partition consumed: a producer whose
+    /// clock is behind the one that stamped it by up to `maximumProducerSkew` may still send
+    /// records stamped earlier.
+    func consumedUntil(stampedAt stamp: Date) -> Date {
+        stamp.addingTimeInterval(-configuration.maximumProducerSkew.seconds)
     }
 
     /// A stored state that no longer decodes would fail its batch on every retry and
@@ -212,10 +248,11 @@ struct FixBatchProcessor: Sendable {
             fixAcceptedAt: acceptedAt)
     }
 
-    /// The original record, unchanged, with why it was refused and where it came from.
-    func deadLetter(for message: KafkaConsumerMessage, reason: String) -> KafkaRecord {
-        KafkaRecord(
-            deadLetterOf: message, topic: configuration.topics.fixesDeadLetter, reason: reason,
+    /// The original record with why it was refused and where it came from; produced
+    /// whole, or cut to what the producer sends (see ``DeadLetter``).
+    func deadLetter(for message: KafkaConsumerMessage, reason: String) -> DeadLetter {
+        DeadLetter(
+            of: message, topic: configuration.topics.fixesDeadLetter, reason: reason,
             headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 }

@@ -25,10 +25,24 @@ final class PartitionLeases: Sendable {
         }
     }
 
-    /// Revoked by the group, or found taken by another worker's newer epoch.
+    /// Revoked by the group: let go whatever the epoch.
     func released(_ partitions: some Sequence<KafkaTopicPartition>) {
         leases.withLockedValue { leases in
             for partition in partitions { leases.removeValue(forKey: partition) }
+        }
+    }
+
+    /// Found taken by another worker's newer epoch, by work that ran under `epochs`: let go
+    /// only while still held under those epochs. A partition revoked while that work was
+    /// slow and granted to this worker again under a newer epoch stays held; releasing it
+    /// would leave every later batch of it without a lease until the next rebalance.
+    func released(_ lost: PartitionOwnershipLost, heldUnder epochs: [OwnedPartition: Int64]) {
+        leases.withLockedValue { leases in
+            for owned in lost.partitions {
+                let partition = KafkaTopicPartition(topic: owned.topic, partition: owned.partition)
+                guard let lease = leases[partition], let lost = epochs[owned], lease.epoch <= lost else { continue }
+                leases.removeValue(forKey: partition)
+            }
         }
     }
 

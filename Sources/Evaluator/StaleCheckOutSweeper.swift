@@ -14,7 +14,9 @@ import Shared
 /// past its deadline (`consumer_offsets.consumed_until`), because after an outage
 /// or in a backlog its next fixes may still be waiting there. A partition with
 /// nothing waiting is consumed up to now, so an idle device still times out by the
-/// clock.
+/// clock. Both are taken less the producers' allowed clock skew
+/// (``EvaluatorConfiguration/maximumProducerSkew``): records are stamped by their
+/// producers' clocks, and a device whose producer's clock is behind must not look silent.
 ///
 /// Each worker judges only the devices of the partitions it holds, under their
 /// epochs (checked before the commit, and held until it), so a worker that lost a
@@ -57,14 +59,15 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         let topic = processor.configuration.topics.fixes
         let held = processor.leases.snapshot.filter { $0.key.topic == topic }
         guard !held.isEmpty else { return 0 }
-        // Records a producer stamped just before the question may still be on their way.
-        let askedAt = Date().addingTimeInterval(-Self.inFlightMargin)
+        // Records a producer stamped just before the question may still be on their way, and
+        // a producer whose clock is behind this worker's stamps its records earlier still.
+        let askedAt = processor.consumedUntil(stampedAt: Date().addingTimeInterval(-Self.inFlightMargin))
         let idle = await caughtUp(held)
         do {
             try await markConsumed(idle, until: min(now, askedAt))
             return try await checkOutDue(on: Array(held.keys), now: now)
         } catch let lost as PartitionOwnershipLost {
-            processor.leases.released(lost.topicPartitions)
+            // Let go, for the epochs the sweep held, where the ownership check failed.
             logger.info("partitions moved to another worker; their devices are its to judge", metadata: ["error": "\(lost)"])
             return 0
         }
@@ -96,15 +99,34 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         guard !partitions.isEmpty else { return }
         let epochs = try processor.leases.epochs(covering: partitions)
         let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
-        try await processor.database.withTransaction { connection in
-            try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
-            try await processor.offsets.markConsumed(
-                group: group, topic: topic, partitions: partitions.map(\.partition), until: now, on: connection)
+        try await releasingLost(epochs) {
+            try await processor.database.withTransaction { connection in
+                try await processor.ownership.verify(group: group, epochs: epochs, on: connection)
+                try await processor.offsets.markConsumed(
+                    group: group, topic: topic, partitions: partitions.map(\.partition), until: now, on: connection)
+            }
+        }
+    }
+
+    /// Runs `work` done under `epochs`; should it find a partition taken by another worker,
+    /// lets go of that partition for these epochs only (see ``PartitionLeases``).
+    private func releasingLost<T>(_ epochs: [OwnedPartition: Int64], _ work: () async throws -> T) async throws -> T {
+        do {
+            return try await work()
+        } catch let lost as PartitionOwnershipLost {
+            processor.leases.released(lost, heldUnder: epochs)
+            throw lost
         }
     }
 
     private func checkOutDue(on partitions: [KafkaTopicPartition], now: Date) async throws -> Int {
         let epochs = try processor.leases.epochs(covering: partitions)
+        return try await releasingLost(epochs) { try await checkOutDue(on: partitions, now: now, under: epochs) }
+    }
+
+    private func checkOutDue(
+        on partitions: [KafkaTopicPartition], now: Date, under epochs: [OwnedPartition: Int64]
+    ) async throws -> Int {
         let (group, topic) = (processor.configuration.groupId, processor.configuration.topics.fixes)
         let engines = try await processor.catalog.engines()
         let (claimed, events) = try await processor.database.withTransaction { connection in

@@ -16,6 +16,8 @@ public struct ZoneEngines: Sendable {
         var engine: GeofenceEngine
         var zones: Int
         var fences: Int
+        /// The zones of `version` did not build: the engine is of the last zones that did.
+        var zonesInvalid = false
     }
 
     /// The catalog version every project's engine is at least as new as.
@@ -31,6 +33,8 @@ public struct ZoneEngines: Sendable {
 
     public var configuration: EngineConfiguration { empty.configuration }
     public var zoneCount: Int { projects.values.reduce(0) { $0 + $1.zones } }
+    /// Projects whose current zones do not build, evaluated with their last good zones.
+    public var projectsWithInvalidZones: Int { projects.values.reduce(0) { $0 + ($1.zonesInvalid ? 1 : 0) } }
     public var fenceCount: Int { projects.values.reduce(0) { $0 + $1.fences } }
 }
 
@@ -132,7 +136,8 @@ public final class ZoneCatalog: Service, Sendable {
                     projects[projectId] = nil  // deleted since the versions were read
                     continue
                 }
-                projects[projectId] = build(projectId, zones: zonesByProject[projectId] ?? [], version: version)
+                projects[projectId] = build(
+                    projectId, zones: zonesByProject[projectId] ?? [], version: version, lastGood: projects[projectId])
             }
             buildTime = ContinuousClock.now - started
         }
@@ -146,6 +151,7 @@ public final class ZoneCatalog: Service, Sendable {
         guard swapped else { return }
         metrics.recordZonesLoaded(
             zones: engines.zoneCount, fences: engines.fenceCount, version: catalogVersion, buildTime: buildTime)
+        metrics.projectsWithInvalidZones.record(engines.projectsWithInvalidZones)
         if first { onFirstLoad() }
         logger.info(
             "zones loaded",
@@ -156,18 +162,36 @@ public final class ZoneCatalog: Service, Sendable {
     }
 
     /// Zones are validated when they are stored; should invalid ones reach the database
-    /// anyway, only their project is left without zones, not everyone.
-    private func build(_ projectId: String, zones: [ZoneDefinition], version: Int64) -> ZoneEngines.Project {
+    /// anyway, only their project is affected, and it keeps the engine of its last good
+    /// zones: an empty one would check its devices out of zones they are in and forget
+    /// their open check-ins. Said in the log and in metrics until good zones are stored.
+    /// Without a last good engine (invalid since this worker started), the project has no zones.
+    private func build(
+        _ projectId: String, zones: [ZoneDefinition], version: Int64, lastGood: ZoneEngines.Project?
+    ) -> ZoneEngines.Project {
         let project = ProjectZones(projectId: projectId, zones: zones)
         do {
             let engine = try GeofenceEngine(projects: [project], configuration: configuration)
             return ZoneEngines.Project(
                 version: version, engine: engine, zones: zones.count, fences: zones.reduce(0) { $0 + $1.fences.count })
         } catch {
+            metrics.zoneBuildFailures(projectId: projectId).increment()
+            guard var kept = lastGood else {
+                logger.error(
+                    "project's zones are invalid and no earlier zones are known; it is evaluated without zones",
+                    metadata: ["projectId": "\(projectId)", "version": "\(version)", "error": "\(error)"])
+                return ZoneEngines.Project(version: version, engine: empty, zones: 0, fences: 0, zonesInvalid: true)
+            }
             logger.error(
-                "project's zones are invalid and are not evaluated",
-                metadata: ["projectId": "\(projectId)", "error": "\(error)"])
-            return ZoneEngines.Project(version: version, engine: empty, zones: 0, fences: 0)
+                "project's zones are invalid; it keeps being evaluated with its last good zones",
+                metadata: [
+                    "projectId": "\(projectId)", "version": "\(version)", "lastGoodVersion": "\(kept.version)",
+                    "error": "\(error)",
+                ])
+            // Labelled with the version read, so that the same invalid zones are not built again.
+            kept.version = version
+            kept.zonesInvalid = true
+            return kept
         }
     }
 }

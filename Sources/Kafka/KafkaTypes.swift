@@ -33,13 +33,19 @@ public struct KafkaRecord: Sendable {
     public var headers: [KafkaHeader]
     /// `nil` lets the partitioner choose from the key.
     public var partition: Int32?
+    /// The record's create time; `nil` stamps it with the producer's clock when it is sent.
+    public var timestamp: Date?
 
-    public init(topic: String, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil) {
+    public init(
+        topic: String, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil,
+        timestamp: Date? = nil
+    ) {
         self.topic = topic
         self.key = key
         self.value = value
         self.headers = headers
         self.partition = partition
+        self.timestamp = timestamp
     }
 }
 

@@ -76,3 +76,30 @@ import Testing
         #expect(problems.first?.hasPrefix("line 2: timestamp: must be at most 300 s after") == true)
     }
 }
+
+/// An event keeps the millisecond its fix gave: a fix at `.123Z` checks in at `.123Z`,
+/// for every millisecond of a second.
+@Suite struct EventMillisecondTests {
+    static let zones = Data(
+        #"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": 100}]}]}"#.utf8)
+
+    @Test(arguments: ["2026-11-22T10:00", "2004-03-10T00:03"])
+    func checkInKeepsTheFixsMillisecond(minute: String) throws {
+        var changed: [String] = []
+        for millisecond in 0..<1000 {
+            let inside = minute + ":30." + String(format: "%03d", millisecond) + "Z"
+            let lines = [
+                #"{"projectId": "p", "deviceId": "d", "timestamp": "\#(minute):00.000Z", "lat": 0, "lon": 0.01, "accuracy": 5}"#,
+                #"{"projectId": "p", "deviceId": "d", "timestamp": "\#(inside)", "lat": 0, "lon": 0, "accuracy": 5}"#,
+            ]
+            var events: [String] = []
+            _ = try Replay.run(
+                zonesJSON: Self.zones, fixLines: lines, emitEvent: { events.append($0) }, reportProblem: { _ in })
+            let event = try #require(events.first)
+            let decoded = try WireJSON.decoder().decode(CheckEvent.self, from: Data(event.utf8))
+            #expect(decoded.type == .checkin)
+            if !event.contains(#""timestamp":"\#(inside)""#) { changed.append(inside) }
+        }
+        #expect(changed.isEmpty, "\(changed.count) of 1000 check-ins changed their fix's time, e.g. \(changed.prefix(3))")
+    }
+}

@@ -1,4 +1,5 @@
 import Crdkafka
+import struct Foundation.Date
 
 /// Enqueueing one record with `rd_kafka_produceva` and reading delivery reports.
 enum RDKafkaProduce {
@@ -18,7 +19,7 @@ enum RDKafkaProduce {
             record.value.withUnsafeBytes { value in
                 withOptionalBytes(record.key) { key in
                     var values: [rd_kafka_vu_t] = []
-                    values.reserveCapacity(7)
+                    values.reserveCapacity(8)
                     var vu = rd_kafka_vu_t()
                     vu.vtype = RD_KAFKA_VTYPE_TOPIC
                     vu.u.cstr = topic
@@ -39,6 +40,12 @@ enum RDKafkaProduce {
                         vu.vtype = RD_KAFKA_VTYPE_KEY
                         vu.u.mem.ptr = key.isEmpty ? emptyPayload : UnsafeMutableRawPointer(mutating: key.baseAddress)
                         vu.u.mem.size = key.count
+                        values.append(vu)
+                    }
+                    if let timestamp = record.timestamp {
+                        vu = rd_kafka_vu_t()
+                        vu.vtype = RD_KAFKA_VTYPE_TIMESTAMP
+                        vu.u.i64 = Int64((timestamp.timeIntervalSince1970 * 1000).rounded())
                         values.append(vu)
                     }
                     vu = rd_kafka_vu_t()

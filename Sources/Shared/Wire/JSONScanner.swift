@@ -6,18 +6,19 @@ struct JSONSyntaxError: Error {}
 /// cannot hold (`1e400`). It converts numbers only after parsing into dictionaries, so
 /// such a member makes the document invalid unless a later member of the same name
 /// (compared as `String`s, as dictionary keys are) replaces it first.
+///
+/// A set, so that an object of many such members costs time linear in its size: `String`
+/// hashing agrees with `String` equality (canonical equivalence), as the dictionary's does.
 struct UnrepresentableMembers {
-    private var keys: [String] = []
+    private var keys: Set<String> = []
 
     var isEmpty: Bool { keys.isEmpty }
 
     mutating func record(_ key: JSONStringToken, holdsUnrepresentable: Bool, in scanner: JSONScanner) {
         if holdsUnrepresentable {
-            let name = scanner.string(key)
-            if !keys.contains(name) { keys.append(name) }
+            keys.insert(scanner.string(key))
         } else if !keys.isEmpty {
-            let name = scanner.string(key)
-            keys.removeAll { $0 == name }
+            keys.remove(scanner.string(key))
         }
     }
 }

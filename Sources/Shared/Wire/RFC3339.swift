@@ -116,7 +116,14 @@ public enum RFC3339 {
     private static func fields(
         of date: Date
     ) -> (year: Int, month: Int, day: Int, hour: Int, minute: Int, second: Int, millisecond: Int) {
-        let totalMilliseconds = Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+        // A `Date` is binary: `.123` parsed or computed may be stored just below it
+        // (`.12299999…`), and flooring that would write `.122`. A value within a microsecond
+        // of a whole millisecond (or a few units of its own precision, where that is
+        // coarser, in far years) is that millisecond; digits past it are still cut.
+        let milliseconds = date.timeIntervalSince1970 * 1000
+        let whole = milliseconds.rounded()
+        let tolerance = max(0.001, milliseconds.ulp * 8)
+        let totalMilliseconds = Int64(abs(milliseconds - whole) <= tolerance ? whole : milliseconds.rounded(.down))
         var days = totalMilliseconds / 86_400_000
         var milliOfDay = totalMilliseconds % 86_400_000
         if milliOfDay < 0 {

@@ -1,0 +1,76 @@
+import Foundation
+import Geofence
+import Kafka
+import KafkaTesting
+import Shared
+import Testing
+
+/// The stale check-out is judged against the stream, and the stream's times come from
+/// the producers' clocks: producers whose clocks differ (within the evaluator's bound on
+/// producer skew) must not make a reporting device look silent.
+@Suite(.serialized) struct ProducerClockSkewTests {
+    static let staleAfter = 6.0
+
+    /// Device A writes its fixes itself, every 5 s (less than `staleAfter`), with a clock
+    /// 2 s behind; another producer, on time, writes device B's fixes to the same partition
+    /// every half second. Before, B's records moved the partition's consumed time past A's
+    /// deadline before A's next fix came, and A was checked out and in again every round.
+    @Test func producersTwoSecondsApartDoNotTimeOutAReportingDevice() async throws {
+        var configured = PipelineHarness()
+        configured.engine.staleAfter = Self.staleAfter
+        configured.staleSweepInterval = .milliseconds(500)
+        let harness = configured
+        try await harness.run { _, _ in
+            let reporting = TestTrip(projectId: harness.projectId)
+            let other = TestTrip(projectId: harness.projectId)
+            let behind: TimeInterval = -2
+            let producer = try KafkaProducer(
+                configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-skew"),
+                logger: harness.logger)
+            try await withServicesRunning([producer]) {
+                func send(_ trip: TestTrip, index: Int, clock: TimeInterval) async throws {
+                    let stamp = Date().addingTimeInterval(clock)
+                    var fix = trip.fix(index)
+                    fix["timestamp"] = RFC3339.format(stamp)
+                    fix["fixId"] = UUID().uuidString
+                    _ = try await producer.send(
+                        KafkaRecord(
+                            topic: harness.topics.fixes, key: Array(trip.deviceId.utf8),
+                            value: Array(try JSONSerialization.data(withJSONObject: fix)), partition: 0, timestamp: stamp))
+                }
+                let steady = Task {
+                    while !Task.isCancelled {
+                        try await send(other, index: 0, clock: 0)
+                        try await Task.sleep(for: .milliseconds(500))
+                    }
+                }
+                defer { steady.cancel() }
+                for _ in 0..<6 {
+                    try await send(reporting, index: 4, clock: behind)
+                    try await Task.sleep(for: .seconds(5))
+                }
+                let whileReporting = try await events(of: reporting.deviceId, harness)
+                #expect(whileReporting.map(\.type) == [.checkin], "events while reporting: \(whileReporting.map(\.type))")
+
+                // Once it really goes silent, it is timed out.
+                let deadline = ContinuousClock.now + .seconds(40)
+                var after = whileReporting
+                while after.count < 2 && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .seconds(2))
+                    after = try await events(of: reporting.deviceId, harness)
+                }
+                #expect(after.map(\.type) == [.checkin, .checkout])
+            }
+        }
+    }
+
+    func events(of deviceId: String, _ harness: PipelineHarness) async throws -> [CheckEvent] {
+        let records =
+            try await consumeAll(topic: harness.topics.checkIns, logger: harness.logger)
+            + consumeAll(topic: harness.topics.checkOuts, logger: harness.logger)
+        var seen: Set<String> = []
+        return try records.map { try WireJSON.decoder().decode(CheckEvent.self, from: Data($0.value)) }
+            .filter { $0.deviceId == deviceId && seen.insert($0.eventId).inserted }
+            .sorted { ($0.checkOutTime ?? $0.location.timestamp) < ($1.checkOutTime ?? $1.location.timestamp) }
+    }
+}
