@@ -12,6 +12,8 @@ import Shared
 /// Where the relay publishes events: the producer (a fault can be put in front of it).
 protocol EventPublisher: Sendable {
     func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>]
+    /// A dead letter, cut to fit if it must be (see `DeadLetter`).
+    func sendDeadLetter(_ letter: DeadLetter) async throws -> DeadLetter.Copy
 }
 
 extension KafkaProducer: EventPublisher {}
@@ -53,6 +55,7 @@ final class EventRelay: Service, Sendable {
     private let published = Counter(label: "checkin_evaluator_events_published_total")
     private let deadLettered = Counter(label: "checkin_evaluator_event_dead_letters_total")
     private let publishFailures = Counter(label: "checkin_evaluator_event_publish_failures_total")
+    private let deadLettersRefused = Counter(label: "checkin_evaluator_event_dead_letters_refused_total")
 
     init(
         outbox: EventOutboxStore, publisher: any EventPublisher, leases: PartitionLeases, group: String, topics: Topics,
@@ -212,16 +215,31 @@ final class EventRelay: Service, Sendable {
         return (done, stopped)
     }
 
-    /// Sends an event the broker refuses to the events dead-letter topic; false when that
-    /// cannot be done now either (it stays in the outbox, and its device waits).
+    /// Sends an event the broker refuses to the events dead-letter topic, cut to fit if it
+    /// must be; false when the broker cannot take it now (it stays in the outbox, and its
+    /// device waits). One the dead-letter topic refuses in every form is accounted for in
+    /// the log and a metric, and its partition moves on.
     private func setAside(_ event: OutboxEvent, reason: String) async -> Bool {
-        let result = await publisher.send([deadLetter(for: event, reason: reason)])
-        guard case .success = result.first else { return false }
-        logger.error(
-            "the broker refuses an event; it goes to the dead-letter topic",
-            metadata: ["eventId": "\(event.eventId)", "reason": "\(reason)"])
-        deadLettered.increment()
-        return true
+        do {
+            let copy = try await publisher.sendDeadLetter(deadLetter(for: event, reason: reason))
+            logger.error(
+                "the broker refuses an event; it goes to the dead-letter topic",
+                metadata: ["eventId": "\(event.eventId)", "reason": "\(reason)", "copy": "\(copy.rawValue)"])
+            deadLettered.increment()
+            return true
+        } catch let refused as DeadLetterRefused {
+            deadLettersRefused.increment()
+            logger.error(
+                "the events dead-letter topic refuses the event in every form; moving past it",
+                metadata: [
+                    "eventId": "\(event.eventId)", "deviceId": "\(event.deviceId)", "bytes": "\(event.event.utf8.count)",
+                    "sha256": "\(DeadLetter.sha256Hex(Array(event.event.utf8)))", "reason": "\(reason)",
+                    "error": "\(refused)",
+                ])
+            return true
+        } catch {
+            return false
+        }
     }
 
     func record(for event: OutboxEvent) -> KafkaRecord {
@@ -236,15 +254,11 @@ final class EventRelay: Service, Sendable {
     }
 
     /// The event as it would have been published, with why it was not and where its fix came from.
-    func deadLetter(for event: OutboxEvent, reason: String) -> KafkaRecord {
-        var record = record(for: event)
-        record.topic = topics.eventsDeadLetter
-        let prefix = Topics.deadLetterHeaderPrefix
-        record.headers += [
-            KafkaHeader(key: prefix + "error", value: Array(reason.utf8)),
-            KafkaHeader(key: prefix + "origin-topic", value: Array(event.topic.utf8)),
-            KafkaHeader(key: prefix + "origin-partition", value: Array(String(event.sourcePartition).utf8)),
-        ]
-        return record
+    func deadLetter(for event: OutboxEvent, reason: String) -> DeadLetter {
+        let record = record(for: event)
+        return DeadLetter(
+            topic: topics.eventsDeadLetter, key: record.key, value: record.value, headers: record.headers, reason: reason,
+            origin: [("origin-topic", event.topic), ("origin-partition", String(event.sourcePartition))],
+            headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Kafka
 import KafkaTesting
+import BatchProcessing
 import Logging
 import Persistence
 import Shared
@@ -31,6 +32,10 @@ import Testing
         }
 
         var published: [(device: String, eventId: String, at: ContinuousClock.Instant)] { taken.withLock { $0 } }
+
+        func sendDeadLetter(_ letter: DeadLetter) async throws -> DeadLetter.Copy {
+            try await producer.sendDeadLetter(letter)
+        }
 
         func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
             let passing = records.filter { !refuses($0) }
@@ -113,6 +118,61 @@ import Testing
                 #expect(at - started < .seconds(3), "\(id) waited \(at - started)")
             }
             #expect(try await outbox.waiting(group: "relay-test", sourceTopic: topics.fixes, partitions: [0, 1], limit: 10).isEmpty)
+        }
+    }
+
+    /// An event the broker refuses for its size (committed, so it cannot be undone) goes to
+    /// the events dead-letter topic cut to fit, with its size and digest, and the device's
+    /// next event is published after it.
+    @Test func anEventTooLargeForTheBrokerIsDeadLetteredCutToFitAndItsDeviceMovesOn() async throws {
+        let logger = logger
+        let topics = Topics(
+            fixes: KafkaTestSupport.uniqueName("fixes"), fixesDeadLetter: KafkaTestSupport.uniqueName("fixes-dlq"),
+            checkIns: KafkaTestSupport.uniqueName("checkins"), checkOuts: KafkaTestSupport.uniqueName("checkouts"),
+            eventsDeadLetter: KafkaTestSupport.uniqueName("events-dlq"))
+        try await KafkaAdmin.createTopics(
+            topics.all.map { (name: $0, partitions: 1) }, bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(30),
+            logger: logger)
+        let producer = try KafkaProducer(
+            configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-relay"),
+            logger: logger)
+        let publisher = FaultyPublisher(producer: producer) { _ in false }
+        let deadLetters = try readerConsumer(topic: topics.eventsDeadLetter, logger: logger)
+        let huge = String(repeating: "x", count: producer.maximumMessageBytes + 1000)
+        try await withMigratedDatabase(url: try await freshDatabaseURL(logger: logger), logger: logger) { database in
+            let outbox = EventOutboxStore(database: database, logger: logger)
+            let leases = PartitionLeases()
+            leases.granted([KafkaTopicPartition(topic: topics.fixes, partition: 0): 1], nextOffsets: [:])
+            try await database.withTransaction { connection in
+                try await outbox.add(
+                    [
+                        OutboxEvent(
+                            sourcePartition: 0, topic: topics.checkIns, deviceId: "d", eventId: "big", eventType: "checkin",
+                            event: "{\"pad\":\"\(huge)\"}"),
+                        OutboxEvent(
+                            sourcePartition: 0, topic: topics.checkOuts, deviceId: "d", eventId: "next", eventType: "checkout",
+                            event: "{}"),
+                    ], group: "relay-test", sourceTopic: topics.fixes, on: connection)
+            }
+            let relay = EventRelay(
+                outbox: outbox, publisher: publisher, leases: leases, group: "relay-test", topics: topics,
+                interval: .milliseconds(200), logger: logger)
+            let received = ReceivedMessages(deadLetters)
+            try await withServicesRunning([producer, relay, deadLetters]) {
+                try await KafkaTestSupport.waitUntil("the next event published", within: .seconds(60)) {
+                    publisher.published.map(\.eventId) == ["next"]
+                }
+                let letters = try await received.waitFor(count: 1, within: .seconds(60))
+                func header(_ name: String) -> String? {
+                    letters[0].headers.first { $0.key == Topics.deadLetterHeaderPrefix + name }?.value
+                        .map { String(decoding: $0, as: UTF8.self) }
+                }
+                #expect(header("truncated") == "true")
+                #expect(header("original-size") == String(huge.utf8.count + 10))
+                #expect(header("origin-partition") == "0")
+                #expect(letters[0].value.count < producer.maximumMessageBytes)
+            }
+            #expect(try await outbox.waiting(group: "relay-test", sourceTopic: topics.fixes, partitions: [0], limit: 10).isEmpty)
         }
     }
 }
