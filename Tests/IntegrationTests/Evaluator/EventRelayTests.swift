@@ -71,7 +71,8 @@ import Testing
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-relay"),
             logger: logger)
-        let faultEnds = Mutex(ContinuousClock.now + .seconds(6))
+        // Set again when the relay starts: setting up may take a while on a busy machine.
+        let faultEnds = Mutex(ContinuousClock.now + .seconds(3600))
         let publisher = FaultyPublisher(producer: producer) { record in
             record.topic == topics.checkIns && record.key == Array("a".utf8) && ContinuousClock.now < faultEnds.withLock { $0 }
         }
@@ -99,9 +100,17 @@ import Testing
                 outbox: outbox, publisher: publisher, leases: leases, group: "relay-test", topics: topics,
                 interval: .milliseconds(200), logger: logger)
             let started = ContinuousClock.now
+            faultEnds.withLock { $0 = started + .seconds(6) }
             try await withServicesRunning([producer, relay]) {
                 try await KafkaTestSupport.waitUntil("every event published", within: .seconds(60)) {
                     publisher.published.count == 6
+                }
+                // Each leaves the outbox once the broker has it.
+                let deadline = ContinuousClock.now + .seconds(10)
+                while try await !outbox.waiting(group: "relay-test", sourceTopic: topics.fixes, partitions: [0, 1], limit: 10)
+                    .isEmpty, ContinuousClock.now < deadline
+                {
+                    try await Task.sleep(for: .milliseconds(100))
                 }
             }
             let published = publisher.published
