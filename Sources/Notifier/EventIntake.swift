@@ -71,7 +71,6 @@ public final class EventIntake: Service, Sendable {
                 // Not fatal: the events are queued; a redelivery is absorbed by the unique key.
                 logger.warning("could not commit event offsets", metadata: ["error": "\(error)"])
             }
-            dispatcher.wake()
             batchTimer.record(duration: ContinuousClock.now - started)
         }
     }
@@ -121,9 +120,11 @@ public final class EventIntake: Service, Sendable {
         try await producer.sendAll(deadLetters)
         if !deadLetters.isEmpty { malformedCounter.increment(by: deadLetters.count) }
         if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
-        let (queued, claimed) = try await webhooks.enqueue(
+        let (queued, claimed, dueUnclaimed) = try await webhooks.enqueue(
             deliveries, gapHold: dispatcher.configuration.gapHold, claim: dispatcher.queueClaim())
         dispatcher.adopt(claimed)
+        // Those that may go and were not taken (no room now) are for a claim to find.
+        if dueUnclaimed > 0 { dispatcher.wake() }
         if queued > 0 { queuedCounter.increment(by: queued) }
         let now = Date()
         for (message, _) in events { PipelineStage.queue.record(from: message.timestamp, to: now) }

@@ -79,14 +79,16 @@ public final class WebhookDispatcher: Service, Sendable {
             webhooks: webhooks, owner: owner,
             chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil,
             gapHold: configuration.gapHold, logger: logger
-        ) { recorded, claimed in
+        ) { [chainsSuccessors = configuration.claimsSuccessorsWithResults] recorded, claimed in
             held.withLockedValue {
                 $0.subtract(recorded)
                 $0.formUnion(claimed.map(\.id))
             }
-            // A recorded result may let the device's next delivery go.
+            // A recorded result may let the device's next delivery go. Claimed with it when it is
+            // the very next; otherwise (a gap) it is due when its gap hold ends, which the poll
+            // finds: a claim after every result would mostly find nothing.
             mailbox.withLockedValue {
-                $0.woken = true
+                $0.woken = $0.woken || !chainsSuccessors
                 $0.chained.append(contentsOf: claimed)
             }
             signal.yield()

@@ -206,12 +206,14 @@ extension WebhookStore {
     /// may go at once for its owner in the same transaction, ready to send: a delivery
     /// queued with nothing of its device ahead of it costs no separate claim, and waits for
     /// none. Returns how many were new and the claimed ones.
+    /// `dueUnclaimed` counts those that may go at once but were not claimed (no room): a
+    /// claim should look for them.
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
-        -> (queued: Int, claimed: [DeliveryAttempt])
+        -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
     {
-        guard !deliveries.isEmpty else { return (0, []) }
+        guard !deliveries.isEmpty else { return (0, [], 0) }
         let epoch = Date(timeIntervalSince1970: 0)
-        let (queued, claimed, unsigned) = try await database.withTransaction { connection in
+        let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
             try await connection.query(
                 """
                 SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
@@ -278,7 +280,7 @@ extension WebhookStore {
                 if isDue { due.append(id) }
             }
             guard let claim, claim.limit > 0, !due.isEmpty else {
-                return (inserted, [DeliveryAttempt](), [DeliveryResult]())
+                return (inserted, due.count, [DeliveryAttempt](), [DeliveryResult]())
             }
             // Just inserted by this transaction: no one else can hold them.
             let claimedRows = try await connection.query(
@@ -303,10 +305,10 @@ extension WebhookStore {
                           d.fix_accepted_at
                 """, logger: logger)
             let (opened, unsigned) = try await openAttempts(claimedRows)
-            return (inserted, opened, unsigned)
+            return (inserted, due.count, opened, unsigned)
         }
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
-        return (queued, claimed)
+        return (queued, claimed, due - claimed.count - unsigned.count)
     }
 
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one

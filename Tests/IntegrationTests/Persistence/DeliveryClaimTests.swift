@@ -166,7 +166,7 @@ import Testing
         try await withQueue { queue in
             let crowded = try await queue.webhooks.addEndpoint(
                 projectId: queue.projectId, url: "http://127.0.0.1:9/crowded", secrets: [WebhookSecret.generate()])
-            let (queued, claimed) = try await queue.webhooks.enqueue(
+            let (queued, claimed, dueUnclaimed) = try await queue.webhooks.enqueue(
                 [
                     queue.delivery(1, device: "a"), queue.delivery(2, device: "a"), queue.delivery(1, device: "b"),
                     queue.delivery(1, device: "c"), queue.delivery(3, device: "gap"), queue.delivery(1, device: "x", endpoint: crowded.id),
@@ -174,6 +174,8 @@ import Testing
                 gapHold: .seconds(60),
                 claim: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: 2, excluding: [crowded.id]))
             #expect(queued == 6)
+            // c's first and the crowded endpoint's x may go but were not taken: a claim is to look for them.
+            #expect(dueUnclaimed == 2)
             // a's first and b's first (the limit is two, in queue order); a's second waits behind
             // its first, the gap's for its predecessor, the crowded endpoint's for a claim.
             #expect(claimed.map { "\($0.deviceId)/\($0.sequence ?? 0)" } == ["a/1", "b/1"])
