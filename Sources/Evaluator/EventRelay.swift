@@ -87,26 +87,43 @@ final class EventRelay: Service, Sendable {
     }
 
     func run() async throws {
-        await withDiscardingTaskGroup { flushes in
-            flushes.addTask {
+        await withDiscardingTaskGroup { publishing in
+            publishing.addTask {
                 while !Task.isCancelled {
                     try? await Task.sleep(for: self.interval)
                     self.wake()
                 }
             }
             for await _ in wakes.cancelOnGracefulShutdown() {
-                // A partition still being flushed is left to that flush, which reads again
-                // until its outbox is empty; the others start now.
                 let asked = woken.withLockedValue { asked in
                     defer { asked = [] }
                     return asked
                 }
-                let partitions = asked.map { Array($0).sorted() } ?? heldPartitions + [Self.unknownPartition]
-                for partition in partitions where startFlushing(partition) {
-                    flushes.addTask {
+                // A partition still being published is left to that publishing, which reads
+                // again until its outbox is empty; the others are read now, in one query.
+                let partitions = (asked.map { Array($0).sorted() } ?? heldPartitions + [Self.unknownPartition])
+                    .filter(startFlushing)
+                guard !partitions.isEmpty else { continue }
+                let events: [Int32: [OutboxEvent]]
+                do {
+                    events = try await cancelWhenGracefulShutdown { try await self.waiting(partitions) }
+                } catch {
+                    partitions.forEach(stopFlushing)
+                    logger.warning("could not read waiting events", metadata: ["error": "\(String(reflecting: error))"])
+                    continue
+                }
+                for partition in partitions {
+                    guard let waiting = events[partition] else {
+                        stopFlushing(partition)
+                        continue
+                    }
+                    publishing.addTask {
                         defer { self.stopFlushing(partition) }
                         do {
-                            try await cancelWhenGracefulShutdown { try await self.flush(partition: partition) }
+                            try await cancelWhenGracefulShutdown {
+                                var read = try await self.publish(waiting)
+                                while read == self.batchSize { read = try await self.flushOnce(partition: partition) }
+                            }
                         } catch {
                             self.logger.warning(
                                 "could not publish waiting events",
@@ -115,7 +132,7 @@ final class EventRelay: Service, Sendable {
                     }
                 }
             }
-            flushes.cancelAll()
+            publishing.cancelAll()
         }
     }
 
@@ -135,6 +152,13 @@ final class EventRelay: Service, Sendable {
         _ = flushing.withLockedValue { $0.remove(partition) }
     }
 
+    /// Each partition's oldest waiting events, up to a batch of each.
+    private func waiting(_ partitions: [Int32]) async throws -> [Int32: [OutboxEvent]] {
+        Dictionary(
+            grouping: try await outbox.waiting(group: group, sourceTopic: topics.fixes, partitions: partitions, limit: batchSize),
+            by: \.sourcePartition)
+    }
+
     /// Publishes every waiting event of these partitions, each partition on its own.
     /// Throws the first error of a partition whose events the broker cannot take now; they
     /// wait for the next flush, and the other partitions are published all the same.
@@ -144,7 +168,7 @@ final class EventRelay: Service, Sendable {
                 flushes.addTask {
                     defer { self.stopFlushing(partition) }
                     do {
-                        try await self.flush(partition: partition)
+                        while try await self.flushOnce(partition: partition) == self.batchSize {}
                         return nil
                     } catch {
                         return error
@@ -156,15 +180,15 @@ final class EventRelay: Service, Sendable {
         if let first = failures.first { throw first }
     }
 
-    /// Publishes one partition's waiting events until its outbox is empty.
-    private func flush(partition: Int32) async throws {
-        while try await flushOnce(partition: partition) == batchSize {}
+    /// Reads and publishes one batch of a partition's waiting events; returns how many it read.
+    private func flushOnce(partition: Int32) async throws -> Int {
+        try await publish(waiting([partition])[partition] ?? [])
     }
 
-    /// Returns how many events it read from the partition's outbox.
-    private func flushOnce(partition: Int32) async throws -> Int {
-        let events = try await outbox.waiting(group: group, sourceTopic: topics.fixes, partitions: [partition], limit: batchSize)
-            .filter { $0.sourcePartition == partition }
+    /// Publishes one partition's events (in decision order) and takes those the broker has
+    /// out of the outbox; returns how many there were. Throws when the broker could not take
+    /// some now: they wait for the next flush.
+    private func publish(_ events: [OutboxEvent]) async throws -> Int {
         guard !events.isEmpty else { return 0 }
         let outcome = await publishInDeviceOrder(events)
         try await outbox.remove(ids: outcome.done)

@@ -200,7 +200,9 @@ public final class WebhookDispatcher: Service, Sendable {
                         limit: free, perEndpoint: 2 * configuration.endpointConcurrency, owner: owner,
                         lease: configuration.attemptLease, gapHold: configuration.gapHold, excluding: saturated)
                     adopt(claimed)
-                    drained = claimed.isEmpty
+                    // Nothing due, unless what was passed over (endpoints held enough of) is due:
+                    // then the next turn that finds the loop low asks again.
+                    drained = claimed.isEmpty && saturated.isEmpty
                     // Less than there was room for: what is due now is taken.
                     if claimed.count < free { break }
                 } catch {

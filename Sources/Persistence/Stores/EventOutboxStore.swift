@@ -67,7 +67,7 @@ public struct EventOutboxStore: Sendable {
             """, logger: logger)
     }
 
-    /// The oldest waiting events of each of these partitions (and of no known partition), at
+    /// The oldest waiting events of each of these partitions (-1: of no known partition), at
     /// most `limit` of each, each partition's in the order they were decided. Each partition
     /// is read on its own in id order from the index, so that one partition's backlog
     /// neither crowds the others out nor costs a sort.
@@ -78,7 +78,7 @@ public struct EventOutboxStore: Sendable {
             """
             SELECT o.id, o.source_partition, o.topic, o.device_id, o.event_id, o.event_type, o.event, o.fix_accepted_at,
                    o.created_at
-              FROM UNNEST(\((partitions + [-1]).map(Int.init))::int4[]) AS p(partition)
+              FROM UNNEST(\(partitions.map(Int.init))::int4[]) AS p(partition)
              CROSS JOIN LATERAL (
                  SELECT * FROM event_outbox
                   WHERE consumer_group = \(group) AND source_topic = \(sourceTopic) AND source_partition = p.partition
