@@ -25,10 +25,13 @@ import Testing
         let processed = NIOLockedValueBox<[Int64]>([])
         let deadLettered = NIOLockedValueBox<[(Int64, String)]>([])
         let isolator = PoisonIsolator<[Int64]>(
-            attemptTimeout: .milliseconds(200), backoff: Backoff(initial: .milliseconds(1), maximum: .milliseconds(5)),
+            attemptTimeout: .milliseconds(500), backoff: Backoff(initial: .milliseconds(1), maximum: .milliseconds(5)),
             health: ProcessingHealth(service: "test", readiness: nil), logger: logger,
             attempt: { records in
                 if records.contains(where: { $0.offset == slowOffset }) { try await Task.sleep(for: .seconds(3600)) }
+                // As a real attempt does before its commit: one that finished after its time-out
+                // was declared (a busy machine) is refused and leaves no effect.
+                try AttemptDeadline.claimCommit()
                 let offsets = records.map(\.offset)
                 processed.withLockedValue { $0 += offsets }
                 return offsets
