@@ -28,8 +28,7 @@ import Testing
                 configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-skew"),
                 logger: harness.logger)
             try await withServicesRunning([producer]) {
-                func send(_ trip: TestTrip, index: Int, clock: TimeInterval) async throws {
-                    let stamp = Date().addingTimeInterval(clock)
+                func send(_ trip: TestTrip, index: Int, stampedAt stamp: Date) async throws {
                     var fix = trip.fix(index)
                     fix["timestamp"] = RFC3339.format(stamp)
                     fix["fixId"] = UUID().uuidString
@@ -40,15 +39,22 @@ import Testing
                 }
                 let steady = Task {
                     while !Task.isCancelled {
-                        try await send(other, index: 0, clock: 0)
+                        try await send(other, index: 0, stampedAt: Date())
                         try await Task.sleep(for: .milliseconds(500))
                     }
                 }
                 defer { steady.cancel() }
-                for _ in 0..<6 {
-                    try await send(reporting, index: 4, clock: behind)
-                    try await Task.sleep(for: .seconds(5))
+                // On a fixed schedule, so that A's fixes are 5 s apart by its clock however long a
+                // send takes on a busy machine (fixes further apart than `staleAfter` would rightly
+                // time A out on their own).
+                let started = ContinuousClock.now
+                let startedAt = Date()
+                for round in 0..<6 {
+                    let due = started + .seconds(5 * round)
+                    try await Task.sleep(until: due, clock: .continuous)
+                    try await send(reporting, index: 4, stampedAt: startedAt.addingTimeInterval(Double(5 * round) + behind))
                 }
+                try await Task.sleep(until: started + .seconds(30), clock: .continuous)
                 let whileReporting = try await events(of: reporting.deviceId, harness)
                 #expect(whileReporting.map(\.type) == [.checkin], "events while reporting: \(whileReporting.map(\.type))")
 
