@@ -106,8 +106,15 @@ extension ConsumerPoller {
         } else {
             check(rd_kafka_assign(handle, list), what: "assign \(changed)")
         }
-        // While the application has enough batches, new partitions wait with the others.
-        if fetchingPaused { pause(handle: handle) }
+        // While the application has enough batches, new partitions wait with the others. And
+        // librdkafka keeps a partition's pause across a rebalance: one paused before it was
+        // revoked (the application busy, then done while nothing was assigned) would come
+        // back paused and never be fetched unless resumed here.
+        if fetchingPaused {
+            pause(handle: handle)
+        } else {
+            check(rd_kafka_resume_partitions(handle, list), what: "resume \(changed)")
+        }
         let generations = state.withLockedValue { $0.assigned(changed) }
         localGenerations.merge(generations) { _, new in new }
         logger.debug("partitions assigned: \(changed)")
