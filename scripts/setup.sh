@@ -3,7 +3,8 @@
 #
 # - Debian packages (build deps of librdkafka, Postgres, docker-compose for
 #   validating the compose file, Prometheus and promtool for testing the alerts
-#   and the dashboard, curl, PyYAML), via apt only when one is missing.
+#   and the dashboard, curl, PyYAML, iptables for the tests that cut one
+#   worker off from Postgres), via apt only when one is missing.
 # - librdkafka >= 2.6: Debian 12 ships 2.0.2, which cannot talk to the Tansu
 #   broker, so a newer one is built from Debian's trixie source package into
 #   .local/librdkafka as a static library (binaries then need no
@@ -25,7 +26,7 @@ DEB_PACKAGES=(
     build-essential pkg-config
     liblz4-dev libzstd-dev libssl-dev libsasl2-dev zlib1g-dev
     postgresql docker-compose curl ca-certificates
-    python3 python3-pip python3-yaml prometheus
+    python3 python3-pip python3-yaml prometheus iptables
 )
 
 say() { echo "setup: $*" >&2; }

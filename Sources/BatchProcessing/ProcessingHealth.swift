@@ -48,6 +48,13 @@ public final class ProcessingHealth: Sendable {
         for component in recovered { readiness?.set(component, ready: true, source: Self.readinessSource) }
     }
 
+    /// A component found answering again by other means than a successful attempt (a
+    /// worker out of its group makes none).
+    public func recovered(component: String) {
+        let wasFailing = failing.withLockedValue { $0.remove(component) != nil }
+        if wasFailing { readiness?.set(component, ready: true, source: Self.readinessSource) }
+    }
+
     func deadLettered() {
         poisonRecords.increment()
         poisonDeadLetters.increment()

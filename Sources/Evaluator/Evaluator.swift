@@ -19,6 +19,8 @@ public struct Evaluator: Sendable {
     public let consumer: KafkaConsumer
     let consumerAfterZones: ConsumerAfterZonesLoaded
     let watchdog: PartitionStallWatchdog
+    /// Hands the partitions over while this worker cannot reach Postgres; nil when disabled.
+    let cutOffMonitor: DatabaseCutOffMonitor?
     public let lagMonitor: EvaluatorLagMonitor
     /// Deletes the states of devices gone silent; nil when they are kept for ever.
     public let retention: RetentionService?
@@ -51,10 +53,17 @@ public struct Evaluator: Sendable {
         self.relay = processor.relay
         self.consumer = consumer
         self.consumerAfterZones = ConsumerAfterZonesLoaded(catalog: catalog, consumer: consumer, logger: logger)
+        let health = ProcessingHealth(service: "evaluator", readiness: readiness)
         self.service = EvaluatorService(
-            consumer: consumer, processor: processor, gate: gate,
-            health: ProcessingHealth(service: "evaluator", readiness: readiness),
+            consumer: consumer, processor: processor, gate: gate, health: health,
             attemptTimeout: configuration.batchTimeout, logger: logger)
+        self.cutOffMonitor =
+            configuration.leaveGroupAfterDatabaseLoss > .zero
+            ? DatabaseCutOffMonitor(
+                consumer: consumer, health: health, readiness: readiness,
+                leaveAfter: configuration.leaveGroupAfterDatabaseLoss, logger: logger,
+                databaseAnswers: { await database.isReachable(within: .seconds(2)) })
+            : nil
         self.lagMonitor = EvaluatorLagMonitor(
             bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
             offsets: OffsetStore(database: database, logger: logger), group: configuration.groupId,
@@ -75,6 +84,7 @@ public struct Evaluator: Sendable {
 
     public var services: [any Service] {
         [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor] + (retention.map { [$0] } ?? [])
+            + (cutOffMonitor.map { [$0] } ?? [])
     }
 
     /// Names this process in `partition_epochs`, for operators reading who holds what.

@@ -28,13 +28,17 @@ public struct EvaluatorConfiguration: Sendable {
     /// device's stale deadline by a producer whose clock is behind another's is not judged
     /// after the deadline was passed; stale check-outs come this much later.
     public var maximumProducerSkew: Duration
+    /// How long a worker's attempts may fail on a database that does not answer its probes
+    /// before it leaves the consumer group, so that peers that reach Postgres take its
+    /// partitions; it rejoins once Postgres answers. Zero: never leave.
+    public var leaveGroupAfterDatabaseLoss: Duration
 
     public init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
         maximumBatchSize: Int = 2000, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
         limits: InputLimits = InputLimits(), deviceStateRetention: Duration = .seconds(30 * 86_400),
-        maximumProducerSkew: Duration = .seconds(10)
+        maximumProducerSkew: Duration = .seconds(10), leaveGroupAfterDatabaseLoss: Duration = .seconds(10)
     ) {
         self.groupId = groupId
         self.topics = topics
@@ -47,6 +51,7 @@ public struct EvaluatorConfiguration: Sendable {
         self.limits = limits
         self.deviceStateRetention = deviceStateRetention
         self.maximumProducerSkew = maximumProducerSkew
+        self.leaveGroupAfterDatabaseLoss = leaveGroupAfterDatabaseLoss
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -70,6 +75,8 @@ public struct EvaluatorConfiguration: Sendable {
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
                     range: InputLimits.maxClockSkewRange)),
             deviceStateRetention: try environment.duration("CHECKIN_DEVICE_STATE_RETENTION", default: .seconds(30 * 86_400)),
-            maximumProducerSkew: try environment.duration("CHECKIN_MAX_PRODUCER_SKEW", default: .seconds(10)))
+            maximumProducerSkew: try environment.duration("CHECKIN_MAX_PRODUCER_SKEW", default: .seconds(10)),
+            leaveGroupAfterDatabaseLoss: try environment.duration(
+                "CHECKIN_EVALUATOR_LEAVE_GROUP_AFTER", default: .seconds(10)))
     }
 }

@@ -9,8 +9,8 @@ import NIOCore
 /// the rebalance callback (it runs inside `rd_kafka_consumer_poll`) and the
 /// final close. Also the handle's callback context.
 final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
-    /// `@unchecked`: `collected`, `localGenerations`, `fetchingPaused` and the pending assignments
-    /// are only touched on the poll thread.
+    /// `@unchecked`: `collected`, `localGenerations`, `fetchingPaused`, `subscribed` and the
+    /// pending assignments are only touched on the poll thread.
     let logger: Logger
     let state: NIOLockedValueBox<ConsumerStateMachine>
     let gate: PollGate
@@ -48,6 +48,11 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     let quietLimit: Duration
     /// When the application last showed it is working (`KafkaConsumer.noteProgress`).
     let lastSignOfLife = NIOLockedValueBox(ContinuousClock.now)
+    /// Whether the application wants this member in the group (`KafkaConsumer.leaveGroup()`
+    /// and `rejoinGroup()`); the poll thread subscribes or unsubscribes to match.
+    let wantsMembership = NIOLockedValueBox(true)
+    /// Whether this member is subscribed now.
+    var subscribed = false
 
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
@@ -75,14 +80,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
 
     /// The poll loop; returns after the consumer has left the group.
     func run(handle: OpaquePointer) {
-        let list = TopicPartitionList.make(topics: topics)
-        let error = rd_kafka_subscribe(handle, list)
-        rd_kafka_topic_partition_list_destroy(list)
-        if error != RD_KAFKA_RESP_ERR_NO_ERROR {
-            state.withLockedValue { $0.failed(KafkaError("could not subscribe to \(topics)", code: error)) }
-        } else {
-            pollUntilStopped(handle: handle)
-        }
+        if matchMembership(handle: handle) { pollUntilStopped(handle: handle) }
         // Leaves the group; the final revoke runs the rebalance callback here, on this thread.
         let closeError = rd_kafka_consumer_close(handle)
         if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -95,9 +93,37 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         if let failure { source.finish(failure) } else { source.finish() }
     }
 
+    /// Subscribes or unsubscribes as the application wants. Leaving revokes the assignment
+    /// through the rebalance callback on a later poll, so the listener lets go as in any
+    /// rebalance and the group hands the partitions to the other members. False when the
+    /// subscription failed: the consumer stops.
+    private func matchMembership(handle: OpaquePointer) -> Bool {
+        let wanted = wantsMembership.withLockedValue { $0 }
+        guard wanted != subscribed else { return true }
+        if wanted {
+            let list = TopicPartitionList.make(topics: topics)
+            let error = rd_kafka_subscribe(handle, list)
+            rd_kafka_topic_partition_list_destroy(list)
+            guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                state.withLockedValue { $0.failed(KafkaError("could not subscribe to \(topics)", code: error)) }
+                return false
+            }
+            logger.debug("subscribed", metadata: ["topics": "\(topics)"])
+        } else {
+            let error = rd_kafka_unsubscribe(handle)
+            if error != RD_KAFKA_RESP_ERR_NO_ERROR {
+                logger.error("could not leave the group: \(String(cString: rd_kafka_err2name(error)))")
+                return true
+            }
+            logger.debug("unsubscribed", metadata: ["topics": "\(topics)"])
+        }
+        subscribed = wanted
+        return true
+    }
+
     private func pollUntilStopped(handle: OpaquePointer) {
         while true {
-            guard startAssigned(handle: handle) else { return }
+            guard startAssigned(handle: handle), matchMembership(handle: handle) else { return }
             // A short wait for the application keeps what was fetched ahead; a long one pauses.
             switch gate.waitForDemand(upTo: fetchingPaused ? .milliseconds(100) : Self.pauseAfter) {
             case .stopped:

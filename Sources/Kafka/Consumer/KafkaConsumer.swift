@@ -94,6 +94,26 @@ public final class KafkaConsumer: Service, Sendable {
         poller.lastSignOfLife.withLockedValue { $0 = .now }
     }
 
+    /// Leaves the group: the partitions are revoked through the listener and the group
+    /// hands them to the other members; this member takes none until ``rejoinGroup()``.
+    /// For a worker that cannot process what it would be given (a dependency of its own
+    /// out of reach) while its peers can.
+    public func leaveGroup() {
+        poller.wantsMembership.withLockedValue { $0 = false }
+        gate.nudge()
+    }
+
+    /// Joins the group again after ``leaveGroup()``.
+    public func rejoinGroup() {
+        poller.wantsMembership.withLockedValue { $0 = true }
+        gate.nudge()
+    }
+
+    /// Whether this member means to be in the group (false between ``leaveGroup()`` and ``rejoinGroup()``).
+    public var isInGroup: Bool {
+        poller.wantsMembership.withLockedValue { $0 }
+    }
+
     /// For reads of librdkafka's cached state (watermarks), which need no poll thread.
     var clientHandle: OpaquePointer { client.handle }
 

@@ -12,13 +12,17 @@ final class ServiceProcess: @unchecked Sendable {
     let arguments: [String]
     let environment: [String: String]
     let logFile: URL
+    /// The user the process runs as (through `setpriv`), so that a firewall rule can match
+    /// its traffic alone; nil: this process's user.
+    let user: String?
     private var process: Process?
 
-    init(name: String, arguments: [String], environment: [String: String], logDirectory: URL) {
+    init(name: String, arguments: [String], environment: [String: String], logDirectory: URL, user: String? = nil) {
         self.name = name
         self.arguments = arguments
         self.environment = environment
         self.logFile = logDirectory.appendingPathComponent("\(name).log")
+        self.user = user
     }
 
     /// The `checkin` executable built next to the test bundle (or `CHECKIN_BINARY`).
@@ -40,8 +44,19 @@ final class ServiceProcess: @unchecked Sendable {
         let log = try FileHandle(forWritingTo: logFile)
         log.seekToEndOfFile()
         let process = Process()
-        process.executableURL = try Self.executable()
-        process.arguments = arguments
+        if let user {
+            guard let account = getpwnam(user) else { throw TestFailure("no user \(user) on this machine") }
+            // setpriv execs the service: the pid, and so signals, are the service's.
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+            process.arguments =
+                [
+                    "--reuid=\(account.pointee.pw_uid)", "--regid=\(account.pointee.pw_gid)", "--clear-groups", "--",
+                    try Self.executable().path,
+                ] + arguments
+        } else {
+            process.executableURL = try Self.executable()
+            process.arguments = arguments
+        }
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = log
         process.standardError = log
@@ -63,6 +78,9 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     var isRunning: Bool { process?.isRunning ?? false }
+
+    /// The running process's id.
+    var processIdentifier: Int32? { process?.processIdentifier }
 
     /// SIGTERM, then how long the process took to exit (nil: it did not within `limit`, and was killed).
     func terminate(within limit: TimeInterval) async -> TimeInterval? {

@@ -58,9 +58,9 @@ final class EvaluatorCluster: @unchecked Sendable {
         }
     }
 
-    /// Starts one more evaluator; returns its index.
+    /// Starts one more evaluator (as `user`, when given); returns its index.
     @discardableResult
-    func startEvaluator() throws -> Int {
+    func startEvaluator(user: String? = nil) throws -> Int {
         let port = try freePort()
         let topics = harness.topics
         var environment: [String: String] = [
@@ -78,7 +78,8 @@ final class EvaluatorCluster: @unchecked Sendable {
         environment.merge(self.environment) { $1 }
         let index = evaluators.count
         let process = ServiceProcess(
-            name: "evaluator-\(index)", arguments: ["evaluator"], environment: environment, logDirectory: logDirectory)
+            name: "evaluator-\(index)", arguments: ["evaluator"], environment: environment, logDirectory: logDirectory,
+            user: user)
         try process.start()
         evaluators.append(process)
         ports.append(port)
