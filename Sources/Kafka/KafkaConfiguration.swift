@@ -62,6 +62,12 @@ public struct KafkaConsumerConfiguration: Sendable {
     public var assignmentStrategy: AssignmentStrategy
     /// The largest batch ``KafkaConsumer/batches`` yields.
     public var maxBatchSize: Int
+    /// The most bytes of records the consumer holds for the application, fetched ahead and
+    /// in batches not yet taken, whatever the records' sizes: a quarter in librdkafka's queue,
+    /// the rest in batches of at most an eighth each (a record larger than that is a batch
+    /// of its own). With about two batches in the application's hands the process holds
+    /// about this much of records. Nil: bounded by record counts only.
+    public var bufferBytes: Int?
     /// Any further librdkafka properties; they win over the defaults.
     public var properties: [String: String]
 
@@ -69,7 +75,8 @@ public struct KafkaConsumerConfiguration: Sendable {
         bootstrapServers: String, groupId: String, clientId: String = "kafka-consumer", topics: [String],
         autoOffsetReset: AutoOffsetReset = .earliest, sessionTimeout: Duration? = nil,
         heartbeatInterval: Duration? = nil, maxPollInterval: Duration? = nil,
-        assignmentStrategy: AssignmentStrategy = .range, maxBatchSize: Int = 500, properties: [String: String] = [:]
+        assignmentStrategy: AssignmentStrategy = .range, maxBatchSize: Int = 500, bufferBytes: Int? = nil,
+        properties: [String: String] = [:]
     ) {
         self.bootstrapServers = bootstrapServers
         self.groupId = groupId
@@ -81,7 +88,13 @@ public struct KafkaConsumerConfiguration: Sendable {
         self.maxPollInterval = maxPollInterval
         self.assignmentStrategy = assignmentStrategy
         self.maxBatchSize = maxBatchSize
+        self.bufferBytes = bufferBytes
         self.properties = properties
+    }
+
+    /// The most bytes of records in one batch (see ``bufferBytes``).
+    var maxBatchBytes: Int {
+        bufferBytes.map { max(1, $0 / 8) } ?? Int.max
     }
 
     func librdkafkaProperties() -> [String: String] {
@@ -98,6 +111,13 @@ public struct KafkaConsumerConfiguration: Sendable {
         if let sessionTimeout { result["session.timeout.ms"] = String(sessionTimeout.milliseconds) }
         if let heartbeatInterval { result["heartbeat.interval.ms"] = String(heartbeatInterval.milliseconds) }
         if let maxPollInterval { result["max.poll.interval.ms"] = String(maxPollInterval.milliseconds) }
+        if let bufferBytes {
+            // The queue of records fetched ahead, and one fetch response (which librdkafka
+            // wants at least as large as a record may be, `message.max.bytes`, and no larger
+            // than its default 50 MB under `receive.message.max.bytes`).
+            result["queued.max.messages.kbytes"] = String(min(2_097_151, max(1, bufferBytes / 4 / 1024)))
+            result["fetch.max.bytes"] = String(min(52_428_800, max(1_048_576, bufferBytes / 16)))
+        }
         result.merge(properties) { _, explicit in explicit }
         return result
     }

@@ -80,6 +80,11 @@ public struct KafkaDeliveryReceipt: Sendable, Hashable {
 
 /// A record read by a ``KafkaConsumer``, copied out of librdkafka's buffers.
 public struct KafkaConsumerMessage: Sendable {
+    /// What the record takes in memory, near enough: its value, key and headers.
+    public var byteCount: Int {
+        value.count + (key?.count ?? 0) + headers.reduce(0) { $0 + $1.key.utf8.count + ($1.value?.count ?? 0) }
+    }
+
     public var topic: String
     public var partition: Int32
     public var offset: Int64

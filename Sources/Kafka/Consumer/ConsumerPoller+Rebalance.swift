@@ -136,6 +136,7 @@ extension ConsumerPoller {
         state.withLockedValue { $0.revoked(partitions) }
         for partition in partitions { localGenerations.removeValue(forKey: partition) }
         collected.removeAll { revoked.contains($0.topicPartition) }
+        collectedBytes = collected.reduce(0) { $0 + $1.byteCount }
         if let listener {
             _ = waitFor { await listener.partitionsRevoked(partitions) }
         }

@@ -18,7 +18,10 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     let listener: (any KafkaRebalanceListener)?
     private let topics: [String]
     private let maxBatchSize: Int
+    private let maxBatchBytes: Int
     var collected: [KafkaConsumerMessage] = []
+    /// The bytes of `collected`.
+    var collectedBytes = 0
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
     /// Whether fetching is paused because the application has enough batches.
     var fetchingPaused = false
@@ -68,6 +71,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         self.listener = listener
         self.topics = configuration.topics
         self.maxBatchSize = max(1, configuration.maxBatchSize)
+        self.maxBatchBytes = configuration.maxBatchBytes
     }
 
     static func installCallbacks(_ conf: OpaquePointer) {
@@ -156,15 +160,16 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             }
             // The first poll waits a little for data; the rest take what is already there.
             var timeout: Int32 = collected.isEmpty ? 100 : 0
-            while collected.count < maxBatchSize, let message = rd_kafka_consumer_poll(handle, timeout) {
+            while collected.count < maxBatchSize, collectedBytes < maxBatchBytes,
+                let message = rd_kafka_consumer_poll(handle, timeout)
+            {
                 timeout = 0
                 take(message, handle: handle)
             }
             if state.withLockedValue({ $0.failure != nil }) { return }
             guard !collected.isEmpty else { continue }
             // Messages taken while fetching was paused may make more than a batch; the rest waits.
-            let messages = Array(collected.prefix(maxBatchSize))
-            collected.removeFirst(messages.count)
+            let messages = takeBatch()
             var generations: [KafkaTopicPartition: UInt64] = [:]
             for message in messages {
                 let partition = message.topicPartition
@@ -182,11 +187,29 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         }
     }
 
+    /// The oldest collected messages, up to a batch's count and bytes (at least one).
+    private func takeBatch() -> [KafkaConsumerMessage] {
+        var count = 0
+        var bytes = 0
+        for message in collected.prefix(maxBatchSize) {
+            let size = message.byteCount
+            if count > 0 && bytes + size > maxBatchBytes { break }
+            count += 1
+            bytes += size
+        }
+        let messages = Array(collected.prefix(count))
+        collected.removeFirst(count)
+        collectedBytes -= bytes
+        return messages
+    }
+
     /// Keeps a polled message for the next batch, or handles the error it carries.
     private func take(_ message: UnsafeMutablePointer<rd_kafka_message_t>, handle: OpaquePointer) {
         defer { rd_kafka_message_destroy(message) }
         if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-            collected.append(Self.convert(message))
+            let converted = Self.convert(message)
+            collectedBytes += converted.byteCount
+            collected.append(converted)
             // A partition assigned while fetching was paused starts fetching; it waits with the others.
             if fetchingPaused { pause(handle: handle) }
         } else {

@@ -16,6 +16,8 @@ struct ProcessSettings {
     var createTopics: Bool
     var opsHost: String
     var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
+    /// The most bytes of records each consumer holds ahead of its work, whatever their sizes.
+    var consumerBufferBytes: Int
     /// librdkafka properties of the embedded local broker's consumers, under those the environment sets.
     var localConsumerProperties: [String: String] = [:]
     /// How long a SIGTERM waits for work in flight before it is cancelled.
@@ -50,6 +52,8 @@ struct ProcessSettings {
             eventsDeadLetter: environment.string("CHECKIN_TOPIC_EVENTS_DLQ", default: "checkin.events.dlq"))
         partitions = Int32(try environment.int("CHECKIN_KAFKA_PARTITIONS", default: 8, range: 1...10_000))
         createTopics = try environment.bool("CHECKIN_KAFKA_CREATE_TOPICS", default: true)
+        consumerBufferBytes = try environment.int(
+            "CHECKIN_CONSUMER_BUFFER_BYTES", default: 256 << 20, range: (16 << 20)...(64 << 30))
         opsHost = environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1")
         func milliseconds(_ name: String, localDefault: Int) throws -> Duration? {
             if let value = environment.optionalString(name) {
@@ -83,6 +87,7 @@ struct ProcessSettings {
         configuration.sessionTimeout = consumerTimeouts.session
         configuration.heartbeatInterval = consumerTimeouts.heartbeat
         configuration.maxPollInterval = consumerTimeouts.maxPoll
+        configuration.bufferBytes = consumerBufferBytes
         configuration.properties = localConsumerProperties.merging(environment.kafkaProperties) { _, configured in configured }
         return configuration
     }
