@@ -42,7 +42,9 @@ import Testing
                 "budget": "\(budget >> 20) MiB", "residentAtStart": "\(before.residentBytes >> 20) MiB",
                 "peakResident": "\(after.peakResidentBytes >> 20) MiB", "grownAtPeak": "\(grown >> 20) MiB",
             ])
-        print("evaluator: resident at start \(before.residentBytes >> 20) MiB, peak \(after.peakResidentBytes >> 20) MiB, budget \(budget >> 20) MiB")
+        print(
+            "evaluator: resident at start \(before.residentBytes >> 20) MiB, peak \(after.peakResidentBytes >> 20) MiB, "
+                + "budget \(budget >> 20) MiB")
         // The records held (the budget) plus what processing them copies (a batch's dead
         // letters in the producer until acknowledged): well under what 360 MB would take.
         #expect(grown < 2 * budget, "grew \(grown >> 20) MiB at its peak with a budget of \(budget >> 20) MiB")
