@@ -21,6 +21,8 @@ public struct Evaluator: Sendable {
     let watchdog: PartitionStallWatchdog
     /// Hands the partitions over while this worker cannot reach Postgres; nil when disabled.
     let cutOffMonitor: DatabaseCutOffMonitor?
+    /// Moves the worker to the group's next incarnation when its coordinator wedged it; nil when disabled.
+    let groupRecovery: GroupRecovery?
     public let lagMonitor: EvaluatorLagMonitor
     /// Deletes the states of devices gone silent; nil when they are kept for ever.
     public let retention: RetentionService?
@@ -64,6 +66,13 @@ public struct Evaluator: Sendable {
                 leaveAfter: configuration.leaveGroupAfterDatabaseLoss, logger: logger,
                 databaseAnswers: { await database.isReachable(within: .seconds(2)) })
             : nil
+        self.groupRecovery =
+            configuration.rebalanceLimit > .zero
+            ? GroupRecovery(
+                service: "evaluator", consumer: consumer, group: configuration.groupId,
+                groups: ConsumerGroupStore(database: database, logger: logger), stuckAfter: configuration.rebalanceLimit,
+                readiness: readiness, logger: logger)
+            : nil
         self.lagMonitor = EvaluatorLagMonitor(
             bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
             offsets: OffsetStore(database: database, logger: logger), group: configuration.groupId,
@@ -84,7 +93,7 @@ public struct Evaluator: Sendable {
 
     public var services: [any Service] {
         [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor] + (retention.map { [$0] } ?? [])
-            + (cutOffMonitor.map { [$0] } ?? [])
+            + (cutOffMonitor.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])
     }
 
     /// Names this process in `partition_epochs`, for operators reading who holds what.

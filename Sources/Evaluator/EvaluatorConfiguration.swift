@@ -5,6 +5,10 @@ import Shared
 /// Settings of the evaluator workers.
 public struct EvaluatorConfiguration: Sendable {
     public var groupId: String
+    /// How long a rebalance of the consumer group may last before the group is taken to be
+    /// wedged by its coordinator and its members move to its next incarnation (see
+    /// `GroupRecovery`); zero: never.
+    public var rebalanceLimit: Duration = .seconds(60)
     public var topics: Topics
     public var engine: EngineConfiguration
     /// How often the zone catalog is checked for changes.
@@ -78,5 +82,6 @@ public struct EvaluatorConfiguration: Sendable {
             maximumProducerSkew: try environment.duration("CHECKIN_MAX_PRODUCER_SKEW", default: .seconds(10)),
             leaveGroupAfterDatabaseLoss: try environment.duration(
                 "CHECKIN_EVALUATOR_LEAVE_GROUP_AFTER", default: .seconds(10)))
+        rebalanceLimit = try environment.duration("CHECKIN_KAFKA_REBALANCE_LIMIT", default: .seconds(60))
     }
 }

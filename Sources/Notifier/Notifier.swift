@@ -1,3 +1,4 @@
+import BatchProcessing
 import Kafka
 import Logging
 import Persistence
@@ -15,6 +16,8 @@ public struct Notifier: Sendable {
     public let monitor: NotifierMonitor
     /// Deletes delivered deliveries past their retention; nil when they are kept for ever.
     public let retention: RetentionService?
+    /// Moves the notifier to the group's next incarnation when its coordinator wedged it; nil when disabled.
+    let groupRecovery: GroupRecovery?
 
     public init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
@@ -43,10 +46,47 @@ public struct Notifier: Sendable {
                 name: "deliveries", metric: "checkin_notifier_deliveries_purged_total", logger: logger,
                 purge: { now in try await webhooks.purgeDelivered(olderThan: deliveryRetention, now: now) })
             : nil
+        let (bootstrapServers, properties, topics) =
+            (consumerConfiguration.bootstrapServers, consumerConfiguration.properties, consumerConfiguration.topics)
+        self.groupRecovery =
+            configuration.rebalanceLimit > .zero
+            ? GroupRecovery(
+                service: "notifier", consumer: consumer, group: configuration.groupId,
+                groups: ConsumerGroupStore(database: database, logger: logger), stuckAfter: configuration.rebalanceLimit,
+                readiness: readiness, logger: logger,
+                committedOffsets: { groupId in
+                    await Self.committedOffsets(
+                        of: groupId, topics: topics, bootstrapServers: bootstrapServers, properties: properties, logger: logger)
+                })
+            : nil
         self.intake = EventIntake(
             consumer: consumer, producer: producer, deadLetterTopic: configuration.topics.eventsDeadLetter, webhooks: webhooks,
             dispatcher: dispatcher, database: database, readiness: readiness, logger: logger)
     }
 
-    public var services: [any Service] { [consumer, intake, dispatcher, monitor] + (retention.map { [$0] } ?? []) }
+    public var services: [any Service] {
+        [consumer, intake, dispatcher, monitor] + (retention.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])
+    }
+
+    /// What a group committed on the events topics, so that its next incarnation starts there
+    /// rather than at the topics' start; empty if the broker does not say (events then come
+    /// again, and the (endpoint, event) key drops the repeats).
+    static func committedOffsets(
+        of groupId: String, topics: [String], bootstrapServers: String, properties: [String: String], logger: Logger
+    ) async -> [KafkaTopicPartition: Int64] {
+        var result: [KafkaTopicPartition: Int64] = [:]
+        do {
+            let reader = try KafkaOffsetReader(
+                bootstrapServers: bootstrapServers, group: groupId, properties: properties, logger: logger)
+            for topic in topics {
+                let partitions = try await reader.partitions(of: topic)
+                for (partition, offset) in try await reader.committedOffsets(topic: topic, partitions: partitions) {
+                    result[KafkaTopicPartition(topic: topic, partition: partition)] = offset
+                }
+            }
+        } catch {
+            logger.warning("could not read the group's committed offsets", metadata: ["group": "\(groupId)", "error": "\(error)"])
+        }
+        return result
+    }
 }

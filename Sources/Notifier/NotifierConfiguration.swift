@@ -4,6 +4,10 @@ import Shared
 /// Settings of the webhook notifier.
 public struct NotifierConfiguration: Sendable {
     public var groupId: String
+    /// How long a rebalance of the consumer group may last before the group is taken to be
+    /// wedged by its coordinator and its members move to its next incarnation (see
+    /// `GroupRecovery`); zero: never.
+    public var rebalanceLimit: Duration = .seconds(60)
     public var topics: Topics
     /// Attempts in flight at once, across all endpoints.
     public var concurrency: Int
@@ -78,6 +82,7 @@ public struct NotifierConfiguration: Sendable {
             webhookURLPolicy: try WebhookURLPolicy(environment: environment),
             deliveryRetention: try environment.duration("CHECKIN_DELIVERY_RETENTION", default: .seconds(7 * 86_400)),
             claimsWhenQueued: try environment.bool("CHECKIN_WEBHOOK_CLAIM_WHEN_QUEUED", default: true))
+        rebalanceLimit = try environment.duration("CHECKIN_KAFKA_REBALANCE_LIMIT", default: .seconds(60))
     }
 
     /// The back-off before attempt `attempt + 1`, after `attempt` failed, without jitter.

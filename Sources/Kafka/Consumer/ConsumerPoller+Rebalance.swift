@@ -14,8 +14,12 @@ extension ConsumerPoller {
         let changed = TopicPartitionList.partitions(partitions)
         switch error {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            // The group completed a rebalance: this member has its (possibly empty) share.
+            rebalanceStartedAt.withLockedValue { $0 = nil }
             assign(handle: handle, partitions: partitions, changed: changed, cooperative: cooperative)
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            // Eager: a rebalance begins (or the member is leaving the group).
+            if subscribed { rebalanceStartedAt.withLockedValue { $0 = $0 ?? .now } }
             if rd_kafka_assignment_lost(handle) != 0 {
                 logger.warning("partitions lost to the group: \(changed)")
             }
@@ -99,7 +103,10 @@ extension ConsumerPoller {
         handle: OpaquePointer, changed: [KafkaTopicPartition], offsets: [KafkaTopicPartition: Int64], cooperative: Bool
     ) {
         let list = TopicPartitionList.make(
-            Dictionary(uniqueKeysWithValues: changed.map { ($0, offsets[$0] ?? Int64(RD_KAFKA_OFFSET_INVALID)) }))
+            Dictionary(
+                uniqueKeysWithValues: changed.map {
+                    ($0, offsets[$0] ?? carriedOffsets[$0] ?? Int64(RD_KAFKA_OFFSET_INVALID))
+                }))
         defer { rd_kafka_topic_partition_list_destroy(list) }
         if cooperative {
             apply(rd_kafka_incremental_assign(handle, list), what: "assign \(changed)")
@@ -115,6 +122,9 @@ extension ConsumerPoller {
         } else {
             check(rd_kafka_resume_partitions(handle, list), what: "resume \(changed)")
         }
+        // Carried offsets stand in for the new group's commits in its first assignment only:
+        // after it, the group's own commits (the members' progress in it) are the ones to trust.
+        carriedOffsets.removeAll()
         let generations = state.withLockedValue { $0.assigned(changed) }
         localGenerations.merge(generations) { _, new in new }
         logger.debug("partitions assigned: \(changed)")

@@ -56,6 +56,15 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     let wantsMembership = NIOLockedValueBox(true)
     /// Whether this member is subscribed now.
     var subscribed = false
+    /// A group this member was asked to move to (`KafkaConsumer.moveToGroup`), with the
+    /// offsets to start its partitions at where the new group has none.
+    let requestedMove = NIOLockedValueBox<(groupId: String, offsets: [KafkaTopicPartition: Int64])?>(nil)
+    /// Where partitions start when neither the listener nor the group gives an offset:
+    /// what the previous group had committed, after a move.
+    var carriedOffsets: [KafkaTopicPartition: Int64] = [:]
+    /// When the rebalance under way began (the subscription, or the revocation that
+    /// opened it); nil while the group is stable or this member is out of it.
+    let rebalanceStartedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
 
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
@@ -82,14 +91,26 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         }
     }
 
-    /// The poll loop; returns after the consumer has left the group.
-    func run(handle: OpaquePointer) {
-        if matchMembership(handle: handle) { pollUntilStopped(handle: handle) }
+    /// The poll loop of one handle. Returns the group to move to when asked to (the handle
+    /// has left its group and is closed; the caller makes the next one), nil once the
+    /// consumer has stopped (closed, batches finished).
+    func run(handle: OpaquePointer) -> String? {
+        var move: String?
+        if matchMembership(handle: handle) { move = pollUntilStoppedOrMoved(handle: handle) }
         // Leaves the group; the final revoke runs the rebalance callback here, on this thread.
         let closeError = rd_kafka_consumer_close(handle)
         if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
             logger.warning("closing the consumer: \(String(cString: rd_kafka_err2name(closeError)))")
         }
+        subscribed = false
+        rebalanceStartedAt.withLockedValue { $0 = nil }
+        if let move { return move }
+        finish()
+        return nil
+    }
+
+    /// Marks the consumer closed and finishes its batches (with its failure, if any).
+    func finish() {
         let failure = state.withLockedValue { state in
             state.closed()
             return state.failure
@@ -113,6 +134,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 return false
             }
             logger.debug("subscribed", metadata: ["topics": "\(topics)"])
+            rebalanceStartedAt.withLockedValue { $0 = .now }
         } else {
             let error = rd_kafka_unsubscribe(handle)
             if error != RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -120,18 +142,28 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 return true
             }
             logger.debug("unsubscribed", metadata: ["topics": "\(topics)"])
+            rebalanceStartedAt.withLockedValue { $0 = nil }
         }
         subscribed = wanted
         return true
     }
 
-    private func pollUntilStopped(handle: OpaquePointer) {
+    private func pollUntilStoppedOrMoved(handle: OpaquePointer) -> String? {
         while true {
-            guard startAssigned(handle: handle), matchMembership(handle: handle) else { return }
+            guard startAssigned(handle: handle), matchMembership(handle: handle) else { return nil }
+            if let move = requestedMove.withLockedValue({ request in
+                defer { request = nil }
+                return request
+            }) {
+                carriedOffsets = move.offsets
+                // The next handle fetches from scratch; it pauses again if the application is still busy.
+                fetchingPaused = false
+                return move.groupId
+            }
             // A short wait for the application keeps what was fetched ahead; a long one pauses.
             switch gate.waitForDemand(upTo: fetchingPaused ? .milliseconds(100) : Self.pauseAfter) {
             case .stopped:
-                return
+                return nil
             case .satisfied:
                 // The application has had enough batches for a while. Fetching stops (librdkafka
                 // drops what it fetched ahead), but the group is still served (rebalances, the
@@ -150,7 +182,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 }
                 hungReported = false
                 if let message = rd_kafka_consumer_poll(handle, 0) { take(message, handle: handle) }
-                if state.withLockedValue({ $0.failure != nil }) { return }
+                if state.withLockedValue({ $0.failure != nil }) { return nil }
                 continue
             case .nudged:
                 continue
@@ -166,7 +198,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 timeout = 0
                 take(message, handle: handle)
             }
-            if state.withLockedValue({ $0.failure != nil }) { return }
+            if state.withLockedValue({ $0.failure != nil }) { return nil }
             guard !collected.isEmpty else { continue }
             // Messages taken while fetching was paused may make more than a batch; the rest waits.
             let messages = takeBatch()

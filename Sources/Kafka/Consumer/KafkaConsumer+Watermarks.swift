@@ -6,7 +6,10 @@ extension KafkaConsumer {
     public func cachedWatermarks(of partition: KafkaTopicPartition) -> (low: Int64, high: Int64)? {
         var low: Int64 = -1
         var high: Int64 = -1
-        let error = rd_kafka_get_watermark_offsets(clientHandle, partition.topic, partition.partition, &low, &high)
+        let client = self.client
+        let error = withExtendedLifetime(client) {
+            rd_kafka_get_watermark_offsets(client.handle, partition.topic, partition.partition, &low, &high)
+        }
         guard error == RD_KAFKA_RESP_ERR_NO_ERROR, high >= 0 else { return nil }
         return (max(low, 0), high)
     }

@@ -15,7 +15,9 @@ import ServiceLifecycle
 /// application says it is working (`noteProgress`). One that says nothing for half
 /// `maxPollInterval` is taken as hung: polling stops and the group moves its partitions.
 public final class KafkaConsumer: Service, Sendable {
-    let client: RDKafkaClient
+    /// The handle in use: a new one after each move to another group.
+    private let clients: NIOLockedValueBox<(client: RDKafkaClient, groupId: String)>
+    private let configuration: KafkaConsumerConfiguration
     private let poller: ConsumerPoller
     private let state: NIOLockedValueBox<ConsumerStateMachine>
     private let gate: PollGate
@@ -37,13 +39,9 @@ public final class KafkaConsumer: Service, Sendable {
         let poller = ConsumerPoller(
             configuration: configuration, listener: rebalanceListener, state: state, gate: gate,
             source: source, logger: logger)
-        let client = try RDKafkaClient.make(
-            type: RD_KAFKA_CONSUMER, properties: configuration.librdkafkaProperties(), callbackContext: poller,
-            logger: logger, configure: ConsumerPoller.installCallbacks)
-        // One queue for messages, rebalances and logs, all served by the poll thread.
-        rd_kafka_poll_set_consumer(client.handle)
-        rd_kafka_set_log_queue(client.handle, nil)
-        self.client = client
+        let client = try Self.makeClient(configuration: configuration, groupId: configuration.groupId, poller: poller, logger: logger)
+        self.clients = NIOLockedValueBox((client, configuration.groupId))
+        self.configuration = configuration
         self.poller = poller
         self.state = state
         self.gate = gate
@@ -56,11 +54,24 @@ public final class KafkaConsumer: Service, Sendable {
     /// consumer stopped on an error (a fatal client error, a failing listener).
     public func run() async throws {
         try state.withLockedValue { $0.startRunning() }.get()
-        let client = self.client
-        let poller = self.poller
+        let (poller, clients, configuration, logger) = (self.poller, self.clients, self.configuration, self.logger)
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
-                await PollThread.run(name: "kafka-consumer") { poller.run(handle: client.handle) }
+                await PollThread.run(name: "kafka-consumer") {
+                    var client = clients.withLockedValue { $0.client }
+                    while let groupId = poller.run(handle: client.handle) {
+                        do throws(KafkaError) {
+                            client = try Self.makeClient(
+                                configuration: configuration, groupId: groupId, poller: poller, logger: logger)
+                        } catch {
+                            poller.state.withLockedValue { $0.failed(error) }
+                            poller.finish()
+                            return
+                        }
+                        clients.withLockedValue { $0 = (client, groupId) }
+                        logger.notice("moved to consumer group \(groupId)")
+                    }
+                }
             } onGracefulShutdown: {
                 poller.gate.stop()
             }
@@ -68,6 +79,42 @@ public final class KafkaConsumer: Service, Sendable {
             poller.gate.stop()
         }
         if let failure = state.withLockedValue({ $0.failure }) { throw failure }
+    }
+
+    /// A handle for `groupId` whose messages, rebalances and logs the poller serves.
+    private static func makeClient(
+        configuration: KafkaConsumerConfiguration, groupId: String, poller: ConsumerPoller, logger: Logger
+    ) throws(KafkaError) -> RDKafkaClient {
+        var properties = configuration.librdkafkaProperties()
+        properties["group.id"] = groupId
+        let client = try RDKafkaClient.make(
+            type: RD_KAFKA_CONSUMER, properties: properties, callbackContext: poller, logger: logger,
+            configure: ConsumerPoller.installCallbacks)
+        // One queue for messages, rebalances and logs, all served by the poll thread.
+        rd_kafka_poll_set_consumer(client.handle)
+        rd_kafka_set_log_queue(client.handle, nil)
+        return client
+    }
+
+    /// The handle in use (a move to another group replaces it).
+    var client: RDKafkaClient { clients.withLockedValue { $0.client } }
+
+    /// The consumer group this member belongs to now (its configured one until a move).
+    public var groupId: String { clients.withLockedValue { $0.groupId } }
+
+    /// How long the rebalance under way has lasted; nil while the group is stable (or this
+    /// member is out of it). A rebalance that never ends is a group its coordinator wedged.
+    public var rebalanceInProgressFor: Duration? {
+        poller.rebalanceStartedAt.withLockedValue { $0 }.map { ContinuousClock.now - $0 }
+    }
+
+    /// Leaves the current group and joins `groupId` instead, with a new handle. Partitions
+    /// start at the listener's offsets, else at `offsets` in the new group's first assignment
+    /// (the old group's commits, for instance), else at the new group's committed offsets
+    /// or `autoOffsetReset`. For recovering from a group its coordinator wedged.
+    public func moveToGroup(_ groupId: String, startingAt offsets: [KafkaTopicPartition: Int64] = [:]) {
+        poller.requestedMove.withLockedValue { $0 = (groupId, offsets) }
+        gate.nudge()
     }
 
     /// Asks for these offsets (each the NEXT offset to read: last processed + 1) to be
@@ -81,7 +128,8 @@ public final class KafkaConsumer: Service, Sendable {
         guard state.withLockedValue({ $0.lifecycle }) != .closed else { throw KafkaError.shutDown("commit") }
         let list = TopicPartitionList.make(offsets)
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let error = rd_kafka_commit(client.handle, list, 1)
+        let client = self.client
+        let error = withExtendedLifetime(client) { rd_kafka_commit(client.handle, list, 1) }
         guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError("could not commit offsets \(offsets)", code: error)
         }
@@ -113,9 +161,6 @@ public final class KafkaConsumer: Service, Sendable {
     public var isInGroup: Bool {
         poller.wantsMembership.withLockedValue { $0 }
     }
-
-    /// For reads of librdkafka's cached state (watermarks), which need no poll thread.
-    var clientHandle: OpaquePointer { client.handle }
 
     /// The partitions this member holds now (for metrics and tests).
     public var assignment: Set<KafkaTopicPartition> {
