@@ -53,40 +53,54 @@ public final class GroupRecovery: Service, Sendable {
         incarnation == 0 ? group : "\(group)~\(incarnation)"
     }
 
-    public func run() async throws {
+    /// What one look leaves for the next.
+    struct Progress: Sendable {
         var incarnation: Int?
         var lastCheck: ContinuousClock.Instant?
         /// From an overdue rebalance until the member is assigned in the group it moved to.
         var recovering = false
+    }
+
+    public func run() async throws {
+        var progress = Progress()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
+            // A query waiting on an unreachable database must not hold up a shutdown.
             do {
-                if lastCheck.map({ ContinuousClock.now - $0 >= checkEvery }) ?? true {
-                    lastCheck = .now
-                    let current = try await groups.incarnation(of: group)
-                    incarnation = current
-                    await follow(incarnation: current)
-                }
-                // Judged only in the group of the incarnation known (a move not made yet restarts the clock).
-                let inKnownGroup = incarnation.map { consumer.groupId == Self.groupId(group, incarnation: $0) } ?? false
-                if let seen = incarnation, inKnownGroup, let stuck = consumer.rebalanceInProgressFor, stuck >= stuckAfter {
-                    recovering = true
-                    readiness?.set("group", ready: false, source: Self.readinessSource)
-                    logger.error(
-                        "the consumer group has not completed a rebalance; moving to its next incarnation",
-                        metadata: ["group": "\(consumer.groupId)", "rebalancingFor": "\(stuck)"])
-                    let next = try await groups.advance(group, from: seen)
-                    incarnation = next
-                    recoveries.increment()
-                    await follow(incarnation: next)
-                } else if !recovering || (inKnownGroup && consumer.rebalanceInProgressFor == nil) {
-                    recovering = false
-                    readiness?.set("group", ready: true, source: Self.readinessSource)
-                }
+                progress = try await cancelWhenGracefulShutdown { [progress] in try await self.check(progress) }
             } catch {
+                if Task.isShuttingDownGracefully || Task.isCancelled { return }
                 logger.warning("could not read the consumer group's incarnation", metadata: ["error": "\(error)"])
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .seconds(1)) }
         }
+    }
+
+    /// One look: follows a move made elsewhere (every `checkEvery`), moves on from an overdue rebalance.
+    private func check(_ progress: Progress) async throws -> Progress {
+        var progress = progress
+        if progress.lastCheck.map({ ContinuousClock.now - $0 >= checkEvery }) ?? true {
+            progress.lastCheck = .now
+            let current = try await groups.incarnation(of: group)
+            progress.incarnation = current
+            await follow(incarnation: current)
+        }
+        // Judged only in the group of the incarnation known (a move not made yet restarts the clock).
+        let inKnownGroup = progress.incarnation.map { consumer.groupId == Self.groupId(group, incarnation: $0) } ?? false
+        if let seen = progress.incarnation, inKnownGroup, let stuck = consumer.rebalanceInProgressFor, stuck >= stuckAfter {
+            progress.recovering = true
+            readiness?.set("group", ready: false, source: Self.readinessSource)
+            logger.error(
+                "the consumer group has not completed a rebalance; moving to its next incarnation",
+                metadata: ["group": "\(consumer.groupId)", "rebalancingFor": "\(stuck)"])
+            let next = try await groups.advance(group, from: seen)
+            progress.incarnation = next
+            recoveries.increment()
+            await follow(incarnation: next)
+        } else if !progress.recovering || (inKnownGroup && consumer.rebalanceInProgressFor == nil) {
+            progress.recovering = false
+            readiness?.set("group", ready: true, source: Self.readinessSource)
+        }
+        return progress
     }
 
     /// Joins the incarnation's group unless the consumer is in it already.
