@@ -30,6 +30,8 @@ struct PipelineHarness {
     /// The engine's settings; tests of wall-clock rules shorten them.
     var engine = EngineConfiguration()
     var staleSweepInterval: Duration = .seconds(15)
+    /// How far the evaluator lets producers' clocks be apart (its default is 10 s).
+    var maximumProducerSkew: Duration = .seconds(10)
     /// The project's zones.
     var zones = TestTrip.zones
     /// Where the services keep their data; tests whose notifier settings matter use a
@@ -145,7 +147,7 @@ struct PipelineHarness {
         let evaluator = try Evaluator(
             configuration: EvaluatorConfiguration(
                 groupId: evaluatorGroup, topics: topics, engine: engine, zoneRefreshInterval: .milliseconds(500),
-                staleSweepInterval: staleSweepInterval),
+                staleSweepInterval: staleSweepInterval, maximumProducerSkew: maximumProducerSkew),
             consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
             producer: producer, readiness: readiness, logger: logger)
         var notifierConfiguration = NotifierConfiguration(

@@ -10,6 +10,7 @@ import Testing
 /// producer skew) must not make a reporting device look silent.
 @Suite(.serialized) struct ProducerClockSkewTests {
     static let staleAfter = 6.0
+    static let skewAllowance = 30
 
     /// Device A writes its fixes itself, every 5 s (less than `staleAfter`), with a clock
     /// 2 s behind; another producer, on time, writes device B's fixes to the same partition
@@ -19,6 +20,10 @@ import Testing
         var configured = PipelineHarness()
         configured.engine.staleAfter = Self.staleAfter
         configured.staleSweepInterval = .milliseconds(500)
+        // A bound well above the 2 s the producers are apart, so that the test's own sends,
+        // late on a busy machine, cannot look like a device gone silent; the stream's time
+        // without the allowance would still time the device out within a second.
+        configured.maximumProducerSkew = .seconds(Self.skewAllowance)
         let harness = configured
         try await harness.run { _, _ in
             let reporting = TestTrip(projectId: harness.projectId)
@@ -71,7 +76,7 @@ import Testing
                 #expect(checkIns == 1 && earlyCheckOuts == 0, "events while reporting: \(described)")
 
                 // Once it really goes silent, it is timed out.
-                let deadline = ContinuousClock.now + .seconds(40)
+                let deadline = ContinuousClock.now + .seconds(40 + Self.skewAllowance)
                 var after = whileReporting
                 while after.count < 2 && ContinuousClock.now < deadline {
                     try await Task.sleep(for: .seconds(2))
