@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import KafkaTesting
 import NIOCore
+import Persistence
 import Testing
 
 /// A consumer group its coordinator wedged (the local broker keeps a member that left
@@ -59,6 +60,33 @@ import Testing
         try await cluster.waitUntilReady(0, within: .seconds(30))
         let events = try await consumeEvents(of: trips[0].deviceId, count: 2, cluster.harness)
         #expect(events.map(\.type) == [.checkin, .checkout])
+    }
+}
+
+extension GroupRecoveryTests {
+    /// The notifier's group wedged the same way: it moves on too, and the trip's webhooks arrive.
+    @Test func notifierGroupWhoseLeaderLeftMidRebalanceIsRecovered() async throws {
+        var configured = PipelineHarness()
+        configured.configureNotifier = { $0.rebalanceLimit = .seconds(Self.rebalanceLimit) }
+        let harness = configured
+        let wedged = try runScript(
+            "scripts/lib/leave-mid-rebalance.py", [TestEnvironment.kafkaBrokers, harness.notifierGroup, harness.topics.checkIns])
+        #expect(wedged.status == 0 && wedged.output.contains("second join: error 0"), "\(wedged.output)")
+        try await harness.run { ingestPort, received in
+            let trip = TestTrip(projectId: harness.projectId)
+            #expect(
+                try await post(try trip.batch(0..<9), to: "http://127.0.0.1:\(ingestPort)/v1/fixes", key: harness.deviceKey)
+                    .status == 202)
+            try await waitUntil("the wedged group reported", within: .seconds(40)) {
+                harness.readiness.report["group"] == false
+            }
+            try await received.wait(timeout: .seconds(60)) { trip.isComplete($0) }
+        }
+        let (group, logger) = (harness.notifierGroup, harness.logger)
+        let incarnation = try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: logger) {
+            try await ConsumerGroupStore(database: $0, logger: logger).incarnation(of: group)
+        }
+        #expect(incarnation == 1)
     }
 }
 
