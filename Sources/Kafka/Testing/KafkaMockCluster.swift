@@ -62,7 +62,9 @@ public final class KafkaMockCluster: Sendable {
         rd_kafka_mock_push_request_errors_array(cluster.pointer, 0, count, errors)
     }
 
-    /// Takes a broker (ids start at 1) down or brings it back.
+    /// Takes a broker (ids start at 1) down or brings it back. Bringing it back binds its old
+    /// port again, and librdkafka aborts the process if another socket took that port meanwhile:
+    /// a test that only needs the broker gone leaves it down.
     public func setBroker(_ id: Int32, up: Bool) {
         if up {
             _ = rd_kafka_mock_broker_set_up(cluster.pointer, id)
