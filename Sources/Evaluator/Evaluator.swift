@@ -26,6 +26,8 @@ public struct Evaluator: Sendable {
     public let lagMonitor: EvaluatorLagMonitor
     /// Deletes the states of devices gone silent; nil when they are kept for ever.
     public let retention: RetentionService?
+    /// Deletes decision records past their retention, each device's newest kept.
+    public let decisionRetention: RetentionService
     public let metrics = EvaluatorMetrics()
 
     public init(
@@ -86,13 +88,22 @@ public struct Evaluator: Sendable {
                 name: "device states", metric: "checkin_evaluator_device_states_purged_total", logger: logger,
                 purge: { now in try await purge.purge(now: now) })
             : nil
+        let decisions = DecisionStore(logger: logger)
+        let keepFor = configuration.decisionRetention
+        self.decisionRetention = RetentionService(
+            name: "decision records", metric: "checkin_evaluator_decision_records_purged_total", logger: logger,
+            purge: { now in
+                try await decisions.purge(
+                    olderThan: keepFor, keep: DecisionStore.keptPerDevice, now: now, on: database.client)
+            })
         self.watchdog = PartitionStallWatchdog(
             consumer: consumer, leases: leases, readiness: readiness,
             stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
     }
 
     public var services: [any Service] {
-        [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor] + (retention.map { [$0] } ?? [])
+        [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention]
+            + (retention.map { [$0] } ?? [])
             + (cutOffMonitor.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])
     }
 

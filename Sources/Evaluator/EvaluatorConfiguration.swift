@@ -9,6 +9,11 @@ public struct EvaluatorConfiguration: Sendable {
     /// wedged by its coordinator and its members move to its next incarnation (see
     /// `GroupRecovery`); zero: never.
     public var rebalanceLimit: Duration = .seconds(60)
+    /// Whether every evaluated fix leaves a decision record (SPEC section 6).
+    public var recordDecisions = true
+    /// Decision records are kept at least this long, and each device's newest
+    /// `DecisionStore.keptPerDevice` whatever their age.
+    public var decisionRetention: Duration = .seconds(86_400)
     public var topics: Topics
     public var engine: EngineConfiguration
     /// How often the zone catalog is checked for changes.
@@ -83,5 +88,12 @@ public struct EvaluatorConfiguration: Sendable {
             leaveGroupAfterDatabaseLoss: try environment.duration(
                 "CHECKIN_EVALUATOR_LEAVE_GROUP_AFTER", default: .seconds(10)))
         rebalanceLimit = try environment.duration("CHECKIN_KAFKA_REBALANCE_LIMIT", default: .seconds(60))
+        recordDecisions = try environment.bool("CHECKIN_EVALUATOR_DECISIONS", default: true)
+        decisionRetention = try environment.duration("CHECKIN_DECISION_RETENTION", default: .seconds(86_400))
+        guard decisionRetention >= .seconds(86_400) else {
+            throw ConfigurationError(
+                variable: "CHECKIN_DECISION_RETENTION", value: "\(decisionRetention.seconds)",
+                expected: "at least 86400 seconds (a device's last day of decisions is kept)")
+        }
     }
 }

@@ -24,6 +24,14 @@ public struct EvaluatorMetrics: Sendable {
         Counter(label: "checkin_evaluator_zone_build_failures_total", dimensions: [("project", projectId)])
     }
 
+    /// Decision entries (SPEC section 6) by outcome and reason ("none" for entries without one):
+    /// how often each rule keeps devices from checking in.
+    func decisions(outcome: DecisionOutcome, reason: DecisionReason?) -> Counter {
+        Counter(
+            label: "checkin_evaluator_decisions_total",
+            dimensions: [("outcome", outcome.rawValue), ("reason", reason?.rawValue ?? "none")])
+    }
+
     public init() {
         projectsWithInvalidZones.record(0)
     }

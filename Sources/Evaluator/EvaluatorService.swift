@@ -82,6 +82,9 @@ public final class EvaluatorService: Service, Sendable {
         }
         if outcome.checkIns > 0 { checkInCounter.increment(by: outcome.checkIns) }
         if outcome.checkOuts > 0 { checkOutCounter.increment(by: outcome.checkOuts) }
+        for (tally, count) in outcome.entries {
+            metrics.decisions(outcome: tally.outcome, reason: tally.reason).increment(by: count)
+        }
     }
 }
 

@@ -32,6 +32,7 @@ struct FixBatchProcessor: Sendable {
     let ownership: PartitionOwnershipStore
     let leases: PartitionLeases
     let outbox: EventOutboxStore
+    let decisions: DecisionStore
     let relay: EventRelay
     let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
     /// Records that not even a summary of could be dead-lettered (see ``DeadLetterRefused``).
@@ -54,6 +55,7 @@ struct FixBatchProcessor: Sendable {
         self.ownership = PartitionOwnershipStore(database: database, logger: logger)
         self.leases = leases
         self.outbox = EventOutboxStore(database: database, logger: logger)
+        self.decisions = DecisionStore(logger: logger)
         self.relay = EventRelay(
             outbox: outbox, publisher: producer, leases: leases, group: configuration.groupId,
             topics: configuration.topics, logger: logger)
@@ -72,6 +74,13 @@ struct FixBatchProcessor: Sendable {
         var checkOuts = 0
         /// The partitions whose fixes decided events: the relay publishes theirs.
         var eventPartitions: Set<Int32> = []
+        /// Decision entries by outcome and reason, for `checkin_evaluator_decisions_total`.
+        var entries: [DecisionTally: Int] = [:]
+    }
+
+    struct DecisionTally: Hashable {
+        var outcome: DecisionOutcome
+        var reason: DecisionReason?
     }
 
     func process(_ batch: [KafkaConsumerMessage]) async throws -> Outcome {
@@ -117,6 +126,8 @@ struct FixBatchProcessor: Sendable {
             let before = current
             var partitions: [DeviceKey: Int32] = [:]
             var events: [OutboxEvent] = []
+            var records: [NewDecisionRecord] = []
+            if configuration.recordDecisions { records.reserveCapacity(fixes.count) }
             for (message, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 partitions[key] = message.partition
@@ -131,11 +142,18 @@ struct FixBatchProcessor: Sendable {
                     result.eventPartitions.insert(message.partition)
                     events.append(try outboxEvent(for: event, from: message.partition, acceptedAt: message.timestamp))
                 }
+                for entry in evaluation.entries {
+                    result.entries[DecisionTally(outcome: entry.outcome, reason: entry.reason), default: 0] += 1
+                }
+                if configuration.recordDecisions {
+                    records.append(try decisionRecord(of: fix, key: key, evaluation: evaluation))
+                }
             }
             // Dead letters are the input as it came, not decisions: published now (again,
             // should the batch be retried).
             try await producer.sendAll(deadLetters)
             try await outbox.add(events, group: configuration.groupId, sourceTopic: configuration.topics.fixes, on: connection)
+            try await decisions.append(records, on: connection)
             // The state's last evaluated fix, not this batch's: a batch of late fixes only
             // must not blank out when the device was last seen.
             let toSave = current.compactMap { key, state -> StoredDeviceState? in
@@ -160,6 +178,14 @@ struct FixBatchProcessor: Sendable {
         let now = Date()
         for (message, _) in fixes { PipelineStage.evaluate.record(from: message.timestamp, to: now) }
         return committed
+    }
+
+    /// The fix's decision record, its entries written as JSON here rather than by Postgres.
+    func decisionRecord(of fix: Fix, key: DeviceKey, evaluation: Evaluation) throws -> NewDecisionRecord {
+        NewDecisionRecord(
+            key: key, fixId: fix.fixId, fixTime: fix.timestamp, mode: fix.mode, location: DecisionLocation(fix),
+            entriesJSON: evaluation.entries.isEmpty ? nil : String(decoding: try evaluation.entries.wireJSON(), as: UTF8.self),
+            eventIds: evaluation.events.map(\.eventId))
     }
 
     /// Has the relay publish what the committed batch decided, without waiting for it: the

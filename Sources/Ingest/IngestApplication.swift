@@ -15,17 +15,20 @@ public struct IngestDependencies: Sendable {
     public var projects: ProjectStore
     public var zones: ZoneStore
     public var webhooks: WebhookStore
+    /// Device views and decision records.
+    public var insight: DeviceInsight
     public var readiness: Readiness
     public var registry: PrometheusCollectorRegistry
 
     public init(
-        producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, readiness: Readiness,
-        registry: PrometheusCollectorRegistry
+        producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, devices: DeviceRecords,
+        readiness: Readiness, registry: PrometheusCollectorRegistry
     ) {
         self.producer = producer
         self.projects = projects
         self.zones = zones
         self.webhooks = webhooks
+        self.insight = DeviceInsight(records: devices, zones: zones)
         self.readiness = readiness
         self.registry = registry
     }

@@ -23,6 +23,7 @@ struct ManagementRoutes {
             return try json(try await dependencies.zones.zones(projectId: projectId))
         }
         addWebhookRoutes(to: router)
+        addDeviceRoutes(to: router)
         router.get("/v1/deliveries") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let statusText = request.uri.queryParameters.get("status")

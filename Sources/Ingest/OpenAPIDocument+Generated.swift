@@ -41,6 +41,101 @@ components:
         secret: {$ref: "#/components/schemas/WebhookSecret"}
     Fix: {$ref: "schemas/fix.schema.json"}
     CheckEvent: {$ref: "schemas/event.schema.json"}
+    DecisionEntry:
+      type: object
+      required: [outcome, detail]
+      properties:
+        zoneId: {type: string, description: Absent for late and duplicate}
+        fenceId: {type: string}
+        outcome: {enum: [checked-in, checked-out, entered, left, ignored, late, duplicate]}
+        reason:
+          enum: [zone-disabled, zone-inactive, minimum-retrigger-time, speed-missing, speed-out-of-range,
+                 bearing-missing, bearing-out-of-range, percentage-crossed-not-reached, sequential-no-prior-check-in,
+                 sequential-too-long-ago, restart-mode-conditions, accuracy-too-low, crossing-gap-too-long,
+                 crossing-restart-mode, beacon-rssi-below-threshold]
+        detail:
+          type: object
+          description: The numbers the rule looked at; only those that apply are present.
+          properties:
+            reason: {type: string, description: "A check-out's reason: exit, beacon-lost or timeout"}
+            checkInId: {type: string}
+            beaconId: {type: string}
+            accuracy: {type: number}
+            maxAccuracy: {type: number}
+            speed: {type: number}
+            minSpeed: {type: number}
+            maxSpeed: {type: number}
+            bearing: {type: number}
+            bearingFrom: {type: number}
+            bearingTo: {type: number}
+            retriggerUntil: {type: string, format: date-time}
+            minimumRetriggerTime: {type: number}
+            percentageReached: {type: number}
+            percentageRequired: {type: number}
+            afterZoneId: {type: string}
+            earlierCheckInAt: {type: string, format: date-time}
+            withinSeconds: {type: number}
+            gapSeconds: {type: number}
+            maxCrossingGap: {type: number}
+            rssi: {type: integer}
+            rssiThreshold: {type: integer}
+            lastFixAt: {type: string, format: date-time}
+            conditions: {type: array, items: {type: string}}
+    DecisionRecord:
+      type: object
+      required: [timestamp, mode, location, entries, eventIds]
+      properties:
+        fixId: {type: string}
+        timestamp: {type: string, format: date-time}
+        evaluatedAt: {type: string, format: date-time}
+        mode: {enum: [normal, restart]}
+        location:
+          type: object
+          required: [lat, lon]
+          properties:
+            lat: {type: number}
+            lon: {type: number}
+            accuracy: {type: number}
+            speed: {type: number}
+            bearing: {type: number}
+        entries: {type: array, items: {$ref: "#/components/schemas/DecisionEntry"}}
+        eventIds: {type: array, items: {type: string}}
+    DeviceView:
+      type: object
+      required: [projectId, deviceId, sequence, openCheckIns, insideWithoutCheckIn, minimumRetriggerTimes]
+      properties:
+        projectId: {type: string}
+        deviceId: {type: string}
+        lastFix:
+          type: object
+          properties:
+            timestamp: {type: string, format: date-time}
+            lat: {type: number}
+            lon: {type: number}
+            accuracy: {type: number}
+        sequence: {type: integer}
+        openCheckIns:
+          type: array
+          items:
+            type: object
+            properties:
+              zoneId: {type: string}
+              fenceId: {type: string}
+              beaconId: {type: string}
+              checkInId: {type: string}
+              since: {type: string, format: date-time}
+        insideWithoutCheckIn:
+          type: array
+          items:
+            type: object
+            properties:
+              zoneId: {type: string}
+              reason: {type: string}
+              detail: {type: object}
+        minimumRetriggerTimes:
+          type: array
+          items: {type: object, properties: {zoneId: {type: string}, until: {type: string, format: date-time}}}
+        staleCheckOutAt: {type: string, format: date-time}
     Problem:
       type: object
       required: [type, title, status]
@@ -364,6 +459,47 @@ paths:
                   delivery: {$ref: "#/components/schemas/Delivery"}
                   attemptLog: {type: array, items: {$ref: "#/components/schemas/DeliveryAttempt"}}
         "404": {$ref: "#/components/responses/Problem"}
+  /v1/devices/{deviceId}:
+    get:
+      summary: What a device is now, as the evaluator's stored state has it
+      description: |
+        Its last fix, open check-ins, zones it is inside without a check-in (with the reason
+        its entry gave), minimum retrigger times still in force, the stale check-out deadline
+        and the sequence of its last event.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{name: deviceId, in: path, required: true, schema: {type: string}}]
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "200": {description: The device, content: {application/json: {schema: {$ref: "#/components/schemas/DeviceView"}}}}
+        "404": {$ref: "#/components/responses/Problem"}
+  /v1/devices/{deviceId}/decisions:
+    get:
+      summary: The decision records of a device's recent fixes, newest first
+      description: |
+        One record per fix the evaluator took (late and resent fixes included), each with an
+        entry per zone whose relation the fix changed or would have changed, the reason an
+        entry or crossing was not a check-in, and the numbers behind it. At least the last
+        100 fixes of each device and the last 24 hours are kept.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters:
+        - {name: deviceId, in: path, required: true, schema: {type: string}}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "200":
+          description: A page of decision records
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [decisions]
+                properties:
+                  decisions: {type: array, items: {$ref: "#/components/schemas/DecisionRecord"}}
+                  nextCursor: {type: string, description: Absent on the last page}
   /v1/deliveries/replay:
     post:
       summary: Queue several deliveries again, together

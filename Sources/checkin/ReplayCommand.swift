@@ -10,9 +10,14 @@ struct ReplayCommand: ParsableCommand {
         commandName: "replay",
         abstract: "Evaluate a file of fixes against a zones file offline and print the events as JSON Lines.",
         discussion: """
-            Events go to stdout in decision order; lines that are not valid fixes are reported on stderr \
-            with their line number and skipped, and a summary line closes stderr.
+            Events go to stdout in decision order (with --explain, each fix's decision record instead: \
+            the entries and reasons the evaluator would record, SPEC section 6). Lines that are not valid \
+            fixes are reported on stderr with their line number and skipped, and make the command exit 1 \
+            once every other line is replayed; a summary line closes stderr.
             """)
+
+    @Flag(help: "Print each fix's decision record (why it did or did not check in) instead of the events.")
+    var explain = false
 
     @Option(name: .long, help: "The zones document (JSON, as accepted by the management API).")
     var zones: String
@@ -77,6 +82,14 @@ struct ReplayCommand: ParsableCommand {
             maxAccuracy: maxAccuracy, exitBuffer: exitBuffer, staleAfter: staleAfter, maxCrossingGap: maxCrossingGap,
             beaconExitAfter: beaconExitAfter, restartTolerance: restartTolerance)
         var output = ""
+        func write(_ line: String) {
+            output += line
+            output += "\n"
+            if output.utf8.count > 1 << 16 {
+                FileHandle.standardOutput.write(Data(output.utf8))
+                output = ""
+            }
+        }
         let summary: Replay.Summary
         do {
             summary = try Replay.run(
@@ -84,14 +97,8 @@ struct ReplayCommand: ParsableCommand {
                 fixLines: fixesText.split(separator: "\n", omittingEmptySubsequences: false),
                 configuration: configuration, receivedAt: receivedAt.flatMap(RFC3339.parse),
                 limits: InputLimits(maxClockSkew: maxClockSkew),
-                emitEvent: { line in
-                    output += line
-                    output += "\n"
-                    if output.utf8.count > 1 << 16 {
-                        FileHandle.standardOutput.write(Data(output.utf8))
-                        output = ""
-                    }
-                },
+                emitEvent: { line in if !explain { write(line) } },
+                emitDecision: explain ? { line in write(line) } : nil,
                 reportProblem: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })
         } catch let error as ZoneValidationError {
             for problem in error.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
@@ -101,5 +108,6 @@ struct ReplayCommand: ParsableCommand {
         }
         FileHandle.standardOutput.write(Data(output.utf8))
         FileHandle.standardError.write(Data("\(summary)\n".utf8))
+        if summary.rejected > 0 { throw ExitCode(1) }
     }
 }

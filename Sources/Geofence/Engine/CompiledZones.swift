@@ -63,7 +63,11 @@ struct CompiledBeacon: Sendable {
     var rssiThreshold: Int
 
     func matches(_ sighting: BeaconSighting) -> Bool {
-        guard sighting.rssi >= rssiThreshold else { return false }
+        sighting.rssi >= rssiThreshold && identifies(sighting)
+    }
+
+    /// The sighting is of this beacon, whatever its signal strength.
+    func identifies(_ sighting: BeaconSighting) -> Bool {
         if let id = summary.eddystoneId {
             return sighting.eddystoneId == id
         }

@@ -46,10 +46,14 @@ public struct Evaluation: Sendable, Equatable {
     public var outcome: EvaluationOutcome
     /// Check-outs and check-ins in decision order.
     public var events: [CheckEvent]
+    /// Why: one entry per zone whose relation the fix changed or would have changed, or
+    /// the one entry of a fix not evaluated (SPEC section 6).
+    public var entries: [DecisionEntry]
 
-    public init(outcome: EvaluationOutcome, events: [CheckEvent] = []) {
+    public init(outcome: EvaluationOutcome, events: [CheckEvent] = [], entries: [DecisionEntry] = []) {
         self.outcome = outcome
         self.events = events
+        self.entries = entries
     }
 }
 

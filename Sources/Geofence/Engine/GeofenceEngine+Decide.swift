@@ -22,7 +22,7 @@ extension GeofenceEngine {
     /// zone it names, so that a check-in there by the same fix counts (SPEC 3.7).
     func decide(
         _ context: FixContext, hits: inout HitList, crossings: [Crossing], state: inout DeviceState,
-        events: inout [CheckEvent]
+        events: inout [CheckEvent], entries: inout [DecisionEntry]
     ) {
         hits.sort()
         let lookup = tables.zoneIndex[Int(context.project)]
@@ -67,7 +67,7 @@ extension GeofenceEngine {
                 for turn in turns[0..<count] {
                     decideZone(
                         turn.zone, context: context, hits: hits, range: turn.hits, crossings: crossings, state: &state,
-                        checkOuts: &events, checkIns: &checkIns)
+                        checkOuts: &events, checkIns: &checkIns, entries: &entries)
                 }
             }
         }
@@ -86,7 +86,8 @@ extension GeofenceEngine {
 
     private func decideZone(
         _ z: Int32, context: FixContext, hits: HitList, range: Range<Int>, crossings: [Crossing],
-        state: inout DeviceState, checkOuts: inout [CheckEvent], checkIns: inout [CheckEvent]
+        state: inout DeviceState, checkOuts: inout [CheckEvent], checkIns: inout [CheckEvent],
+        entries: inout [DecisionEntry]
     ) {
         let zone = tables.zones[Int(z)]
         let time = context.time
@@ -129,15 +130,41 @@ extension GeofenceEngine {
             memory.beaconSeen = nil
         }
         let isPresent = memory.isPresent
+        let zoneId = zone.summary.id
 
-        if wasPresent, !isPresent, let open = memory.open {
-            checkOuts.append(
-                checkOutEvent(
-                    zone: zone, open: open, projectId: context.fix.projectId, deviceId: context.fix.deviceId,
-                    time: time, location: EventLocation(context.fix), mode: context.fix.mode,
-                    fixId: context.fix.fixId, reason: wasInFence ? .exit : .beaconLost))
-            memory.open = nil
-            memory.retriggerFrom = time
+        if !context.usable, context.located {
+            // Too inaccurate to move the device in or out of a fence: say what it would have done.
+            let wouldEnter = !wasPresent && insideFence >= 0
+            let wouldLeave = wasInFence && insideFence < 0 && !inBand && memory.beaconSeen == nil
+            if wouldEnter || wouldLeave {
+                var detail = DecisionDetail()
+                detail.accuracy = context.fix.accuracy
+                detail.maxAccuracy = configuration.maxAccuracy
+                entries.append(
+                    DecisionEntry(
+                        zoneId: zoneId, fenceId: insideFence >= 0 ? tables.fenceInfos[Int(insideFence)].id : nil,
+                        outcome: .ignored, reason: .accuracyTooLow, detail: detail))
+            }
+        }
+
+        if wasPresent, !isPresent {
+            if let open = memory.open {
+                let reason: CheckOutReason = wasInFence ? .exit : .beaconLost
+                checkOuts.append(
+                    checkOutEvent(
+                        zone: zone, open: open, projectId: context.fix.projectId, deviceId: context.fix.deviceId,
+                        time: time, location: EventLocation(context.fix), mode: context.fix.mode,
+                        fixId: context.fix.fixId, reason: reason))
+                var detail = DecisionDetail()
+                detail.reason = reason.rawValue
+                detail.checkInId = open.checkInId
+                entries.append(
+                    DecisionEntry(zoneId: zoneId, fenceId: open.fenceId, outcome: .checkedOut, detail: detail))
+                memory.open = nil
+                memory.retriggerFrom = time
+            } else {
+                entries.append(DecisionEntry(zoneId: zoneId, outcome: .left))
+            }
         }
 
         var trigger: Trigger? = nil
@@ -146,17 +173,32 @@ extension GeofenceEngine {
         } else if !isPresent, let crossing {
             trigger = .geoline(crossing)
         }
-        if let trigger, mayCheckIn(zone, trigger: trigger, context: context, memory: memory, state: state) {
-            let event = checkInEvent(zone: zone, trigger: trigger, context: context)
-            checkIns.append(event)
-            memory.lastCheckIn = time
-            if event.willCheckOut {
-                memory.open = OpenCheckIn(
-                    checkInId: event.checkInId, time: time, fenceId: event.fence?.id, beaconId: event.beacon?.id)
-                memory.retriggerFrom = nil
+        if let trigger, memory.open == nil {
+            if let refusal = refusal(zone, trigger: trigger, context: context, memory: memory, state: state) {
+                var entry = DecisionEntry(
+                    zoneId: zoneId, fenceId: fenceId(of: trigger), outcome: isPresent ? .entered : .ignored,
+                    reason: refusal.reason, detail: refusal.detail)
+                if case .beacon(let b) = trigger { entry.detail.beaconId = tables.beacons[Int(b)].summary.id }
+                entries.append(entry)
             } else {
-                memory.retriggerFrom = time
+                let event = checkInEvent(zone: zone, trigger: trigger, context: context)
+                checkIns.append(event)
+                var detail = DecisionDetail()
+                detail.checkInId = event.checkInId
+                detail.beaconId = event.beacon?.id
+                entries.append(
+                    DecisionEntry(zoneId: zoneId, fenceId: event.fence?.id, outcome: .checkedIn, detail: detail))
+                memory.lastCheckIn = time
+                if event.willCheckOut {
+                    memory.open = OpenCheckIn(
+                        checkInId: event.checkInId, time: time, fenceId: event.fence?.id, beaconId: event.beacon?.id)
+                    memory.retriggerFrom = nil
+                } else {
+                    memory.retriggerFrom = time
+                }
             }
+        } else if !wasPresent, isPresent {
+            entries.append(DecisionEntry(zoneId: zoneId, outcome: .entered))
         }
 
         let keep = isWorthKeeping(memory, zone: zone, time: time)
@@ -168,22 +210,54 @@ extension GeofenceEngine {
         }
     }
 
-    /// Rule 2's conditions for an entry to be a check-in.
-    private func mayCheckIn(
-        _ zone: CompiledZone, trigger: Trigger, context: FixContext, memory: ZoneMemory, state: DeviceState
-    ) -> Bool {
-        let time = context.time
-        guard zone.enabled, memory.open == nil else { return false }
-        if context.fix.mode == .restart {
-            if zone.needsPreciseFix { return false }
-            if case .geoline = trigger { return false }
+    func fenceId(of trigger: Trigger) -> String? {
+        switch trigger {
+        case .fence(let f): tables.fenceInfos[Int(f)].id
+        case .geoline(let crossing): tables.fenceInfos[Int(crossing.fence)].id
+        case .beacon: nil
         }
-        if let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime { return false }
-        if let schedule = tables.schedule(of: zone), !schedule.isActive(at: time) { return false }
-        guard let conditions = tables.conditions(of: zone) else { return true }
-        guard ConditionRules.speedHolds(conditions, speed: context.fix.speed),
-            ConditionRules.bearingHolds(conditions.bearing, bearing: context.fix.bearing)
-        else { return false }
+    }
+
+    /// Why an entry (or a geoline crossing) is not a check-in under rule 2's conditions,
+    /// with the numbers the failing rule looked at; nil when it is one. The rules are
+    /// tried in a fixed order and the first that fails is the reason.
+    private func refusal(
+        _ zone: CompiledZone, trigger: Trigger, context: FixContext, memory: ZoneMemory, state: DeviceState
+    ) -> Refusal? {
+        let time = context.time
+        let fix = context.fix
+        guard zone.enabled else { return Refusal(.zoneDisabled) }
+        let conditions = tables.conditions(of: zone)
+        if fix.mode == .restart {
+            if case .geoline = trigger { return Refusal(.crossingRestartMode) }
+            if zone.needsPreciseFix {
+                var refusal = Refusal(.restartModeConditions)
+                refusal.detail.conditions = conditions.map(Self.preciseConditionNames) ?? []
+                return refusal
+            }
+        }
+        if let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime {
+            var refusal = Refusal(.minimumRetriggerTime)
+            refusal.detail.retriggerUntil = Date(timeIntervalSince1970: from + zone.minimumRetriggerTime)
+            refusal.detail.minimumRetriggerTime = zone.minimumRetriggerTime
+            return refusal
+        }
+        if let schedule = tables.schedule(of: zone), !schedule.isActive(at: time) { return Refusal(.zoneInactive) }
+        guard let conditions else { return nil }
+        if !ConditionRules.speedHolds(conditions, speed: fix.speed) {
+            var refusal = Refusal(fix.speed == nil ? .speedMissing : .speedOutOfRange)
+            refusal.detail.speed = fix.speed
+            refusal.detail.minSpeed = conditions.minSpeed
+            refusal.detail.maxSpeed = conditions.maxSpeed
+            return refusal
+        }
+        if let range = conditions.bearing, !ConditionRules.bearingHolds(range, bearing: fix.bearing) {
+            var refusal = Refusal(fix.bearing == nil ? .bearingMissing : .bearingOutOfRange)
+            refusal.detail.bearing = fix.bearing
+            refusal.detail.bearingFrom = range.from
+            refusal.detail.bearingTo = range.to
+            return refusal
+        }
         if let required = conditions.percentageCrossed, case .fence(let f) = trigger {
             let fence = tables.fences[Int(f)]
             let deepest = tables.interiorDepth[f] ?? 0
@@ -191,18 +265,86 @@ extension GeofenceEngine {
             if fence.kind == .circle {
                 depth =
                     fence.radius
-                    - Earth.distance(
-                        lat1: fence.centreLat, lon1: fence.centreLon, lat2: context.fix.lat, lon2: context.fix.lon)
+                    - Earth.distance(lat1: fence.centreLat, lon1: fence.centreLon, lat2: fix.lat, lon2: fix.lon)
             } else {
-                depth = tables.polygons[Int(fence.shape)].distanceToBoundary(lon: context.fix.lon, lat: context.fix.lat)
+                depth = tables.polygons[Int(fence.shape)].distanceToBoundary(lon: fix.lon, lat: fix.lat)
             }
-            guard ConditionRules.percentageHolds(required, depth: depth, deepest: deepest) else { return false }
+            if !ConditionRules.percentageHolds(required, depth: depth, deepest: deepest) {
+                var refusal = Refusal(.percentageCrossedNotReached)
+                refusal.detail.percentageReached = deepest > 0 ? (depth / deepest * 100 * 10).rounded() / 10 : 0
+                refusal.detail.percentageRequired = required
+                return refusal
+            }
         }
         if let sequential = conditions.sequential {
             let earlier = state.zones.first { $0.zoneId == sequential.afterZoneId }?.lastCheckIn
-            guard ConditionRules.sequentialHolds(sequential, earlierCheckIn: earlier, time: time) else { return false }
+            if !ConditionRules.sequentialHolds(sequential, earlierCheckIn: earlier, time: time) {
+                var refusal = Refusal(earlier == nil ? .sequentialNoPriorCheckIn : .sequentialTooLongAgo)
+                refusal.detail.afterZoneId = sequential.afterZoneId
+                refusal.detail.earlierCheckInAt = earlier.map { Date(timeIntervalSince1970: $0) }
+                refusal.detail.withinSeconds = sequential.withinSeconds
+                return refusal
+            }
         }
-        return true
+        return nil
+    }
+
+    /// The conditions a restart-mode fix cannot be trusted to meet (`ZoneConditions.needsPreciseFix`).
+    static func preciseConditionNames(_ conditions: ZoneConditions) -> [String] {
+        var names: [String] = []
+        if conditions.minSpeed != nil || conditions.maxSpeed != nil { names.append("speed") }
+        if conditions.bearing != nil { names.append("bearing") }
+        if conditions.percentageCrossed != nil { names.append("percentageCrossed") }
+        if conditions.sequential != nil { names.append("sequential") }
+        return names
+    }
+
+    /// Geoline crossings that did not count (too inaccurate a fix, a restart-mode fix, or
+    /// too long since the previous one), recorded for zones the device is not in.
+    func explainUncounted(
+        _ crossings: [Crossing], context: FixContext, since previous: Double, state: DeviceState,
+        entries: inout [DecisionEntry]
+    ) {
+        for crossing in crossings {
+            let fence = tables.fences[Int(crossing.fence)]
+            let zone = tables.zones[Int(fence.zone)]
+            if state.zones.contains(where: { $0.zoneId == zone.summary.id && $0.isPresent }) { continue }
+            var detail = DecisionDetail()
+            let reason: DecisionReason
+            if !context.usable {
+                reason = .accuracyTooLow
+                detail.accuracy = context.fix.accuracy
+                detail.maxAccuracy = configuration.maxAccuracy
+            } else if context.fix.mode == .restart {
+                reason = .crossingRestartMode
+            } else {
+                reason = .crossingGapTooLong
+                detail.gapSeconds = context.time - previous
+                detail.maxCrossingGap = configuration.maxCrossingGap
+            }
+            entries.append(
+                DecisionEntry(
+                    zoneId: zone.summary.id, fenceId: tables.fenceInfos[Int(crossing.fence)].id, outcome: .ignored,
+                    reason: reason, detail: detail))
+        }
+    }
+
+    /// Beacons heard under their threshold, recorded for zones the device is not in.
+    func explainWeak(_ sightings: [WeakSighting], state: DeviceState, entries: inout [DecisionEntry]) {
+        var explained: [Int32] = []
+        for sighting in sightings {
+            let beacon = tables.beacons[Int(sighting.beacon)]
+            let zoneId = tables.zones[Int(beacon.zone)].summary.id
+            guard !explained.contains(beacon.zone),
+                !state.zones.contains(where: { $0.zoneId == zoneId && $0.isPresent })
+            else { continue }
+            explained.append(beacon.zone)
+            var detail = DecisionDetail()
+            detail.beaconId = beacon.summary.id
+            detail.rssi = sighting.rssi
+            detail.rssiThreshold = beacon.rssiThreshold
+            entries.append(DecisionEntry(zoneId: zoneId, outcome: .ignored, reason: .beaconRSSIBelowThreshold, detail: detail))
+        }
     }
 
     private func forgetOldestIdleZone(_ state: inout DeviceState) {
@@ -216,5 +358,15 @@ extension GeofenceEngine {
             }
         }
         if let oldest { state.zones.remove(at: oldest) }
+    }
+}
+
+/// Why a check-in was refused, and the numbers behind it.
+struct Refusal {
+    var reason: DecisionReason
+    var detail = DecisionDetail()
+
+    init(_ reason: DecisionReason) {
+        self.reason = reason
     }
 }

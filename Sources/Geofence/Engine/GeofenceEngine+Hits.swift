@@ -177,17 +177,28 @@ extension GeofenceEngine {
         }
     }
 
-    /// Beacons of the project heard at or above their threshold.
-    func collectBeaconHits(_ context: FixContext, into hits: inout HitList) {
+    /// Beacons of the project heard at or above their threshold; those heard below it go to
+    /// `weak`, for the decision record.
+    func collectBeaconHits(_ context: FixContext, into hits: inout HitList, weak: inout [WeakSighting]) {
         for sighting in context.fix.beacons {
             guard let identifier = sighting.eddystoneId ?? sighting.uuid,
                 let candidates = tables.beaconsByKey[BeaconKey(project: context.project, identifier: identifier)]
             else { continue }
-            for b in candidates where tables.beacons[Int(b)].matches(sighting) {
-                hits.append(Hit(zone: tables.beacons[Int(b)].zone, kind: .beacon, reference: b))
+            for b in candidates where tables.beacons[Int(b)].identifies(sighting) {
+                if sighting.rssi >= tables.beacons[Int(b)].rssiThreshold {
+                    hits.append(Hit(zone: tables.beacons[Int(b)].zone, kind: .beacon, reference: b))
+                } else {
+                    weak.append(WeakSighting(beacon: b, rssi: sighting.rssi))
+                }
             }
         }
     }
+}
+
+/// A zone's beacon heard, but under its threshold.
+struct WeakSighting {
+    var beacon: Int32
+    var rssi: Int
 }
 
 extension GeofenceEngine {
@@ -196,7 +207,7 @@ extension GeofenceEngine {
     func areaHits(_ fix: Fix) -> [Hit] {
         guard let project = tables.projects[fix.projectId] else { return [] }
         let context = FixContext(
-            fix: fix, time: fix.timestamp.timeIntervalSince1970, project: project, usable: true)
+            fix: fix, time: fix.timestamp.timeIntervalSince1970, project: project, usable: true, located: true)
         return withUnsafeTemporaryAllocation(of: Hit.self, capacity: 64) { buffer in
             var hits = HitList(buffer: buffer)
             collectAreaHits(context, into: &hits)

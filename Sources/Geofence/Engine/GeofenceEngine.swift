@@ -58,8 +58,14 @@ public final class GeofenceEngine: Sendable {
     public func evaluate(_ fix: Fix, state: inout DeviceState) -> Evaluation {
         let time = fix.timestamp.timeIntervalSince1970
         let digest = fix.fixId.map(DeviceState.digest(of:))
-        if let digest, state.recentFixIds.contains(digest) { return Evaluation(outcome: .duplicate) }
-        if let last = state.lastTime, time < last { return Evaluation(outcome: .late) }
+        if let digest, state.recentFixIds.contains(digest) {
+            return Evaluation(outcome: .duplicate, entries: [DecisionEntry(outcome: .duplicate)])
+        }
+        if let last = state.lastTime, time < last {
+            var detail = DecisionDetail()
+            detail.lastFixAt = Date(timeIntervalSince1970: last)
+            return Evaluation(outcome: .late, entries: [DecisionEntry(outcome: .late, detail: detail)])
+        }
         if let digest { state.remember(fixId: digest) }
         defer {
             state.lastTime = time
@@ -71,30 +77,44 @@ public final class GeofenceEngine: Sendable {
             return Evaluation(outcome: .evaluated)
         }
         var events: [CheckEvent] = []
+        var entries: [DecisionEntry] = []
         if let last = state.lastTime, time - last >= configuration.staleAfter {
-            expire(&state, project: project, deviceId: fix.deviceId, at: last + configuration.staleAfter, events: &events)
+            expire(
+                &state, project: project, deviceId: fix.deviceId, at: last + configuration.staleAfter, events: &events,
+                entries: &entries)
         }
-        let usable =
-            fix.lat.isFinite && fix.lon.isFinite && abs(fix.lat) <= 90
-            && (fix.accuracy ?? 0) <= configuration.maxAccuracy
-        let context = FixContext(fix: fix, time: time, project: project, usable: usable)
+        let located = fix.lat.isFinite && fix.lon.isFinite && abs(fix.lat) <= 90
+        let usable = located && (fix.accuracy ?? 0) <= configuration.maxAccuracy
+        let context = FixContext(fix: fix, time: time, project: project, usable: usable, located: located)
         withUnsafeTemporaryAllocation(of: Hit.self, capacity: 64) { buffer in
             var hits = HitList(buffer: buffer)
-            if usable { collectAreaHits(context, into: &hits) }
+            // An inaccurate fix's hits change nothing, but tell what it would have done.
+            if located { collectAreaHits(context, into: &hits) }
             var crossings: [Crossing] = []
-            if usable, fix.mode == .normal, let track = state.track, time - track.time <= configuration.maxCrossingGap,
-                !tables.geolinesByProject[Int(project)].isEmpty
-            {
-                collectCrossings(context, from: track, into: &hits, crossings: &crossings)
+            var uncounted: [Crossing] = []
+            if located, let track = state.track, !tables.geolinesByProject[Int(project)].isEmpty {
+                if usable, fix.mode == .normal, time - track.time <= configuration.maxCrossingGap {
+                    collectCrossings(context, from: track, into: &hits, crossings: &crossings)
+                } else {
+                    withUnsafeTemporaryAllocation(of: Hit.self, capacity: 16) { spare in
+                        var ignoredHits = HitList(buffer: spare)
+                        collectCrossings(context, from: track, into: &ignoredHits, crossings: &uncounted)
+                    }
+                }
             }
-            if !fix.beacons.isEmpty { collectBeaconHits(context, into: &hits) }
+            var weakSightings: [WeakSighting] = []
+            if !fix.beacons.isEmpty { collectBeaconHits(context, into: &hits, weak: &weakSightings) }
             if hits.count > 0 || !state.zones.isEmpty {
-                decide(context, hits: &hits, crossings: crossings, state: &state, events: &events)
+                decide(context, hits: &hits, crossings: crossings, state: &state, events: &events, entries: &entries)
             }
+            if !uncounted.isEmpty, let track = state.track {
+                explainUncounted(uncounted, context: context, since: track.time, state: state, entries: &entries)
+            }
+            if !weakSightings.isEmpty { explainWeak(weakSightings, state: state, entries: &entries) }
         }
         if usable { state.track = TrackPoint(time: time, lat: fix.lat, lon: fix.lon) }
         state.number(&events)
-        return Evaluation(outcome: .evaluated, events: events)
+        return Evaluation(outcome: .evaluated, events: events, entries: entries)
     }
 
     /// When `checkOutStale` would next have something to do for this state (nil: nothing open).
@@ -116,14 +136,20 @@ public final class GeofenceEngine: Sendable {
             return []
         }
         var events: [CheckEvent] = []
-        expire(&state, project: project, deviceId: deviceId, at: deadline.timeIntervalSince1970, events: &events)
+        var entries: [DecisionEntry] = []
+        expire(
+            &state, project: project, deviceId: deviceId, at: deadline.timeIntervalSince1970, events: &events,
+            entries: &entries)
         state.number(&events)
         return events
     }
 
     /// The device is taken as gone at `deadline`: open check-ins close with reason
     /// `timeout` and every presence ends, so its next fix inside a zone is a new visit.
-    func expire(_ state: inout DeviceState, project: Int32, deviceId: String, at deadline: Double, events: inout [CheckEvent]) {
+    func expire(
+        _ state: inout DeviceState, project: Int32, deviceId: String, at deadline: Double, events: inout [CheckEvent],
+        entries: inout [DecisionEntry]
+    ) {
         let location = state.lastFix?.location ?? EventLocation(timestamp: Date(timeIntervalSince1970: deadline), lat: 0, lon: 0)
         var kept: [ZoneMemory] = []
         for var memory in state.zones {
@@ -134,6 +160,11 @@ public final class GeofenceEngine: Sendable {
                     checkOutEvent(
                         zone: zone, open: open, projectId: tables.projectIds[Int(project)], deviceId: deviceId,
                         time: deadline, location: location, mode: .normal, fixId: nil, reason: .timeout))
+                var detail = DecisionDetail()
+                detail.reason = CheckOutReason.timeout.rawValue
+                detail.checkInId = open.checkInId
+                entries.append(
+                    DecisionEntry(zoneId: memory.zoneId, fenceId: open.fenceId, outcome: .checkedOut, detail: detail))
                 memory.open = nil
                 memory.retriggerFrom = deadline
             }
@@ -159,4 +190,6 @@ struct FixContext {
     var project: Int32
     /// Accurate enough to enter or leave fences.
     var usable: Bool
+    /// A position on the globe (what an inaccurate fix would have done can be told).
+    var located: Bool
 }

@@ -42,9 +42,11 @@ public enum Replay {
     }
 
     /// Evaluates every line of `fixLines` (one fix per line, SPEC section 4) in order,
-    /// handing each resulting event as one line of JSON to `emitEvent`. A line that is
-    /// not a valid fix is reported to `reportProblem` with its line number and skipped.
-    /// The zones apply to every project named by the fixes.
+    /// handing each resulting event as one line of JSON to `emitEvent`, and, when
+    /// `emitDecision` is given, each fix's decision record (the evaluator's, without the
+    /// time it was evaluated, and with the fix's project and device) as one line to it. A
+    /// line that is not a valid fix is reported to `reportProblem` with its line number
+    /// and skipped (and counted as rejected). The zones apply to every project named by the fixes.
     ///
     /// A file records no receipt times, so every fix is taken as received at
     /// `receivedAt`: fixes more than `limits.maxClockSkew` after it are refused. Without
@@ -52,7 +54,8 @@ public enum Replay {
     /// outcome depends on the inputs alone, never on when the replay runs.
     public static func run<Lines: Sequence>(
         zonesJSON: Data, fixLines: Lines, configuration: EngineConfiguration = .init(), receivedAt: Date? = nil,
-        limits: InputLimits = InputLimits(), emitEvent: (String) -> Void, reportProblem: (String) -> Void
+        limits: InputLimits = InputLimits(), emitEvent: (String) -> Void, emitDecision: ((String) -> Void)? = nil,
+        reportProblem: (String) -> Void
     ) throws -> Summary where Lines.Element: StringProtocol {
         let document = try zones(from: zonesJSON)
         var engines: [String: GeofenceEngine] = [:]
@@ -96,8 +99,20 @@ public enum Replay {
                 }
                 emitEvent(String(decoding: try event.wireJSON(), as: UTF8.self))
             }
+            if let emitDecision {
+                let record = ReplayedDecision(
+                    projectId: fix.projectId, deviceId: fix.deviceId, record: decisionRecord(of: fix, evaluation))
+                emitDecision(String(decoding: try WireJSON.encoder().encode(record), as: UTF8.self))
+            }
         }
         return summary
+    }
+
+    /// The record the evaluator keeps of a fix, as far as it does not depend on when it ran.
+    public static func decisionRecord(of fix: Fix, _ evaluation: Evaluation) -> DecisionRecord {
+        DecisionRecord(
+            fixId: fix.fixId, timestamp: fix.timestamp, mode: fix.mode, location: DecisionLocation(fix),
+            entries: evaluation.entries, eventIds: evaluation.events.map(\.eventId))
     }
 
     static func describe(_ error: DecodingError) -> String {
@@ -112,5 +127,35 @@ public enum Replay {
             return path(context) + context.debugDescription
         @unknown default: return "\(error)"
         }
+    }
+}
+
+/// One line of `checkin replay --explain`: a decision record with the fix's project and device.
+public struct ReplayedDecision: Sendable, Equatable, Codable {
+    public var projectId: String
+    public var deviceId: String
+    public var record: DecisionRecord
+
+    public init(projectId: String, deviceId: String, record: DecisionRecord) {
+        self.projectId = projectId
+        self.deviceId = deviceId
+        self.record = record
+    }
+
+    enum CodingKeys: String, CodingKey { case projectId, deviceId }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        projectId = try container.decode(String.self, forKey: .projectId)
+        deviceId = try container.decode(String.self, forKey: .deviceId)
+        record = try DecisionRecord(from: decoder)
+    }
+
+    /// The record's fields and the two identifiers side by side, in one flat object.
+    public func encode(to encoder: any Encoder) throws {
+        try record.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(projectId, forKey: .projectId)
+        try container.encode(deviceId, forKey: .deviceId)
     }
 }

@@ -34,6 +34,8 @@ struct EvaluatorBench: AsyncParsableCommand {
     @Option(help: "First ops port of the evaluators (metrics); the others follow.") var firstPort = 18_300
     @Option(help: "Seed of the world.") var seed: UInt64 = 1
     @Option(help: "Seconds to wait for the evaluators.") var timeout = 900
+    @Flag(inversion: .prefixedNo, help: "Record every fix's decision (CHECKIN_EVALUATOR_DECISIONS), as in production.")
+    var decisions = true
     @Flag(help: "Print one JSON summary instead of text.") var json = false
 
     func validate() throws {
@@ -85,6 +87,7 @@ struct EvaluatorBench: AsyncParsableCommand {
 
         environment["CHECKIN_TOPIC_FIXES"] = topic
         environment["CHECKIN_EVALUATOR_GROUP"] = group
+        environment["CHECKIN_EVALUATOR_DECISIONS"] = decisions ? "true" : "false"
         environment["CHECKIN_LOG_LEVEL"] = environment["CHECKIN_LOG_LEVEL"] ?? "warning"
         let processes = try (0..<evaluators).map { index in
             try startEvaluator(port: firstPort + index, environment: environment)
@@ -97,7 +100,8 @@ struct EvaluatorBench: AsyncParsableCommand {
             try await measure(database: database, group: group, topic: topic, logger: logger)
         }
         let summary = EvaluatorBenchSummary(
-            fixes: fixes, devices: devices, fences: fences, evaluators: evaluators, conditions: conditions, window: result)
+            fixes: fixes, devices: devices, fences: fences, evaluators: evaluators, decisions: decisions, conditions: conditions,
+            window: result)
         if json { try printJSON(summary) } else { summary.printText() }
     }
 
@@ -344,12 +348,14 @@ struct EvaluatorBenchSummary: Codable, Sendable {
     var devices: Int
     var fences: Int
     var evaluators: Int
+    /// Whether every fix's decision record was written.
+    var decisions: Bool
     var conditions: PostgresConditions
     var window: MeasuredWindow
 
     func printText() {
         print(
-            "evaluator: \(evaluators) process(es), \(fixes) fixes of \(devices) devices, \(fences) fences; Postgres fsync=\(conditions.fsync), synchronous_commit=\(conditions.synchronousCommit), full_page_writes=\(conditions.fullPageWrites), shared_buffers=\(conditions.sharedBuffers)"
+            "evaluator: \(evaluators) process(es), \(fixes) fixes of \(devices) devices, \(fences) fences, decision records \(decisions ? "on" : "off"); Postgres fsync=\(conditions.fsync), synchronous_commit=\(conditions.synchronousCommit), full_page_writes=\(conditions.fullPageWrites), shared_buffers=\(conditions.sharedBuffers)"
         )
         print(
             String(

@@ -100,7 +100,7 @@ import Testing
                 outbox: outbox, publisher: publisher, leases: leases, group: "relay-test", topics: topics,
                 interval: .milliseconds(200), logger: logger)
             let started = ContinuousClock.now
-            faultEnds.withLock { $0 = started + .seconds(6) }
+            faultEnds.withLock { $0 = started + .seconds(10) }
             try await withServicesRunning([producer, relay]) {
                 try await KafkaTestSupport.waitUntil("every event published", within: .seconds(60)) {
                     publisher.published.count == 6
@@ -120,11 +120,12 @@ import Testing
             #expect(ofA == ["a1", "a2", "a3"])
             // Nothing of a went before the fault was over.
             let firstOfA = published.first { $0.device == "a" }!.at
-            #expect(firstOfA - started >= .seconds(5))
-            // The other partition, and the other device of a's partition, did not wait for it.
+            #expect(firstOfA - started >= .seconds(9))
+            // The other partition, and the other device of a's partition, did not wait for it:
+            // each went out while the fault still held a back (the margin is for a busy machine).
             for id in ["b1", "b2", "c1"] {
                 let at = published.first { $0.eventId == id }!.at
-                #expect(at - started < .seconds(3), "\(id) waited \(at - started)")
+                #expect(at - started < .seconds(7), "\(id) waited \(at - started)")
             }
             #expect(try await outbox.waiting(group: "relay-test", sourceTopic: topics.fixes, partitions: [0, 1], limit: 10).isEmpty)
         }

@@ -26,7 +26,7 @@ import Testing
             producer: producer, projects: ProjectStore(database: database, logger: logger),
             zones: ZoneStore(database: database, logger: logger),
             webhooks: WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer),
-            readiness: Readiness(), registry: MetricsBootstrap.prometheus())
+            devices: DeviceRecords(database: database, logger: logger), readiness: Readiness(), registry: MetricsBootstrap.prometheus())
         let app = buildIngestApplication(configuration: IngestConfiguration(port: 0), dependencies: dependencies, logger: logger)
         try await app.test(.router) { client in
             try await client.execute(uri: "/openapi.yaml", method: .get) { response in
@@ -44,7 +44,8 @@ import Testing
         let document = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
         for path in [
             "/v1/fixes:", "/v1/zones:", "/v1/webhooks:", "/v1/webhooks/{id}:", "/v1/deliveries:",
-            "/v1/deliveries/{id}/replay:", "/health:", "/ready:", "/metrics:", "/openapi.yaml:",
+            "/v1/deliveries/{id}/replay:", "/v1/devices/{deviceId}:", "/v1/devices/{deviceId}/decisions:", "/health:",
+            "/ready:", "/metrics:", "/openapi.yaml:",
         ] {
             #expect(document.contains("\n  \(path)\n"), "openapi.yaml does not describe \(path)")
         }

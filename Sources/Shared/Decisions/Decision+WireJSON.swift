@@ -1,0 +1,52 @@
+import Foundation
+
+/// Decision entries are written on the evaluator's hot path (a fix in six decides one in
+/// a dense load), so they write their own JSON, byte for byte what `WireJSON.encoder()`
+/// writes for them: keys in the order of their UTF-8 bytes, absent values left out.
+extension DecisionEntry: WireJSONWritable {
+    public func write(to json: inout JSONWriter) throws(EncodingError) {
+        json.beginObject()
+        try json.field("detail", detail)
+        json.fieldIfPresent("fenceId", fenceId)
+        json.field("outcome", outcome.rawValue)
+        json.fieldIfPresent("reason", reason?.rawValue)
+        json.fieldIfPresent("zoneId", zoneId)
+        json.endObject()
+    }
+}
+
+extension DecisionDetail: WireJSONWritable {
+    public func write(to json: inout JSONWriter) throws(EncodingError) {
+        json.beginObject()
+        try json.fieldIfPresent("accuracy", accuracy)
+        json.fieldIfPresent("afterZoneId", afterZoneId)
+        json.fieldIfPresent("beaconId", beaconId)
+        try json.fieldIfPresent("bearing", bearing)
+        try json.fieldIfPresent("bearingFrom", bearingFrom)
+        try json.fieldIfPresent("bearingTo", bearingTo)
+        json.fieldIfPresent("checkInId", checkInId)
+        if let conditions {
+            json.key("conditions" as StaticString)
+            json.beginArray()
+            for condition in conditions { json.string(condition) }
+            json.endArray()
+        }
+        json.fieldIfPresent("earlierCheckInAt", earlierCheckInAt)
+        try json.fieldIfPresent("gapSeconds", gapSeconds)
+        json.fieldIfPresent("lastFixAt", lastFixAt)
+        try json.fieldIfPresent("maxAccuracy", maxAccuracy)
+        try json.fieldIfPresent("maxCrossingGap", maxCrossingGap)
+        try json.fieldIfPresent("maxSpeed", maxSpeed)
+        try json.fieldIfPresent("minSpeed", minSpeed)
+        try json.fieldIfPresent("minimumRetriggerTime", minimumRetriggerTime)
+        try json.fieldIfPresent("percentageReached", percentageReached)
+        try json.fieldIfPresent("percentageRequired", percentageRequired)
+        json.fieldIfPresent("reason", reason)
+        json.fieldIfPresent("retriggerUntil", retriggerUntil)
+        json.fieldIfPresent("rssi", rssi)
+        json.fieldIfPresent("rssiThreshold", rssiThreshold)
+        try json.fieldIfPresent("speed", speed)
+        try json.fieldIfPresent("withinSeconds", withinSeconds)
+        json.endObject()
+    }
+}

@@ -1,0 +1,142 @@
+import ArgumentParser
+import Foundation
+import Ingest
+import Persistence
+import Shared
+
+/// Runs `body` with the device views and decision records of the configured database.
+func withDeviceInsight<Result: Sendable>(_ body: @Sendable (DeviceInsight) async throws -> Result) async throws -> Result {
+    try await withDatabase { database, logger in
+        try await body(
+            DeviceInsight(
+                records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)))
+    }
+}
+
+/// Prints a value as the API answers it (RFC 3339 times), indented for reading.
+func printWireJSON(_ value: some Encodable) throws {
+    let encoder = WireJSON.encoder()
+    encoder.outputFormatting.insert(.prettyPrinted)
+    print(String(decoding: try encoder.encode(value), as: UTF8.self))
+}
+
+struct DevicesCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "devices", abstract: "Why a device did or did not check in: its state and its decision records.",
+        subcommands: [Show.self, Decisions.self])
+
+    struct Show: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "show",
+            abstract: "What a device is now: last fix, open check-ins, zones inside without one and why, MRTs, stale deadline.")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The device id.") var device: String
+        @Flag(help: "Print the JSON the API answers.") var json = false
+
+        func run() async throws {
+            let (project, device) = (project, device)
+            guard let view = try await withDeviceInsight({ try await $0.view(projectId: project, deviceId: device) }) else {
+                throw ValidationError("nothing is kept about device \(device) in project \(project)")
+            }
+            if json { return try printWireJSON(view) }
+            print(DeviceText.describe(view))
+        }
+    }
+
+    struct Decisions: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "decisions", abstract: "The decision records of a device's recent fixes, newest first.")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The device id.") var device: String
+        @Option(help: "How many fixes (1 to 1000).") var limit: Int = 20
+        @Option(help: "Start after this cursor (printed at the end of a page).") var cursor: Int64?
+        @Flag(help: "Print the JSON the API answers.") var json = false
+
+        func validate() throws {
+            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+        }
+
+        func run() async throws {
+            let (project, device, limit, cursor) = (project, device, limit, cursor)
+            let page = try await withDeviceInsight {
+                try await $0.decisions(projectId: project, deviceId: device, cursor: cursor, limit: limit)
+            }
+            if json {
+                return try printWireJSON(DecisionPageText(decisions: page.records, nextCursor: page.nextCursor.map(String.init)))
+            }
+            if page.records.isEmpty {
+                print("no decision records for device \(device) in project \(project)")
+                return
+            }
+            print(DeviceText.table(page.records))
+            if let next = page.nextCursor { print("more: --cursor \(next)") }
+        }
+    }
+}
+
+/// The API's page shape, for `--json`.
+struct DecisionPageText: Encodable {
+    var decisions: [DecisionRecord]
+    var nextCursor: String?
+}
+
+/// Device views and decision records as text for a terminal.
+enum DeviceText {
+    static func describe(_ view: DeviceView) -> String {
+        var lines = ["device \(view.deviceId) of project \(view.projectId)"]
+        if let fix = view.lastFix {
+            lines.append(
+                "  last fix      \(RFC3339.format(fix.timestamp))  " + String(format: "%.6f, %.6f", fix.lat, fix.lon)
+                    + (fix.accuracy.map { "  ±\(number($0)) m" } ?? ""))
+        }
+        lines.append("  sequence      \(view.sequence)")
+        for open in view.openCheckIns {
+            lines.append(
+                "  checked in    \(open.zoneId)\(open.fenceId.map { " (fence \($0))" } ?? "")\(open.beaconId.map { " (beacon \($0))" } ?? "") since \(RFC3339.format(open.since)), check-in \(open.checkInId)"
+            )
+        }
+        for inside in view.insideWithoutCheckIn {
+            lines.append("  inside        \(inside.zoneId) without a check-in: \(inside.reason?.rawValue ?? "no reason kept")")
+        }
+        for mrt in view.minimumRetriggerTimes {
+            lines.append("  retrigger     \(mrt.zoneId) not before \(RFC3339.format(mrt.until))")
+        }
+        if let stale = view.staleCheckOutAt { lines.append("  times out at  \(RFC3339.format(stale)) if silent") }
+        return lines.joined(separator: "\n")
+    }
+
+    /// One line per fix, then one per entry beneath it.
+    static func table(_ records: [DecisionRecord]) -> String {
+        var lines = ["FIX TIME              FIX ID                LAT, LON                  OUTCOME"]
+        for record in records {
+            let position = String(format: "%.6f, %.6f", record.location.lat, record.location.lon)
+            lines.append(
+                pad(RFC3339.format(record.timestamp), 22) + pad(record.fixId ?? "-", 22) + pad(position, 26) + record.summary)
+            for entry in record.entries {
+                var text = "    \(entry.outcome.rawValue)"
+                if let zone = entry.zoneId { text += " \(zone)" }
+                if let fence = entry.fenceId { text += " (fence \(fence))" }
+                if let reason = entry.reason { text += ": \(reason.rawValue)" }
+                let detail = details(entry.detail)
+                if !detail.isEmpty { text += "  [\(detail)]" }
+                lines.append(text)
+            }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    static func details(_ detail: DecisionDetail) -> String {
+        guard let data = try? WireJSON.encoder().encode(detail),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return "" }
+        return object.keys.sorted().map { key in "\(key)=\(object[key].map { "\($0)" } ?? "")" }.joined(separator: " ")
+    }
+
+    static func number(_ value: Double) -> String {
+        String(format: "%.6g", value)
+    }
+
+    static func pad(_ text: String, _ width: Int) -> String {
+        text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
+    }
+}
