@@ -26,7 +26,7 @@ DEB_PACKAGES=(
     build-essential pkg-config
     liblz4-dev libzstd-dev libssl-dev libsasl2-dev zlib1g-dev
     postgresql docker-compose curl ca-certificates
-    python3 python3-pip python3-yaml prometheus iptables
+    python3 python3-pip python3-yaml prometheus iptables chromium
 )
 
 say() { echo "setup: $*" >&2; }

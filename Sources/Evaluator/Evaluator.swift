@@ -28,6 +28,8 @@ public struct Evaluator: Sendable {
     public let retention: RetentionService?
     /// Deletes decision records past their retention, each device's newest kept.
     public let decisionRetention: RetentionService
+    /// Deletes events of the event log past its retention.
+    public let eventLogRetention: RetentionService
     public let metrics = EvaluatorMetrics()
 
     public init(
@@ -96,13 +98,18 @@ public struct Evaluator: Sendable {
                 try await decisions.purge(
                     olderThan: keepFor, keep: DecisionStore.keptPerDevice, now: now, on: database.client)
             })
+        let eventLog = EventLogStore(database: database, logger: logger)
+        let eventsFor = configuration.eventLogRetention
+        self.eventLogRetention = RetentionService(
+            name: "event log", metric: "checkin_evaluator_event_log_purged_total", logger: logger,
+            purge: { now in try await eventLog.purge(olderThan: eventsFor, now: now) })
         self.watchdog = PartitionStallWatchdog(
             consumer: consumer, leases: leases, readiness: readiness,
             stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
     }
 
     public var services: [any Service] {
-        [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention]
+        [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention, eventLogRetention]
             + (retention.map { [$0] } ?? [])
             + (cutOffMonitor.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])
     }

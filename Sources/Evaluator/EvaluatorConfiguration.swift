@@ -14,6 +14,8 @@ public struct EvaluatorConfiguration: Sendable {
     /// Decision records are kept at least this long, and each device's newest
     /// `DecisionStore.keptPerDevice` whatever their age.
     public var decisionRetention: Duration = .seconds(86_400)
+    /// How long the event log keeps an event after it was decided.
+    public var eventLogRetention: Duration = .seconds(7 * 86_400)
     public var topics: Topics
     public var engine: EngineConfiguration
     /// How often the zone catalog is checked for changes.
@@ -90,6 +92,7 @@ public struct EvaluatorConfiguration: Sendable {
         rebalanceLimit = try environment.duration("CHECKIN_KAFKA_REBALANCE_LIMIT", default: .seconds(60))
         recordDecisions = try environment.bool("CHECKIN_EVALUATOR_DECISIONS", default: true)
         decisionRetention = try environment.duration("CHECKIN_DECISION_RETENTION", default: .seconds(86_400))
+        eventLogRetention = try environment.duration("CHECKIN_EVENT_LOG_RETENTION", default: .seconds(7 * 86_400))
         guard decisionRetention >= .seconds(86_400) else {
             throw ConfigurationError(
                 variable: "CHECKIN_DECISION_RETENTION", value: "\(decisionRetention.seconds)",

@@ -271,7 +271,10 @@ struct FixBatchProcessor: Sendable {
             sourcePartition: partition,
             topic: event.type == .checkin ? configuration.topics.checkIns : configuration.topics.checkOuts,
             deviceId: event.deviceId, eventId: event.eventId, eventType: event.type.rawValue, event: encoded,
-            fixAcceptedAt: acceptedAt)
+            fixAcceptedAt: acceptedAt,
+            log: EventLogKeys(
+                projectId: event.projectId, zoneId: event.zone.id,
+                eventTime: event.checkOutTime ?? event.location.timestamp, sequence: event.sequence))
     }
 
     /// The original record with why it was refused and where it came from; produced

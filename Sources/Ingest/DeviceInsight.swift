@@ -1,10 +1,13 @@
 import Foundation
 import Geofence
+import Logging
+import Metrics
 import Persistence
 import Shared
 
 /// Answers "why did this device (not) check in?" from what the evaluator kept: the device
-/// view and its decision records (SPEC section 6), for the management API and the CLI alike.
+/// view, its decision records and the event log (SPEC section 6), for the management API
+/// and the CLI alike.
 public struct DeviceInsight: Sendable {
     let records: DeviceRecords
     let zones: ZoneStore
@@ -32,6 +35,28 @@ public struct DeviceInsight: Sendable {
             view.insideWithoutCheckIn[index].detail = entry.detail
         }
         return view
+    }
+
+    /// Erases what is kept about the device (see `DeviceRecords.erase`), logged and counted
+    /// in `checkin_devices_erased_total`; nil when nothing was kept about it.
+    public func erase(projectId: String, deviceId: String, by who: String, logger: Logger) async throws -> DeviceErasure? {
+        let erasure = try await records.erase(projectId: projectId, deviceId: deviceId)
+        guard erasure.removedAnything else { return nil }
+        Counter(label: "checkin_devices_erased_total").increment()
+        logger.notice(
+            "device erased",
+            metadata: [
+                "projectId": "\(projectId)", "deviceId": "\(deviceId)", "by": "\(who)", "states": "\(erasure.states)",
+                "decisionRecords": "\(erasure.decisionRecords)", "loggedEvents": "\(erasure.loggedEvents)",
+                "unpublishedEvents": "\(erasure.unpublishedEvents)", "deliveriesErased": "\(erasure.deliveriesErased)",
+                "deliveriesCancelled": "\(erasure.deliveriesCancelled)",
+            ])
+        return erasure
+    }
+
+    /// A page of the project's event log, newest first, each event with its deliveries.
+    public func events(projectId: String, filter: EventFilter, cursor: Int64?, limit: Int) async throws -> EventPage {
+        try await records.eventLog.page(projectId: projectId, filter: filter, before: cursor, limit: limit)
     }
 
     /// A page of the device's decision records, newest first.

@@ -44,6 +44,7 @@ public func buildIngestApplication(
     router.middlewares.add(ProblemMiddleware(logger: logger, maximumBodyBytes: configuration.maximumBodyBytes))
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     OpenAPIDocument.add(to: router)
+    ConsolePage.add(to: router, tiles: configuration.consoleTiles)
     let keys = APIKeyResolver(
         projects: dependencies.projects, timeToLive: configuration.apiKeyCacheTimeToLive,
         failuresPerMinute: configuration.authFailuresPerMinute)

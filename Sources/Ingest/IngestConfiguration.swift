@@ -1,3 +1,4 @@
+import Foundation
 import ServiceSupport
 import Shared
 
@@ -24,6 +25,9 @@ public struct IngestConfiguration: Sendable {
     public var apiKeyCacheTimeToLive: Duration
     /// How many zones, fences and positions a project may have, and how often it may replace them.
     public var zoneQuota: ZoneQuota
+    /// A map tile URL template (`https://tiles.example/{z}/{x}/{y}.png`) the console draws
+    /// under the zones; nil: no tiles, nothing fetched beyond this service.
+    public var consoleTiles: String?
 
     public static let defaultAuthFailuresPerMinute = 30
 
@@ -63,6 +67,17 @@ public struct IngestConfiguration: Sendable {
             authFailuresPerMinute: try environment.int(
                 "CHECKIN_AUTH_FAILURES_PER_MINUTE", default: Self.defaultAuthFailuresPerMinute, range: 0...1_000_000),
             zoneQuota: try ZoneQuota(environment: environment))
+        let tiles = environment.string("CHECKIN_CONSOLE_TILES", default: "")
+        if !tiles.isEmpty {
+            guard let url = URL(string: tiles.replacingOccurrences(of: "{", with: "").replacingOccurrences(of: "}", with: "")),
+                url.scheme == "https" || url.scheme == "http", url.host != nil,
+                ["{z}", "{x}", "{y}"].allSatisfy(tiles.contains)
+            else {
+                throw ConfigurationError(
+                    variable: "CHECKIN_CONSOLE_TILES", value: tiles, expected: "an http(s) URL template with {z}, {x} and {y}")
+            }
+            consoleTiles = tiles
+        }
     }
 }
 

@@ -4,6 +4,12 @@ import Persistence
 import ServiceSupport
 import Shared
 
+/// A page of the event log as the API answers it.
+struct EventPageAnswer: Encodable {
+    var events: [LoggedEvent]
+    var nextCursor: String?
+}
+
 /// A page of decision records as the API answers it: newest first, with the cursor of the next (older) page.
 struct DecisionPageAnswer: Encodable {
     var decisions: [DecisionRecord]
@@ -22,21 +28,71 @@ extension ManagementRoutes {
             }
             return try json(view)
         }
+        router.delete("/v1/devices/:deviceId") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
+            let deviceId = try context.parameters.require("deviceId")
+            guard
+                let erasure = try await dependencies.insight.erase(
+                    projectId: projectId, deviceId: deviceId, by: "management API", logger: logger)
+            else {
+                throw Problem.notFound("nothing is kept about device \(deviceId) in this project")
+            }
+            return try json(erasure)
+        }
         router.get("/v1/devices/:deviceId/decisions") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let deviceId = try context.parameters.require("deviceId")
             let query = request.uri.queryParameters
             let limit = try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits)
-            let cursor = try query.get("cursor").map { text in
-                guard let value = Int64(text), value > 0 else {
-                    throw Problem.invalid(
-                        "unknown cursor", parameters: [.init(name: "cursor", reason: "must be a nextCursor this API returned")])
-                }
-                return value
-            }
+            let cursor = try Self.cursor(query.get("cursor"))
             let page = try await dependencies.insight.decisions(
                 projectId: projectId, deviceId: deviceId, cursor: cursor, limit: limit)
             return try json(DecisionPageAnswer(decisions: page.records, nextCursor: page.nextCursor.map(String.init)))
+        }
+    }
+
+    func addEventRoutes(to router: Router<IngestRequestContext>) {
+        router.get("/v1/events") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
+            let query = request.uri.queryParameters
+            let known: Set<String> = ["deviceId", "zoneId", "type", "from", "until", "limit", "cursor"]
+            let unknown = query.map { String($0.key) }.filter { !known.contains($0) }
+            guard unknown.isEmpty else {
+                throw Problem.invalid(
+                    "unknown query parameter", parameters: unknown.sorted().map { .init(name: $0, reason: "is not a filter of this list") })
+            }
+            func time(_ name: String) throws -> Date? {
+                try query.get(name).map { text in
+                    guard let date = RFC3339.parse(text) else {
+                        throw Problem.invalid("bad time", parameters: [.init(name: name, reason: "must be an RFC 3339 time")])
+                    }
+                    return date
+                }
+            }
+            let type = try query.get("type").map { text in
+                guard let type = EventType(rawValue: text) else {
+                    throw Problem.invalid("unknown type", parameters: [.init(name: "type", reason: "must be checkin or checkout")])
+                }
+                return type
+            }
+            let filter = EventFilter(
+                deviceId: query.get("deviceId"), zoneId: query.get("zoneId"), type: type, from: try time("from"),
+                until: try time("until"))
+            let page = try await dependencies.insight.events(
+                projectId: projectId, filter: filter, cursor: try Self.cursor(query.get("cursor")),
+                limit: try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits))
+            return try json(EventPageAnswer(events: page.events, nextCursor: page.nextCursor.map(String.init)))
+        }
+    }
+
+    /// A `cursor` query parameter: absent is the first page; anything but a cursor this API gave is a 400.
+    static func cursor(_ text: String?) throws -> Int64? {
+        try text.map { text in
+            guard let value = Int64(text), value > 0 else {
+                throw Problem.invalid(
+                    "unknown cursor", parameters: [.init(name: "cursor", reason: "must be a nextCursor this API returned")])
+            }
+            return value
         }
     }
 

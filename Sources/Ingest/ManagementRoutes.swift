@@ -24,6 +24,7 @@ struct ManagementRoutes {
         }
         addWebhookRoutes(to: router)
         addDeviceRoutes(to: router)
+        addEventRoutes(to: router)
         router.get("/v1/deliveries") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let statusText = request.uri.queryParameters.get("status")

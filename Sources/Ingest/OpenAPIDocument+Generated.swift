@@ -213,7 +213,7 @@ components:
         eventType: {enum: [checkin, checkout]}
         deviceId: {type: string}
         sequence: {type: integer, description: "The event's per-device sequence; a device's deliveries to an endpoint go in this order"}
-        status: {enum: [pending, delivered, failed]}
+        status: {enum: [pending, delivered, failed, cancelled]}
         attempts: {type: integer}
         lastStatusCode: {type: integer}
         lastError: {type: string}
@@ -459,6 +459,51 @@ paths:
                   delivery: {$ref: "#/components/schemas/Delivery"}
                   attemptLog: {type: array, items: {$ref: "#/components/schemas/DeliveryAttempt"}}
         "404": {$ref: "#/components/responses/Problem"}
+  /v1/events:
+    get:
+      summary: The event log, newest first, each event with its deliveries per endpoint
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters:
+        - {name: deviceId, in: query, schema: {type: string}}
+        - {name: zoneId, in: query, schema: {type: string}}
+        - {name: type, in: query, schema: {enum: [checkin, checkout]}}
+        - {name: from, in: query, description: The event happened at or after, schema: {type: string, format: date-time}}
+        - {name: until, in: query, description: The event happened before, schema: {type: string, format: date-time}}
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "400": {$ref: "#/components/responses/Problem"}
+        "200":
+          description: A page of events
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [events]
+                properties:
+                  events:
+                    type: array
+                    items:
+                      type: object
+                      required: [event, decidedAt, deliveries]
+                      properties:
+                        event: {$ref: "#/components/schemas/CheckEvent"}
+                        decidedAt: {type: string, format: date-time}
+                        deliveries:
+                          type: array
+                          items:
+                            type: object
+                            properties:
+                              endpointId: {type: string}
+                              deliveryId: {type: integer}
+                              status: {enum: [pending, delivered, failed, cancelled]}
+                              attempts: {type: integer}
+                              lastStatusCode: {type: integer}
+                              lastError: {type: string}
+                              deliveredAt: {type: string, format: date-time}
+                  nextCursor: {type: string, description: Absent on the last page}
   /v1/devices/{deviceId}:
     get:
       summary: What a device is now, as the evaluator's stored state has it
@@ -472,6 +517,34 @@ paths:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The device, content: {application/json: {schema: {$ref: "#/components/schemas/DeviceView"}}}}
+        "404": {$ref: "#/components/responses/Problem"}
+    delete:
+      summary: Erase what is kept about a device
+      description: |
+        Location data is personal data: the device's state, its decision records, its events in
+        the event log (and those not yet published), and the payloads of its deliveries are
+        erased; undelivered deliveries are cancelled (status `cancelled`). The device starts
+        afresh if it reports again (its events numbered from 1). Events already published to the
+        event topics are beyond the reach of this call.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{name: deviceId, in: path, required: true, schema: {type: string}}]
+      responses:
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "200":
+          description: What was erased
+          content:
+            application/json:
+              schema:
+                type: object
+                properties:
+                  deviceId: {type: string}
+                  states: {type: integer}
+                  decisionRecords: {type: integer}
+                  loggedEvents: {type: integer}
+                  unpublishedEvents: {type: integer}
+                  deliveriesErased: {type: integer}
+                  deliveriesCancelled: {type: integer}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/devices/{deviceId}/decisions:
     get:

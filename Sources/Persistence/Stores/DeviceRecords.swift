@@ -16,6 +16,9 @@ public struct DeviceRecords: Sendable {
         self.decisions = DecisionStore(logger: logger)
     }
 
+    /// The project's event log, which the device's events are part of.
+    public var eventLog: EventLogStore { EventLogStore(database: database, logger: logger) }
+
     /// The device's stored state row; nil when the device has none (never seen, or purged).
     public struct StateRow: Sendable {
         public var state: [UInt8]
@@ -55,5 +58,84 @@ public struct DeviceRecords: Sendable {
             if found.count == zoneIds.count { break }
         }
         return found
+    }
+}
+
+/// What erasing a device removed.
+public struct DeviceErasure: Sendable, Codable, Equatable {
+    public var deviceId: String
+    /// 1 when the device had a state.
+    public var states: Int
+    public var decisionRecords: Int
+    public var loggedEvents: Int
+    /// Events decided but not yet published, which now never will be.
+    public var unpublishedEvents: Int
+    /// Deliveries whose payload was erased: delivered or failed ones keep their status,
+    /// undelivered ones are cancelled.
+    public var deliveriesErased: Int
+    public var deliveriesCancelled: Int
+
+    public var removedAnything: Bool {
+        states + decisionRecords + loggedEvents + unpublishedEvents + deliveriesErased > 0
+    }
+}
+
+extension DeviceRecords {
+    /// Erases what is kept about a device (location data is personal data): its state, its
+    /// decision records, its events in the log and in the outbox, and the payloads of its
+    /// deliveries, whose undelivered ones are cancelled. One transaction, after the device's
+    /// state is locked: a batch evaluating the device commits first, and what it wrote is
+    /// erased too; the device's next fix starts a new state (its events numbered from 1).
+    /// A delivery being sent meanwhile finishes, but its result is not recorded over the erasure.
+    public func erase(projectId: String, deviceId: String) async throws -> DeviceErasure {
+        try await database.withTransaction { connection in
+            func count(_ rows: PostgresRowSequence) async throws -> Int {
+                var count = 0
+                for try await _ in rows { count += 1 }
+                return count
+            }
+            let states = try await count(
+                connection.query(
+                    """
+                    WITH locked AS (
+                        SELECT project_id, device_id FROM device_states
+                         WHERE project_id = \(projectId) AND device_id = \(deviceId) FOR UPDATE
+                    )
+                    DELETE FROM device_states s USING locked
+                     WHERE s.project_id = locked.project_id AND s.device_id = locked.device_id RETURNING 1
+                    """, logger: logger))
+            let decisions = try await count(
+                connection.query(
+                    "DELETE FROM decision_records WHERE project_id = \(projectId) AND device_id = \(deviceId) RETURNING 1",
+                    logger: logger))
+            let logged = try await count(
+                connection.query(
+                    "DELETE FROM event_log WHERE project_id = \(projectId) AND device_id = \(deviceId) RETURNING 1",
+                    logger: logger))
+            let unpublished = try await count(
+                connection.query(
+                    """
+                    DELETE FROM event_outbox
+                     WHERE device_id = \(deviceId) AND (event::jsonb ->> 'projectId') = \(projectId) RETURNING 1
+                    """, logger: logger))
+            var erased = 0
+            var cancelled = 0
+            let rows = try await connection.query(
+                """
+                UPDATE deliveries
+                   SET payload = '', sequence = NULL, erased_at = now(), lease_owner = NULL, leased_until = NULL,
+                       status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+                       last_error = CASE WHEN status = 'pending' THEN 'cancelled: the device was erased' ELSE last_error END
+                 WHERE project_id = \(projectId) AND device_id = \(deviceId) AND erased_at IS NULL
+                RETURNING status = 'cancelled'
+                """, logger: logger)
+            for try await wasCancelled in rows.decode(Bool.self) {
+                erased += 1
+                if wasCancelled { cancelled += 1 }
+            }
+            return DeviceErasure(
+                deviceId: deviceId, states: states, decisionRecords: decisions, loggedEvents: logged,
+                unpublishedEvents: unpublished, deliveriesErased: erased, deliveriesCancelled: cancelled)
+        }
     }
 }

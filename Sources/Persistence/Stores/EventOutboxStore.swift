@@ -3,6 +3,22 @@ import Logging
 import PostgresNIO
 
 /// An event decided and committed with its device state, waiting to be published.
+/// What the event log files an event under (the rest is in its JSON).
+public struct EventLogKeys: Sendable, Equatable {
+    public var projectId: String
+    public var zoneId: String
+    /// When the check-in or check-out happened.
+    public var eventTime: Date
+    public var sequence: Int
+
+    public init(projectId: String, zoneId: String, eventTime: Date, sequence: Int) {
+        self.projectId = projectId
+        self.zoneId = zoneId
+        self.eventTime = eventTime
+        self.sequence = sequence
+    }
+}
+
 public struct OutboxEvent: Sendable, Equatable {
     /// Set once stored.
     public var id: Int64
@@ -19,10 +35,13 @@ public struct OutboxEvent: Sendable, Equatable {
     public var fixAcceptedAt: Date?
     /// When it was decided (written to the outbox); set once stored.
     public var decidedAt: Date?
+    /// What the event log keeps it by; an event without a project (as in tests of the relay
+    /// alone) is not logged.
+    public var log: EventLogKeys?
 
     public init(
         id: Int64 = 0, sourcePartition: Int32, topic: String, deviceId: String, eventId: String, eventType: String,
-        event: String, fixAcceptedAt: Date? = nil, decidedAt: Date? = nil
+        event: String, fixAcceptedAt: Date? = nil, decidedAt: Date? = nil, log: EventLogKeys? = nil
     ) {
         self.id = id
         self.sourcePartition = sourcePartition
@@ -33,6 +52,7 @@ public struct OutboxEvent: Sendable, Equatable {
         self.event = event
         self.fixAcceptedAt = fixAcceptedAt
         self.decidedAt = decidedAt
+        self.log = log
     }
 }
 
@@ -52,17 +72,31 @@ public struct EventOutboxStore: Sendable {
         _ events: [OutboxEvent], group: String, sourceTopic: String, on connection: PostgresConnection
     ) async throws {
         guard !events.isEmpty else { return }
+        // The log takes the events with keys; an absent key travels as "" (arrays carry no NULLs).
+        let logged = events.map { $0.log ?? EventLogKeys(projectId: "", zoneId: "", eventTime: Date(), sequence: 0) }
         try await connection.query(
             """
+            WITH e AS (
+                SELECT * FROM UNNEST(\(events.map { Int($0.sourcePartition) })::int4[], \(events.map(\.topic))::text[],
+                            \(events.map(\.deviceId))::text[], \(events.map(\.eventId))::text[],
+                            \(events.map(\.eventType))::text[], \(events.map(\.event))::text[],
+                            \(events.map { $0.fixAcceptedAt ?? Date(timeIntervalSince1970: 0) })::timestamptz[],
+                            \(logged.map(\.projectId))::text[], \(logged.map(\.zoneId))::text[],
+                            \(logged.map(\.eventTime))::timestamptz[], \(logged.map(\.sequence))::int8[])
+                     WITH ORDINALITY
+                     AS e(partition, topic, device_id, event_id, event_type, event, fix_accepted_at, project_id, zone_id,
+                          event_time, sequence, ordinal)
+            ), logged AS (
+                INSERT INTO event_log (project_id, event_id, device_id, zone_id, event_type, event_time, sequence, event)
+                SELECT e.project_id, e.event_id, e.device_id, e.zone_id, e.event_type, e.event_time, e.sequence, e.event
+                  FROM e WHERE e.project_id <> '' ORDER BY e.ordinal
+                ON CONFLICT (event_id) DO NOTHING
+            )
             INSERT INTO event_outbox (consumer_group, source_topic, source_partition, topic, device_id, event_id,
                                       event_type, event, fix_accepted_at, created_at)
             SELECT \(group), \(sourceTopic), e.partition, e.topic, e.device_id, e.event_id, e.event_type, e.event,
                    NULLIF(e.fix_accepted_at, 'epoch'), clock_timestamp()
-            FROM UNNEST(\(events.map { Int($0.sourcePartition) })::int4[], \(events.map(\.topic))::text[],
-                        \(events.map(\.deviceId))::text[], \(events.map(\.eventId))::text[],
-                        \(events.map(\.eventType))::text[], \(events.map(\.event))::text[],
-                        \(events.map { $0.fixAcceptedAt ?? Date(timeIntervalSince1970: 0) })::timestamptz[])
-                 WITH ORDINALITY AS e(partition, topic, device_id, event_id, event_type, event, fix_accepted_at, ordinal)
+            FROM e
             ORDER BY e.ordinal
             """, logger: logger)
     }

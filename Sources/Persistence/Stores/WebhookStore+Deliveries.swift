@@ -112,6 +112,8 @@ public struct DeliveryResult: Sendable {
 
 public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
     case pending, delivered, failed
+    /// Never to be sent: its device was erased before it was delivered.
+    case cancelled
 }
 
 /// A delivery as listed to operators.
@@ -707,7 +709,7 @@ extension WebhookStore {
             UPDATE deliveries
                SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
                    lease_owner = NULL, leased_until = NULL
-             WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId)
+             WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
             RETURNING id
             """, logger: logger)
         var replayed: [Int64] = []

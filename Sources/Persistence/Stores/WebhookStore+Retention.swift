@@ -5,8 +5,9 @@ import Shared
 
 extension WebhookStore {
     /// Deletes delivered deliveries (and, by cascade, their attempt log) delivered more than
-    /// `retention` before `now`, walking the table in id order `batchSize` rows per statement with `pause`
-    /// between statements. Returns how many it deleted.
+    /// `retention` before `now` (and those an erasure cancelled that long ago), walking the
+    /// table in id order `batchSize` rows per statement with `pause` between statements.
+    /// Returns how many it deleted.
     ///
     /// A delivery is kept while a later one of its device may still look for it: the claim
     /// holds back a device's delivery whose predecessor (`sequence - 1`) is not queued. So
@@ -27,7 +28,8 @@ extension WebhookStore {
                     SELECT id, created_at FROM deliveries WHERE id > \(cursor) ORDER BY id LIMIT \(batchSize)
                 ), doomed AS (
                     SELECT d.id FROM deliveries d JOIN scanned s ON s.id = d.id
-                     WHERE d.status = 'delivered' AND d.delivered_at < \(cutoff)
+                     WHERE ((d.status = 'delivered' AND d.delivered_at < \(cutoff))
+                            OR (d.status = 'cancelled' AND d.erased_at < \(cutoff)))
                        AND (d.sequence IS NULL
                             OR (EXISTS (SELECT 1 FROM deliveries n
                                          WHERE n.endpoint_id = d.endpoint_id AND n.device_id = d.device_id

@@ -23,7 +23,29 @@ func printWireJSON(_ value: some Encodable) throws {
 struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "devices", abstract: "Why a device did or did not check in: its state and its decision records.",
-        subcommands: [Show.self, Decisions.self])
+        subcommands: [Show.self, Decisions.self, Erase.self])
+
+    struct Erase: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "erase",
+            abstract: "Erase what is kept about a device: state, decision records, logged events, delivery payloads.",
+            discussion: "Undelivered deliveries are cancelled. The device starts afresh if it reports again.")
+        @Option(help: "The project id.") var project: String
+        @Argument(help: "The device id.") var device: String
+
+        func run() async throws {
+            let (project, device) = (project, device)
+            let erasure = try await withDatabase { database, logger in
+                try await DeviceInsight(
+                    records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)
+                ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
+            }
+            guard let erasure else { throw ValidationError("nothing is kept about device \(device) in project \(project)") }
+            print(
+                "erased device \(device): \(erasure.states) state, \(erasure.decisionRecords) decision records, \(erasure.loggedEvents) logged events, \(erasure.unpublishedEvents) unpublished events, \(erasure.deliveriesErased) delivery payloads (\(erasure.deliveriesCancelled) undelivered, cancelled)"
+            )
+        }
+    }
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
@@ -139,4 +161,71 @@ enum DeviceText {
     static func pad(_ text: String, _ width: Int) -> String {
         text.count >= width ? text + " " : text + String(repeating: " ", count: width - text.count)
     }
+}
+
+struct EventsCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "events", abstract: "The event log: what was decided, and where each delivery stands.",
+        subcommands: [List.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "list", abstract: "A project's events, newest first, with each endpoint's delivery state.")
+        @Option(help: "The project id.") var project: String
+        @Option(help: "Only this device's.") var device: String?
+        @Option(help: "Only this zone's.") var zone: String?
+        @Option(help: "checkin or checkout.") var type: String?
+        @Option(help: "Happened at or after (RFC 3339).") var from: String?
+        @Option(help: "Happened before (RFC 3339).") var until: String?
+        @Option(help: "How many (1 to 1000).") var limit: Int = 50
+        @Option(help: "Start after this cursor (printed at the end of a page).") var cursor: Int64?
+        @Flag(help: "Print the JSON the API answers.") var json = false
+
+        func validate() throws {
+            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+            if let type, EventType(rawValue: type) == nil { throw ValidationError("--type must be checkin or checkout") }
+            for (name, value) in [("--from", from), ("--until", until)] {
+                if let value, RFC3339.parse(value) == nil {
+                    throw ValidationError("\(name) '\(value)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)")
+                }
+            }
+        }
+
+        func run() async throws {
+            let filter = EventFilter(
+                deviceId: device, zoneId: zone, type: type.flatMap(EventType.init(rawValue:)), from: from.flatMap(RFC3339.parse),
+                until: until.flatMap(RFC3339.parse))
+            let (project, limit, cursor) = (project, limit, cursor)
+            let page = try await withDeviceInsight {
+                try await $0.events(projectId: project, filter: filter, cursor: cursor, limit: limit)
+            }
+            if json {
+                return try printWireJSON(EventPageText(events: page.events, nextCursor: page.nextCursor.map(String.init)))
+            }
+            if page.events.isEmpty {
+                print("no events in project \(project) match")
+                return
+            }
+            for logged in page.events {
+                let event = logged.event
+                let time = event.checkOutTime ?? event.location.timestamp
+                print(
+                    DeviceText.pad(RFC3339.format(time), 22) + DeviceText.pad(event.type.rawValue, 9)
+                        + DeviceText.pad(event.deviceId, 24) + DeviceText.pad(event.zone.id, 20) + "sequence \(event.sequence)"
+                        + (event.reason.map { "  \($0.rawValue)" } ?? ""))
+                for delivery in logged.deliveries {
+                    print(
+                        "    \(delivery.endpointId): \(delivery.status), \(delivery.attempts) attempt(s)"
+                            + (delivery.lastStatusCode.map { ", HTTP \($0)" } ?? "") + (delivery.lastError.map { ", \($0)" } ?? ""))
+                }
+            }
+            if let next = page.nextCursor { print("more: --cursor \(next)") }
+        }
+    }
+}
+
+/// The API's page shape, for `--json`.
+struct EventPageText: Encodable {
+    var events: [LoggedEvent]
+    var nextCursor: String?
 }

@@ -44,8 +44,8 @@ import Testing
         let document = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
         for path in [
             "/v1/fixes:", "/v1/zones:", "/v1/webhooks:", "/v1/webhooks/{id}:", "/v1/deliveries:",
-            "/v1/deliveries/{id}/replay:", "/v1/devices/{deviceId}:", "/v1/devices/{deviceId}/decisions:", "/health:",
-            "/ready:", "/metrics:", "/openapi.yaml:",
+            "/v1/deliveries/{id}/replay:", "/v1/devices/{deviceId}:", "/v1/devices/{deviceId}/decisions:", "/v1/events:",
+            "/health:", "/ready:", "/metrics:", "/openapi.yaml:",
         ] {
             #expect(document.contains("\n  \(path)\n"), "openapi.yaml does not describe \(path)")
         }
