@@ -21,9 +21,7 @@ import Testing
         let fixes = ExplanationTrips.fixes(of: trip, projectId: harness.projectId, deviceId: deviceId, start: start)
         try await harness.run { ingestPort, received in
             let base = "http://127.0.0.1:\(ingestPort)"
-            let body = try JSONSerialization.data(withJSONObject: [
-                "fixes": try fixes.map { try JSONSerialization.jsonObject(with: Data(try $0.wireJSON())) }
-            ])
+            let body = try fixesBody(fixes)
             #expect(try await post(body, to: "\(base)/v1/fixes", key: harness.deviceKey).status == 202)
             _ = try await waitForRecords(count: fixes.count, of: deviceId, base: "\(base)/v1", key: harness.managementKey)
             try await received.wait(timeout: .seconds(60)) { payloads in

@@ -27,9 +27,7 @@ import Testing
         try await harness.run { ingestPort, _ in
             let base = "http://127.0.0.1:\(ingestPort)/v1"
             for (_, fixes) in trips {
-                let body = try JSONSerialization.data(withJSONObject: [
-                    "fixes": try fixes.map { try JSONSerialization.jsonObject(with: Data(try $0.wireJSON())) }
-                ])
+                let body = try fixesBody(fixes)
                 let answer = try await post(body, to: "\(base)/fixes", key: harness.deviceKey)
                 #expect(answer.status == 202, "\(answer.body)")
             }
@@ -88,9 +86,7 @@ import Testing
             let base = "http://127.0.0.1:\(ingestPort)/v1"
             for (trip, deviceId) in [(inside, openDevice), (mrt, mrtDevice)] {
                 let fixes = ExplanationTrips.fixes(of: trip, projectId: harness.projectId, deviceId: deviceId, start: start)
-                let body = try JSONSerialization.data(withJSONObject: [
-                    "fixes": try fixes.map { try JSONSerialization.jsonObject(with: Data(try $0.wireJSON())) }
-                ])
+                let body = try fixesBody(fixes)
                 #expect(try await post(body, to: "\(base)/fixes", key: harness.deviceKey).status == 202)
                 _ = try await waitForRecords(count: fixes.count, of: deviceId, base: base, key: harness.managementKey)
             }
@@ -149,6 +145,17 @@ func waitForRecords(count: Int, of deviceId: String, base: String, key: String) 
     throw TestFailure("device \(deviceId) has \(records.count) decision records of \(count) after 60 s")
 }
 
+/// A `POST /v1/fixes` body of these fixes, each exactly as `checkin replay` reads it.
+func fixesBody(_ fixes: [Fix]) throws -> Data {
+    var body = Array(#"{"fixes":["#.utf8)
+    for (index, fix) in fixes.enumerated() {
+        if index > 0 { body.append(UInt8(ascii: ",")) }
+        body += try fix.wireJSON()
+    }
+    body += Array("]}".utf8)
+    return Data(body)
+}
+
 /// The records as JSON without the time they were evaluated, which only the live ones have.
 func comparable(_ records: some Sequence<DecisionRecord>) throws -> [String] {
     try records.map { record in
@@ -183,5 +190,128 @@ func replayExplained(zones: ZonesDocument, fixes: [Fix]) throws -> [ReplayedDeci
     try #require(process.terminationStatus == 0, "checkin replay --explain exited \(process.terminationStatus)")
     return try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
         try WireJSON.decoder().decode(ReplayedDecision.self, from: Data($0.utf8))
+    }
+}
+
+/// Live decision records equal `checkin replay --explain`'s over generated zones and trips.
+@Suite(.serialized) struct DecisionRecordPropertyTests {
+    /// Random circles (with random MRTs, check-outs, speed, bearing, percentage and
+    /// sequential conditions), a geoline and a beacon zone; random walks through them with
+    /// random accuracy, speed, bearing and mode, beacon sightings, resent and late fixes.
+    @Test(arguments: [7, 11] as [UInt64]) func liveRecordsEqualTheOfflineOnes(seed: UInt64) async throws {
+        var rng = SeededGenerator(seed: seed)
+        let centre = ExplanationTrips.centre(0)
+        func around(_ metres: Double) -> Position {
+            let distance = Double.random(in: 0...metres, using: &rng), angle = Double.random(in: 0..<(2 * .pi), using: &rng)
+            return Position(
+                lon: centre.lon + distance * cos(angle) / ExplanationTrips.metresPerDegreeLon,
+                lat: centre.lat + distance * sin(angle) / ExplanationTrips.metresPerDegreeLat)
+        }
+        var zones: [ZoneDefinition] = []
+        for index in 0..<15 {
+            var conditions: ZoneConditions? = nil
+            switch Int.random(in: 0..<6, using: &rng) {
+            case 0: conditions = ZoneConditions(maxSpeed: 4)
+            case 1: conditions = ZoneConditions(bearing: BearingRange(from: 300, to: 60))
+            case 2: conditions = ZoneConditions(percentageCrossed: 30)
+            case 3 where index > 0: conditions = ZoneConditions(sequential: SequentialCondition(afterZoneId: "r0", withinSeconds: 600))
+            default: break
+            }
+            zones.append(
+                ZoneDefinition(
+                    id: "r\(index)", name: "R\(index)", minimumRetriggerTime: [0, 120, 900].randomElement(using: &rng)!,
+                    checkOutEnabled: Bool.random(using: &rng), enabled: Int.random(in: 0..<10, using: &rng) > 0,
+                    conditions: conditions,
+                    fences: [
+                        FenceDefinition(
+                            id: "rf\(index)", geometry: .point(around(800)), radius: Double.random(in: 60...300, using: &rng))
+                    ]))
+        }
+        zones.append(
+            ZoneDefinition(
+                id: "line", name: "Line",
+                fences: [FenceDefinition(id: "line-f", geometry: .lineString([around(900), around(900)]))]))
+        zones.append(
+            ZoneDefinition(
+                id: "door", name: "Door",
+                beacons: [BeaconDefinition(id: "door-b", uuid: ExplanationTrips.beaconUUID, rssiThreshold: -70)]))
+        let document = ZonesDocument(zones: zones)
+        let harness = {
+            var harness = PipelineHarness()
+            harness.zones = document
+            return harness
+        }()
+        // Every fix within the stale time (7200 s) before now, so that the stale sweep has nothing to
+        // time out between two batches of a device (a replay has no such sweep).
+        let start = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 7_000).rounded(.down))
+        var trips: [[Fix]] = []
+        for device in 0..<8 {
+            var fixes: [Fix] = []
+            var position = around(900)
+            var time = 0.0
+            for step in 0..<40 {
+                // Seven decimals (1 cm), as devices send them: a number of more than 17 characters is
+                // read as JSONSerialization reads it, which may move it by an ulp at each of ingest's
+                // and the evaluator's reads, where a replay reads it once.
+                position = Position(
+                    lon: ((position.lon + Double.random(in: -250...250, using: &rng) / ExplanationTrips.metresPerDegreeLon)
+                        * 1e7).rounded() / 1e7,
+                    lat: ((position.lat + Double.random(in: -250...250, using: &rng) / ExplanationTrips.metresPerDegreeLat)
+                        * 1e7).rounded() / 1e7)
+                let gap: Double = [10, 30, 90, 650].randomElement(using: &rng)!
+                time += time + gap > 6_700 ? 5 : gap
+                var at = time
+                var fixId = "p\(seed)-\(device)-\(step)"
+                if step > 2, Int.random(in: 0..<15, using: &rng) == 0 { at = time - 200 }  // late
+                if step > 2, Int.random(in: 0..<15, using: &rng) == 0 { fixId = "p\(seed)-\(device)-\(step - 1)" }  // resent
+                fixes.append(
+                    Fix(
+                        projectId: harness.projectId, deviceId: "prop-\(seed)-\(device)-\(harness.suffix)",
+                        timestamp: start.addingTimeInterval(at), lat: position.lat, lon: position.lon,
+                        accuracy: [5, 20, 60, 150].randomElement(using: &rng)!,
+                        speed: Bool.random(using: &rng) ? Double.random(in: 0...8, using: &rng).rounded() : nil,
+                        bearing: Bool.random(using: &rng) ? Double.random(in: 0..<360, using: &rng).rounded() : nil,
+                        mode: Int.random(in: 0..<10, using: &rng) == 0 ? .restart : .normal,
+                        beacons: Int.random(in: 0..<8, using: &rng) == 0
+                            ? [BeaconSighting(uuid: ExplanationTrips.beaconUUID, rssi: [-90, -60].randomElement(using: &rng)!)] : [],
+                        fixId: fixId))
+            }
+            trips.append(fixes)
+        }
+        let generated = trips
+        let offline = try replayExplained(zones: document, fixes: generated.flatMap { $0 })
+        #expect(Set(offline.flatMap { $0.record.entries.compactMap(\.reason) }).count >= 4)
+
+        try await harness.run { ingestPort, _ in
+            let base = "http://127.0.0.1:\(ingestPort)/v1"
+            for fixes in generated {
+                let body = try fixesBody(fixes)
+                let answer = try await post(body, to: "\(base)/fixes", key: harness.deviceKey)
+                #expect(answer.status == 202, "\(answer.body)")
+            }
+            for fixes in generated {
+                let deviceId = fixes[0].deviceId
+                let live = try await waitForRecords(count: fixes.count, of: deviceId, base: base, key: harness.managementKey)
+                let expected = offline.filter { $0.deviceId == deviceId }.map(\.record)
+                let (liveLines, offlineLines) = (try comparable(live.reversed()), try comparable(expected))
+                let first = zip(liveLines, offlineLines).first { $0 != $1 }
+                #expect(
+                    liveLines == offlineLines,
+                    "device \(deviceId) differs from the replay (\(liveLines.count) and \(offlineLines.count) records); first: \(first.map { "live \($0.0)\noffline \($0.1)" } ?? "-")")
+            }
+        }
+    }
+}
+
+/// SplitMix64: a generated world is rebuilt exactly from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
     }
 }
