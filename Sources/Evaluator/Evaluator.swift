@@ -15,6 +15,8 @@ public struct Evaluator: Sendable {
     public let sweeper: StaleCheckOutSweeper
     /// Publishes decided events once their states committed.
     let relay: EventRelay
+    /// Writes decision records once their batches committed.
+    let recorder: DecisionRecorder
     public let service: EvaluatorService
     public let consumer: KafkaConsumer
     let consumerAfterZones: ConsumerAfterZonesLoaded
@@ -57,6 +59,7 @@ public struct Evaluator: Sendable {
             logger: logger)
         self.catalog = catalog
         self.relay = processor.relay
+        self.recorder = processor.recorder
         self.consumer = consumer
         self.consumerAfterZones = ConsumerAfterZonesLoaded(catalog: catalog, consumer: consumer, logger: logger)
         let health = ProcessingHealth(service: "evaluator", readiness: readiness)
@@ -109,7 +112,10 @@ public struct Evaluator: Sendable {
     }
 
     public var services: [any Service] {
-        [catalog, relay, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention, eventLogRetention]
+        [
+            catalog, relay, recorder, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention,
+            eventLogRetention,
+        ]
             + (retention.map { [$0] } ?? [])
             + (cutOffMonitor.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])
     }

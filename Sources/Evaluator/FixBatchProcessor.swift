@@ -32,7 +32,8 @@ struct FixBatchProcessor: Sendable {
     let ownership: PartitionOwnershipStore
     let leases: PartitionLeases
     let outbox: EventOutboxStore
-    let decisions: DecisionStore
+    /// Writes the decision records of committed batches.
+    let recorder: DecisionRecorder
     let relay: EventRelay
     let stateResets = Counter(label: "checkin_evaluator_state_resets_total")
     /// Records that not even a summary of could be dead-lettered (see ``DeadLetterRefused``).
@@ -55,7 +56,7 @@ struct FixBatchProcessor: Sendable {
         self.ownership = PartitionOwnershipStore(database: database, logger: logger)
         self.leases = leases
         self.outbox = EventOutboxStore(database: database, logger: logger)
-        self.decisions = DecisionStore(logger: logger)
+        self.recorder = DecisionRecorder(database: database, logger: logger)
         self.relay = EventRelay(
             outbox: outbox, publisher: producer, leases: leases, group: configuration.groupId,
             topics: configuration.topics, logger: logger)
@@ -76,6 +77,8 @@ struct FixBatchProcessor: Sendable {
         var eventPartitions: Set<Int32> = []
         /// Decision entries by outcome and reason, for `checkin_evaluator_decisions_total`.
         var entries: [DecisionTally: Int] = [:]
+        /// The batch's decision records, handed to the recorder once it committed.
+        var records: [NewDecisionRecord] = []
     }
 
     struct DecisionTally: Hashable {
@@ -126,8 +129,7 @@ struct FixBatchProcessor: Sendable {
             let before = current
             var partitions: [DeviceKey: Int32] = [:]
             var events: [OutboxEvent] = []
-            var records: [NewDecisionRecord] = []
-            if configuration.recordDecisions { records.reserveCapacity(fixes.count) }
+            if configuration.recordDecisions { result.records.reserveCapacity(fixes.count) }
             for (message, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 partitions[key] = message.partition
@@ -146,14 +148,13 @@ struct FixBatchProcessor: Sendable {
                     result.entries[DecisionTally(outcome: entry.outcome, reason: entry.reason), default: 0] += 1
                 }
                 if configuration.recordDecisions {
-                    records.append(try decisionRecord(of: fix, key: key, evaluation: evaluation))
+                    result.records.append(try decisionRecord(of: fix, key: key, evaluation: evaluation))
                 }
             }
             // Dead letters are the input as it came, not decisions: published now (again,
             // should the batch be retried).
             try await producer.sendAll(deadLetters)
             try await outbox.add(events, group: configuration.groupId, sourceTopic: configuration.topics.fixes, on: connection)
-            try await decisions.append(records, on: connection)
             // The state's last evaluated fix, not this batch's: a batch of late fixes only
             // must not blank out when the device was last seen.
             let toSave = current.compactMap { key, state -> StoredDeviceState? in
@@ -175,6 +176,7 @@ struct FixBatchProcessor: Sendable {
         if committed.checkIns + committed.checkOuts > 0 {
             relay.wake(partitions: committed.eventPartitions)
         }
+        await recorder.record(committed.records)
         let now = Date()
         for (message, _) in fixes { PipelineStage.evaluate.record(from: message.timestamp, to: now) }
         return committed

@@ -7,7 +7,9 @@ extension Migration {
             CREATE TABLE event_log (
                 project_id text NOT NULL,
                 id bigint GENERATED ALWAYS AS IDENTITY (CACHE 1000),
-                event_id text NOT NULL UNIQUE,
+                -- Not unique: a worker that lost its partitions may hold the same event in a
+                -- transaction that will never commit, and its successor must not wait for it.
+                event_id text NOT NULL,
                 device_id text NOT NULL,
                 zone_id text NOT NULL,
                 event_type text NOT NULL,

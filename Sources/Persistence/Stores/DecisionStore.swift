@@ -48,17 +48,19 @@ public struct DecisionStore: Sendable {
         self.logger = logger
     }
 
-    /// Appends the records of one batch, in the order the fixes were evaluated.
+    /// Appends records, in the order the fixes were evaluated; those of devices that have no
+    /// state (erased since) are left out.
     public func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
         guard !records.isEmpty else { return }
         try await connection.query(
             """
             INSERT INTO decision_records
-                   (project_id, device_id, fix_id, fix_time, mode, lat, lon, accuracy, speed, bearing, entries, event_ids)
-            SELECT r.project_id, r.device_id, NULLIF(r.fix_id, ''), r.fix_time, r.mode, r.lat, r.lon,
+                   (device_key, project_id, device_id, fix_id, fix_time, mode, lat, lon, accuracy, speed, bearing, entries,
+                    event_ids)
+            SELECT r.device_key, r.project_id, r.device_id, NULLIF(r.fix_id, ''), r.fix_time, r.mode, r.lat, r.lon,
                    NULLIF(r.accuracy, 'NaN'), NULLIF(r.speed, 'NaN'), NULLIF(r.bearing, 'NaN'),
                    NULLIF(r.entries, '')::jsonb, string_to_array(NULLIF(r.event_ids, ''), ',')
-            FROM UNNEST(\(records.map(\.key.projectId))::text[], \(records.map(\.key.deviceId))::text[],
+            FROM UNNEST(\(records.map(\.key.recordKey))::int8[], \(records.map(\.key.projectId))::text[], \(records.map(\.key.deviceId))::text[],
                         \(records.map { $0.fixId ?? "" })::text[], \(records.map(\.fixTime))::timestamptz[],
                         \(records.map(\.mode.rawValue))::text[], \(records.map(\.location.lat))::float8[],
                         \(records.map(\.location.lon))::float8[], \(records.map { $0.location.accuracy ?? .nan })::float8[],
@@ -67,7 +69,10 @@ public struct DecisionStore: Sendable {
                         \(records.map { $0.entriesJSON ?? "" })::text[],
                         \(records.map { $0.eventIds.joined(separator: ",") })::text[])
                  WITH ORDINALITY
-                 AS r(project_id, device_id, fix_id, fix_time, mode, lat, lon, accuracy, speed, bearing, entries, event_ids, n)
+                 AS r(device_key, project_id, device_id, fix_id, fix_time, mode, lat, lon, accuracy, speed, bearing, entries,
+                      event_ids, n)
+            -- A device erased since its batch committed keeps none.
+            WHERE EXISTS (SELECT 1 FROM device_states s WHERE s.project_id = r.project_id AND s.device_id = r.device_id)
             ORDER BY r.n
             """, logger: logger)
     }
@@ -80,7 +85,8 @@ public struct DecisionStore: Sendable {
             """
             SELECT id, fix_id, fix_time, evaluated_at, mode, lat, lon, accuracy, speed, bearing, entries::text, event_ids
               FROM decision_records
-             WHERE project_id = \(projectId) AND device_id = \(deviceId) AND id < \(cursor ?? Int64.max)
+             WHERE device_key = \(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey)
+               AND project_id = \(projectId) AND device_id = \(deviceId) AND id < \(cursor ?? Int64.max)
              ORDER BY id DESC
              LIMIT \(limit + 1)
             """, logger: logger)
@@ -122,15 +128,16 @@ public struct DecisionStore: Sendable {
             let rows = try await client.query(
                 """
                 WITH doomed AS (
-                    SELECT d.project_id, d.device_id, d.id FROM decision_records d
+                    SELECT d.device_key, d.id FROM decision_records d
                      WHERE d.evaluated_at < \(cutoff)
                        AND d.id <= (SELECT x.id FROM decision_records x
-                                     WHERE x.project_id = d.project_id AND x.device_id = d.device_id
+                                     WHERE x.device_key = d.device_key AND x.project_id = d.project_id
+                                       AND x.device_id = d.device_id
                                      ORDER BY x.id DESC OFFSET \(keep) LIMIT 1)
                      LIMIT \(batchSize)
                 )
                 DELETE FROM decision_records d USING doomed
-                 WHERE d.project_id = doomed.project_id AND d.device_id = doomed.device_id AND d.id = doomed.id
+                 WHERE d.device_key = doomed.device_key AND d.id = doomed.id
                 RETURNING 1
                 """, logger: logger)
             var deleted = 0

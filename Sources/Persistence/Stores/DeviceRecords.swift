@@ -106,7 +106,11 @@ extension DeviceRecords {
                     """, logger: logger))
             let decisions = try await count(
                 connection.query(
-                    "DELETE FROM decision_records WHERE project_id = \(projectId) AND device_id = \(deviceId) RETURNING 1",
+                    """
+                    DELETE FROM decision_records
+                     WHERE device_key = \(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey)
+                       AND project_id = \(projectId) AND device_id = \(deviceId) RETURNING 1
+                    """,
                     logger: logger))
             let logged = try await count(
                 connection.query(

@@ -15,6 +15,20 @@ public struct DeviceKey: Sendable, Hashable, Comparable {
     public static func < (lhs: DeviceKey, rhs: DeviceKey) -> Bool {
         (lhs.projectId, lhs.deviceId) < (rhs.projectId, rhs.deviceId)
     }
+
+    /// A 64-bit FNV-1a digest of the project and the device, by which the device's decision
+    /// records are indexed (stable across processes and versions: it is stored).
+    public var recordKey: Int64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        func add(_ byte: UInt8) {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01B3
+        }
+        for byte in projectId.utf8 { add(byte) }
+        add(0)
+        for byte in deviceId.utf8 { add(byte) }
+        return Int64(bitPattern: hash)
+    }
 }
 
 /// A device's engine state as stored: the bytes the engine wrote (its binary encoding,

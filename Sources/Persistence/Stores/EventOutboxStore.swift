@@ -90,7 +90,6 @@ public struct EventOutboxStore: Sendable {
                 INSERT INTO event_log (project_id, event_id, device_id, zone_id, event_type, event_time, sequence, event)
                 SELECT e.project_id, e.event_id, e.device_id, e.zone_id, e.event_type, e.event_time, e.sequence, e.event
                   FROM e WHERE e.project_id <> '' ORDER BY e.ordinal
-                ON CONFLICT (event_id) DO NOTHING
             )
             INSERT INTO event_outbox (consumer_group, source_topic, source_partition, topic, device_id, event_id,
                                       event_type, event, fix_accepted_at, created_at)
