@@ -129,11 +129,11 @@ enum DeviceText {
 
     /// One line per fix, then one per entry beneath it.
     static func table(_ records: [DecisionRecord]) -> String {
-        var lines = ["FIX TIME              FIX ID                LAT, LON                  OUTCOME"]
+        var lines = [pad("FIX TIME", 26) + pad("FIX ID", 24) + pad("LAT, LON", 26) + "OUTCOME"]
         for record in records {
             let position = String(format: "%.6f, %.6f", record.location.lat, record.location.lon)
             lines.append(
-                pad(RFC3339.format(record.timestamp), 22) + pad(record.fixId ?? "-", 22) + pad(position, 26) + record.summary)
+                pad(RFC3339.format(record.timestamp), 26) + pad(record.fixId ?? "-", 24) + pad(position, 26) + record.summary)
             for entry in record.entries {
                 var text = "    \(entry.outcome.rawValue)"
                 if let zone = entry.zoneId { text += " \(zone)" }
@@ -210,7 +210,7 @@ struct EventsCommand: AsyncParsableCommand {
                 let event = logged.event
                 let time = event.checkOutTime ?? event.location.timestamp
                 print(
-                    DeviceText.pad(RFC3339.format(time), 22) + DeviceText.pad(event.type.rawValue, 9)
+                    DeviceText.pad(RFC3339.format(time), 26) + DeviceText.pad(event.type.rawValue, 9)
                         + DeviceText.pad(event.deviceId, 24) + DeviceText.pad(event.zone.id, 20) + "sequence \(event.sequence)"
                         + (event.reason.map { "  \($0.rawValue)" } ?? ""))
                 for delivery in logged.deliveries {
