@@ -26,6 +26,65 @@ import Testing
         try await withMigratedDatabase(url: try await Self.ownDatabaseURL.value, logger: logger, body)
     }
 
+    /// Decision records are kept for the retention and, past it, each device's newest 100:
+    /// a device that reported 150 fixes keeps its last 100, one that reported 30 keeps all.
+    @Test func decisionRecordsKeepEachDevicesNewestHundredPastTheRetention() async throws {
+        let logger = logger
+        let projectId = "decisions-" + UUID().uuidString
+        let busy = DeviceKey(projectId: projectId, deviceId: "busy")
+        let quiet = DeviceKey(projectId: projectId, deviceId: "quiet")
+        let (within, past, busyLeft, quietLeft, oldestKept) = try await withDatabase { database in
+            let store = DecisionStore(logger: logger)
+            func records(_ key: DeviceKey, _ count: Int) -> [NewDecisionRecord] {
+                (0..<count).map { index in
+                    NewDecisionRecord(
+                        key: key, fixId: "\(key.deviceId)-\(index)", fixTime: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
+                        mode: .normal, location: DecisionLocation(lat: 1, lon: 2), entriesJSON: nil, eventIds: [])
+                }
+            }
+            try await database.withTransaction { connection in
+                try await DeviceStateStore(logger: logger).save(
+                    [busy, quiet].map { StoredDeviceState(key: $0, state: [1], lastFixAt: nil, staleAt: nil) }, on: connection)
+                try await store.append(records(busy, 150) + records(quiet, 30), on: connection)
+            }
+            let day = Duration.seconds(86_400)
+            let within = try await store.purge(olderThan: day, keep: 100, now: Date(), on: database.client)
+            let past = try await store.purge(olderThan: day, keep: 100, now: Date().addingTimeInterval(90_000), on: database.client)
+            let busyPage = try await store.page(
+                projectId: projectId, deviceId: "busy", before: nil, limit: 1000, on: database.client)
+            let quietPage = try await store.page(
+                projectId: projectId, deviceId: "quiet", before: nil, limit: 1000, on: database.client)
+            return (within, past, busyPage.records.count, quietPage.records.count, busyPage.records.last?.fixId)
+        }
+        #expect(within == 0)
+        #expect(past == 50)
+        #expect(busyLeft == 100 && quietLeft == 30)
+        #expect(oldestKept == "busy-50")
+    }
+
+    /// Events leave the event log once older than its retention.
+    @Test func eventLogIsPurgedPastItsRetention() async throws {
+        let logger = logger
+        let projectId = "event-log-" + UUID().uuidString
+        let (within, past) = try await withDatabase { database in
+            let event = OutboxEvent(
+                sourcePartition: 0, topic: "t", deviceId: "d", eventId: UUID().uuidString, eventType: "checkin", event: "{}",
+                log: EventLogKeys(projectId: projectId, zoneId: "z", eventTime: Date(), sequence: 1))
+            try await database.withTransaction { connection in
+                try await EventOutboxStore(database: database, logger: logger).add(
+                    [event], group: "g-\(projectId)", sourceTopic: "fixes", on: connection)
+            }
+            let log = EventLogStore(database: database, logger: logger)
+            let week = Duration.seconds(7 * 86_400)
+            return (
+                try await log.purge(olderThan: week, now: Date()),
+                try await log.purge(olderThan: week, now: Date().addingTimeInterval(8 * 86_400))
+            )
+        }
+        #expect(within == 0)
+        #expect(past >= 1)
+    }
+
     /// Delivered deliveries older than the retention go with their attempt log, a few per
     /// statement; pending and failed ones stay, and so does each device's last delivery
     /// while a later event may still look for it (its state exists).

@@ -307,6 +307,35 @@ extension ExplanationSuites {
     }
 }
 
+/// `checkin replay` refuses a line that is not a fix (here one without `projectId`): it
+/// names the line on stderr, replays the rest and exits 1.
+@Test func replayExitsNonZeroOnALineThatIsNotAFix() throws {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    let zones = directory.appendingPathComponent("zones.json")
+    try WireJSON.encoder().encode(ExplanationTrips.zones(inactiveHour: 0)).write(to: zones)
+    let fixes = directory.appendingPathComponent("fixes.jsonl")
+    let good = Fix(
+        projectId: "p", deviceId: "d", timestamp: Date(timeIntervalSince1970: 1_800_000_000), lat: 52.5, lon: 13.3,
+        fixId: "good")
+    var lines = Data(try good.wireJSON())
+    lines.append(contentsOf: Array("\n{\"deviceId\":\"d\",\"timestamp\":\"2027-01-15T08:00:10Z\",\"lat\":52.5,\"lon\":13.3}\n".utf8))
+    try lines.write(to: fixes)
+    let process = Process()
+    process.executableURL = try ServiceProcess.executable()
+    process.arguments = ["replay", "--explain", "--zones", zones.path, "--fixes", fixes.path]
+    let (output, errors) = (Pipe(), Pipe())
+    process.standardOutput = output
+    process.standardError = errors
+    try process.run()
+    let written = output.fileHandleForReading.readDataToEndOfFile()
+    let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    process.waitUntilExit()
+    #expect(process.terminationStatus == 1)
+    #expect(complaints.contains("line 2") && complaints.contains("projectId"), "\(complaints)")
+    #expect(String(decoding: written, as: UTF8.self).split(separator: "\n").count == 1, "the good line is still replayed")
+}
+
 /// SplitMix64: a generated world is rebuilt exactly from its seed.
 struct SeededGenerator: RandomNumberGenerator {
     var state: UInt64
