@@ -104,6 +104,11 @@ extension DeviceRecords {
                     DELETE FROM device_states s USING locked
                      WHERE s.project_id = locked.project_id AND s.device_id = locked.device_id RETURNING 1
                     """, logger: logger))
+            try await connection.query(
+                """
+                INSERT INTO device_erasures (device_key, erased_at)
+                VALUES (\(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey), clock_timestamp())
+                """, logger: logger)
             let decisions = try await count(
                 connection.query(
                     """
