@@ -8,6 +8,10 @@ ONCE ?=
 # tests share two cores with Postgres and the broker, and unbounded they starve the tests
 # that time what they check (a run with 8 took 161 s, one without a bound 174–221 s).
 TEST_WIDTH ?= 8
+# Suites run in a process of their own: the producer-skew test's silent device was not timed
+# out (its state carried the default stale time, not the test's) whenever it shared the test
+# process with the others, and passes alone; the cause is not found yet.
+ALONE := ProducerClockSkewTests
 
 .PHONY: help setup build demo test test-unit test-observability compose-check lint bench clean
 
@@ -30,7 +34,8 @@ demo: build
 
 test: setup compose-check
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
-	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build
+	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
+	@$(ENV) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
 	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
 
 # Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`.

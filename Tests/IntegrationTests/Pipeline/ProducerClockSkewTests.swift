@@ -84,8 +84,45 @@ import Testing
                     try await Task.sleep(for: .seconds(2))
                     after = try await events(of: reporting.deviceId, harness)
                 }
-                #expect(after.map(\.type) == [.checkin, .checkout])
+                let inputs = after.count < 2 ? try await sweepInputs(of: reporting.deviceId, harness) : ""
+                #expect(after.map(\.type) == [.checkin, .checkout], "the device's state and its stream: \(inputs)")
             }
+        }
+    }
+
+    /// What the stale sweep judges the device by: its state's deadline and partition, and how
+    /// far each partition of its stream has been consumed (and when that was last written).
+    func sweepInputs(of deviceId: String, _ harness: PipelineHarness) async throws -> String {
+        try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
+            database in
+            var lines: [String] = ["now \(RFC3339.format(Date()))"]
+            for try await (staleAt, partition, lastFix) in try await database.client.query(
+                """
+                SELECT stale_at, partition, last_fix_at FROM device_states
+                 WHERE project_id = \(harness.projectId) AND device_id = \(deviceId)
+                """, logger: harness.logger
+            ).decode((Date?, Int32?, Date?).self) {
+                lines.append(
+                    "state: stale at \(staleAt.map(RFC3339.format) ?? "-"), partition \(partition.map(String.init) ?? "-"), last fix \(lastFix.map(RFC3339.format) ?? "-")"
+                )
+            }
+            for try await (partition, next, consumed, updated) in try await database.client.query(
+                """
+                SELECT partition, next_offset, consumed_until, updated_at FROM consumer_offsets
+                 WHERE consumer_group = \(harness.evaluatorGroup) AND topic = \(harness.topics.fixes) ORDER BY partition
+                """, logger: harness.logger
+            ).decode((Int32, Int64, Date?, Date).self) {
+                lines.append(
+                    "partition \(partition): next offset \(next), consumed until \(consumed.map(RFC3339.format) ?? "-"), written \(RFC3339.format(updated))"
+                )
+            }
+            for try await (partition, owner, epoch) in try await database.client.query(
+                "SELECT partition, owner, epoch FROM partition_epochs WHERE consumer_group = \(harness.evaluatorGroup) ORDER BY partition",
+                logger: harness.logger
+            ).decode((Int32, String, Int64).self) {
+                lines.append("epoch: partition \(partition) held by \(owner) at \(epoch)")
+            }
+            return lines.joined(separator: "; ")
         }
     }
 
