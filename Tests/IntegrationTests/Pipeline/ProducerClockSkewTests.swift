@@ -95,7 +95,9 @@ import Testing
     func sweepInputs(of deviceId: String, _ harness: PipelineHarness) async throws -> String {
         try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
             database in
-            var lines: [String] = ["now \(RFC3339.format(Date()))"]
+            var lines: [String] = [
+                "now \(RFC3339.format(Date())), this process \(ProcessInfo.processInfo.processIdentifier), stale after \(harness.engine.staleAfter) s"
+            ]
             for try await (staleAt, partition, lastFix) in try await database.client.query(
                 """
                 SELECT stale_at, partition, last_fix_at FROM device_states
