@@ -22,7 +22,9 @@ extension ManagementRoutes {
         router.delete("/v1/webhooks/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let id = try endpointId(context)
-            try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId)
+            guard try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId) else {
+                throw Problem.notFound("no endpoint \(id) in this project")
+            }
             return Response(status: .noContent)
         }
         router.post("/v1/webhooks/:id/disable") { request, context in

@@ -385,6 +385,7 @@ paths:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "204": {description: Removed}
+        "404": {$ref: "#/components/responses/Problem"}
   /v1/webhooks/{id}/disable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:

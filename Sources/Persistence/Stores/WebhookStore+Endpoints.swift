@@ -43,9 +43,14 @@ extension WebhookStore {
         }
     }
 
-    public func removeEndpoint(id: String, projectId: String) async throws {
-        try await database.client.query(
-            "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId)", logger: logger)
+    /// Deletes the endpoint (its deliveries go with it); false when the project has no such endpoint.
+    @discardableResult
+    public func removeEndpoint(id: String, projectId: String) async throws -> Bool {
+        let rows = try await database.client.query(
+            "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId) RETURNING 1", logger: logger)
+        var removed = false
+        for try await _ in rows { removed = true }
+        return removed
     }
 
     public func endpoints(projectId: String) async throws -> [WebhookEndpoint] {

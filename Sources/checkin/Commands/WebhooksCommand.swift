@@ -120,7 +120,9 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, id) = (project, id)
-            try await withWebhookStore { webhooks in try await webhooks.removeEndpoint(id: id, projectId: project) }
+            guard try await withWebhookStore({ try await $0.removeEndpoint(id: id, projectId: project) }) else {
+                throw ValidationError("no endpoint \(id) in project \(project); nothing removed")
+            }
             print("endpoint \(id) removed")
         }
     }

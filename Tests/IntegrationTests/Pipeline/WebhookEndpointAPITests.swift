@@ -50,6 +50,8 @@ import Testing
             try WebhookSecret.validateNew(try #require(created.secret))
             let removed = try await post(Data(), to: "\(base)/webhooks/\(created.id)", key: harness.managementKey, method: .DELETE)
             #expect(removed.status == 204)
+            let again = try await post(Data(), to: "\(base)/webhooks/\(created.id)", key: harness.managementKey, method: .DELETE)
+            #expect(again.status == 404 && again.contentType == "application/problem+json")
 
             // The harness's receiver (http://127.0.0.1, put straight into the store) is refused at connection time.
             let trip = TestTrip(projectId: harness.projectId)
