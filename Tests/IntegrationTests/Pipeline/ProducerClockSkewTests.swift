@@ -124,6 +124,12 @@ import Testing
             ).decode((Int32, String, Int64).self) {
                 lines.append("epoch: partition \(partition) held by \(owner) at \(epoch)")
             }
+            for try await (group, partition, next) in try await database.client.query(
+                "SELECT consumer_group, partition, next_offset FROM consumer_offsets WHERE topic = \(harness.topics.fixes) ORDER BY 1, 2",
+                logger: harness.logger
+            ).decode((String, Int32, Int64).self) {
+                lines.append("offsets of \(group) on partition \(partition): \(next)")
+            }
             return lines.joined(separator: "; ")
         }
     }
