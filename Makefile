@@ -6,7 +6,7 @@ SWIFT_BUILD_FLAGS ?=
 ONCE ?=
 # Test cases run side by side, at most this many at once: the pipelines of the integration
 # tests share two cores with Postgres and the broker, and unbounded they starve the tests
-# that time what they check (a run with 8 took 161 s, one without a bound 174–221 s).
+# that time what they check.
 TEST_WIDTH ?= 8
 # Suites run in a process of their own: the producer-skew test's silent device was not timed
 # out (its state carried the default stale time, not the test's) whenever it shared the test

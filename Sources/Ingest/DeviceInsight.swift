@@ -21,9 +21,7 @@ public struct DeviceInsight: Sendable {
     public func view(projectId: String, deviceId: String, now: Date = Date()) async throws -> DeviceView? {
         guard let row = try await records.state(projectId: projectId, deviceId: deviceId) else { return nil }
         let state = try DeviceState(storedBytes: row.state)
-        let document = try await zones.zones(projectId: projectId)
-        var retrigger: [String: Double] = [:]
-        for zone in document.zones { retrigger[zone.id] = zone.minimumRetriggerTime }
+        let retrigger = try await zones.minimumRetriggerTimes(projectId: projectId, zoneIds: state.rememberedZoneIds)
         var view = state.view(
             projectId: projectId, deviceId: deviceId, staleCheckOutAt: row.staleAt, now: now,
             minimumRetriggerTime: { retrigger[$0] })

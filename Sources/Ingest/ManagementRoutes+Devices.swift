@@ -4,16 +4,28 @@ import Persistence
 import ServiceSupport
 import Shared
 
-/// A page of the event log as the API answers it.
-struct EventPageAnswer: Encodable {
-    var events: [LoggedEvent]
-    var nextCursor: String?
+/// A page of the event log as the API (and `checkin events list --json`) answers it.
+public struct EventPageAnswer: Codable, Sendable {
+    public var events: [LoggedEvent]
+    /// Where the next (older) page starts; absent on the last page.
+    public var nextCursor: String?
+
+    public init(_ page: EventPage) {
+        events = page.events
+        nextCursor = page.nextCursor.map(String.init)
+    }
 }
 
-/// A page of decision records as the API answers it: newest first, with the cursor of the next (older) page.
-struct DecisionPageAnswer: Encodable {
-    var decisions: [DecisionRecord]
-    var nextCursor: String?
+/// A page of decision records as the API (and `checkin devices decisions --json`) answers it:
+/// newest first, with the cursor of the next (older) page.
+public struct DecisionPageAnswer: Codable, Sendable {
+    public var decisions: [DecisionRecord]
+    public var nextCursor: String?
+
+    public init(_ page: DecisionPage) {
+        decisions = page.records
+        nextCursor = page.nextCursor.map(String.init)
+    }
 }
 
 extension ManagementRoutes {
@@ -47,7 +59,7 @@ extension ManagementRoutes {
             let cursor = try Self.cursor(query.get("cursor"))
             let page = try await dependencies.insight.decisions(
                 projectId: projectId, deviceId: deviceId, cursor: cursor, limit: limit)
-            return try json(DecisionPageAnswer(decisions: page.records, nextCursor: page.nextCursor.map(String.init)))
+            return try json(DecisionPageAnswer(page))
         }
     }
 
@@ -81,7 +93,7 @@ extension ManagementRoutes {
             let page = try await dependencies.insight.events(
                 projectId: projectId, filter: filter, cursor: try Self.cursor(query.get("cursor")),
                 limit: try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits))
-            return try json(EventPageAnswer(events: page.events, nextCursor: page.nextCursor.map(String.init)))
+            return try json(EventPageAnswer(page))
         }
     }
 

@@ -62,10 +62,6 @@ struct CompiledBeacon: Sendable {
     var summary: BeaconSummary
     var rssiThreshold: Int
 
-    func matches(_ sighting: BeaconSighting) -> Bool {
-        sighting.rssi >= rssiThreshold && identifies(sighting)
-    }
-
     /// The sighting is of this beacon, whatever its signal strength.
     func identifies(_ sighting: BeaconSighting) -> Bool {
         if let id = summary.eddystoneId {

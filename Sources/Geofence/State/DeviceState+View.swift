@@ -2,6 +2,9 @@ import Foundation
 import Shared
 
 extension DeviceState {
+    /// The zones the state remembers anything about (presence, a check-in, an MRT).
+    public var rememberedZoneIds: [String] { zones.map(\.zoneId) }
+
     /// The state as `GET /v1/devices/{deviceId}` shows it. `minimumRetriggerTime` gives a
     /// zone's MRT in seconds (nil: the zone is gone); `now` drops MRTs already over.
     /// Reasons for zones entered without a check-in are the caller's to add, from the

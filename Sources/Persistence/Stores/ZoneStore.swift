@@ -104,6 +104,19 @@ public struct ZoneStore: Sendable {
         ZonesDocument(zones: try await snapshot(projectIds: [projectId]).projects.first?.zones ?? [])
     }
 
+    /// The minimum retrigger time of each of these zones of the project (zones since
+    /// deleted are left out): what a device view needs, without reading the fences.
+    public func minimumRetriggerTimes(projectId: String, zoneIds: [String]) async throws -> [String: Double] {
+        guard !zoneIds.isEmpty else { return [:] }
+        let rows = try await database.client.query(
+            """
+            SELECT id, minimum_retrigger_time FROM zones WHERE project_id = \(projectId) AND id = ANY(\(zoneIds)::text[])
+            """, logger: logger)
+        var times: [String: Double] = [:]
+        for try await (id, seconds) in rows.decode((String, Double).self) { times[id] = seconds }
+        return times
+    }
+
     /// These projects' zones (a project without zones has none in the snapshot) with
     /// each one's zones version, all read in one snapshot.
     public func catalog(projects: [String]) async throws -> ZoneCatalogSnapshot {

@@ -84,7 +84,7 @@ struct DevicesCommand: AsyncParsableCommand {
                 try await $0.decisions(projectId: project, deviceId: device, cursor: cursor, limit: limit)
             }
             if json {
-                return try printWireJSON(DecisionPageText(decisions: page.records, nextCursor: page.nextCursor.map(String.init)))
+                return try printWireJSON(DecisionPageAnswer(page))
             }
             if page.records.isEmpty {
                 print("no decision records for device \(device) in project \(project)")
@@ -94,12 +94,6 @@ struct DevicesCommand: AsyncParsableCommand {
             if let next = page.nextCursor { print("more: --cursor \(next)") }
         }
     }
-}
-
-/// The API's page shape, for `--json`.
-struct DecisionPageText: Encodable {
-    var decisions: [DecisionRecord]
-    var nextCursor: String?
 }
 
 /// Device views and decision records as text for a terminal.
@@ -200,7 +194,7 @@ struct EventsCommand: AsyncParsableCommand {
                 try await $0.events(projectId: project, filter: filter, cursor: cursor, limit: limit)
             }
             if json {
-                return try printWireJSON(EventPageText(events: page.events, nextCursor: page.nextCursor.map(String.init)))
+                return try printWireJSON(EventPageAnswer(page))
             }
             if page.events.isEmpty {
                 print("no events in project \(project) match")
@@ -222,10 +216,4 @@ struct EventsCommand: AsyncParsableCommand {
             if let next = page.nextCursor { print("more: --cursor \(next)") }
         }
     }
-}
-
-/// The API's page shape, for `--json`.
-struct EventPageText: Encodable {
-    var events: [LoggedEvent]
-    var nextCursor: String?
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Geofence
+import Ingest
 import Shared
 import Testing
 
@@ -55,7 +56,7 @@ extension ExplanationSuites {
                 repeat {
                     let url = "\(base)/devices/\(mrtDevice)/decisions?limit=3" + (cursor.map { "&cursor=\($0)" } ?? "")
                     let page = try await post(Data(), to: url, key: harness.managementKey, method: .GET)
-                    let body = try WireJSON.decoder().decode(DecisionPageBody.self, from: Data(page.body.utf8))
+                    let body = try WireJSON.decoder().decode(DecisionPageAnswer.self, from: Data(page.body.utf8))
                     pages += body.decisions
                     cursor = body.nextCursor
                 } while cursor != nil
@@ -127,11 +128,6 @@ extension ExplanationSuites {
     }
 }
 
-/// The API's page of decision records.
-struct DecisionPageBody: Decodable {
-    var decisions: [DecisionRecord]
-    var nextCursor: String?
-}
 
 /// Reads a device's decision records (newest first) until `count` are there.
 func waitForRecords(count: Int, of deviceId: String, base: String, key: String) async throws -> [DecisionRecord] {
@@ -140,7 +136,7 @@ func waitForRecords(count: Int, of deviceId: String, base: String, key: String) 
     while ContinuousClock.now < deadline {
         let answer = try await post(Data(), to: "\(base)/devices/\(deviceId)/decisions?limit=1000", key: key, method: .GET)
         try #require(answer.status == 200, "\(answer.body)")
-        records = try WireJSON.decoder().decode(DecisionPageBody.self, from: Data(answer.body.utf8)).decisions
+        records = try WireJSON.decoder().decode(DecisionPageAnswer.self, from: Data(answer.body.utf8)).decisions
         if records.count >= count { return records }
         try await Task.sleep(for: .milliseconds(200))
     }

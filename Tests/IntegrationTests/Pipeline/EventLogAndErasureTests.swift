@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import Ingest
 import Logging
 import Persistence
 import PostgresNIO
@@ -22,7 +23,7 @@ extension ExplanationSuites {
                 func events(_ query: String) async throws -> (events: [LoggedEvent], next: String?) {
                     let answer = try await post(Data(), to: "\(base)/events?\(query)", key: harness.managementKey, method: .GET)
                     try #require(answer.status == 200, "\(query): \(answer.body)")
-                    let page = try WireJSON.decoder().decode(EventPageBody.self, from: Data(answer.body.utf8))
+                    let page = try WireJSON.decoder().decode(EventPageAnswer.self, from: Data(answer.body.utf8))
                     return (page.events, page.nextCursor)
                 }
                 // The deliveries' results are recorded just after the partner answered.
@@ -176,8 +177,3 @@ extension ExplanationSuites {
     }
 }
 
-/// The API's page of the event log.
-struct EventPageBody: Decodable {
-    var events: [LoggedEvent]
-    var nextCursor: String?
-}
