@@ -32,11 +32,18 @@ build: setup
 demo: build
 	@$(ENV) scripts/with-services.sh scripts/demo.sh $(if $(ONCE),--once,)
 
+# Deadlines (seconds) of the three test runs: several times what they take on two busy cores,
+# so that a run that stops making progress fails and names the tests it was in.
+TEST_DEADLINE ?= 1500
+ALONE_DEADLINE ?= 600
+OBSERVABILITY_DEADLINE ?= 600
+
 test: setup compose-check
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
-	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
-	@$(ENV) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
-	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
+	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/within.sh $(TEST_DEADLINE) \
+		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
+	@$(ENV) scripts/within.sh $(ALONE_DEADLINE) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
+	@$(ENV) scripts/within.sh $(OBSERVABILITY_DEADLINE) scripts/with-services.sh scripts/observability-test.sh
 
 # Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`.
 test-observability: setup

@@ -1,4 +1,5 @@
 import Logging
+import NIOConcurrencyHelpers
 import PostgresNIO
 import ServiceLifecycle
 
@@ -69,16 +70,50 @@ public final class Database: Service, Sendable {
 extension Database {
     /// Whether the database answers a trivial query within `limit`: tells a failing
     /// dependency from a failing record.
+    /// Returns when the limit passes even if the query is still waiting (a connection whose
+    /// path is cut may not heed cancellation): the query is cancelled and left to finish.
     public func isReachable(within limit: Duration) async -> Bool {
-        await withTaskGroup(of: Bool.self) { group in
-            group.addTask { (try? await self.client.query("SELECT 1", logger: self.logger)) != nil }
-            group.addTask {
-                try? await Task.sleep(for: limit)
-                return false
-            }
-            defer { group.cancelAll() }
-            return await group.next() ?? false
+        let answer = FirstAnswer()
+        let query = Task { answer.settle((try? await self.client.query("SELECT 1", logger: self.logger)) != nil) }
+        let timer = Task {
+            try? await Task.sleep(for: limit)
+            answer.settle(false)
         }
+        let reachable = await answer.value()
+        query.cancel()
+        timer.cancel()
+        return reachable
+    }
+}
+
+/// The first of a probe's two outcomes (its answer or its time-out), handed to its waiter.
+private final class FirstAnswer: Sendable {
+    private struct State {
+        var answer: Bool?
+        var waiter: CheckedContinuation<Bool, Never>?
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    func value() async -> Bool {
+        await withCheckedContinuation { continuation in
+            let known = state.withLockedValue { state -> Bool? in
+                if let answer = state.answer { return answer }
+                state.waiter = continuation
+                return nil
+            }
+            if let known { continuation.resume(returning: known) }
+        }
+    }
+
+    func settle(_ answer: Bool) {
+        let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
+            guard state.answer == nil else { return nil }
+            state.answer = answer
+            defer { state.waiter = nil }
+            return state.waiter
+        }
+        waiter?.resume(returning: answer)
     }
 }
 

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 
 #if canImport(Glibc)
@@ -49,6 +50,16 @@ struct CommandOutcome {
 
     /// Runs the built `checkin` with these arguments, the test process's environment plus `environment`.
     static func run(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutcome {
+        try await run(executable: try ServiceProcess.executable(), arguments: arguments, environment: environment)
+    }
+
+    /// Runs a program to its end without holding a thread of the test process while it runs
+    /// (a page the program loads may be served by this very process). Output goes through
+    /// files, so neither stream can fill up and stall it. Past `timeout` the program is killed
+    /// and the run fails naming it.
+    static func run(
+        executable: URL, arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(120)
+    ) async throws -> CommandOutcome {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -57,11 +68,12 @@ struct CommandOutcome {
         _ = FileManager.default.createFile(atPath: out.path, contents: nil)
         _ = FileManager.default.createFile(atPath: err.path, contents: nil)
         let process = Process()
-        process.executableURL = try ServiceProcess.executable()
+        process.executableURL = executable
         process.arguments = arguments
         process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = try FileHandle(forWritingTo: out)
         process.standardError = try FileHandle(forWritingTo: err)
+        let timedOut = NIOLockedValueBox(false)
         let code: Int32 = try await withCheckedThrowingContinuation { continuation in
             process.terminationHandler = { continuation.resume(returning: $0.terminationStatus) }
             do {
@@ -69,7 +81,18 @@ struct CommandOutcome {
             } catch {
                 process.terminationHandler = nil
                 continuation.resume(throwing: error)
+                return
             }
+            let pid = process.processIdentifier
+            Task {
+                try? await Task.sleep(for: timeout)
+                guard process.isRunning else { return }
+                timedOut.withLockedValue { $0 = true }
+                kill(pid, SIGKILL)
+            }
+        }
+        if timedOut.withLockedValue({ $0 }) {
+            throw TestFailure("\(executable.lastPathComponent) \(arguments.joined(separator: " ")) did not end within \(timeout)")
         }
         return CommandOutcome(
             exitCode: code, standardOutput: try String(contentsOf: out, encoding: .utf8),

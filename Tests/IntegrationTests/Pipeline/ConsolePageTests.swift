@@ -39,8 +39,8 @@ extension ExplanationSuites {
                 try FileManager.default.createDirectory(at: Self.outputDirectory, withIntermediateDirectories: true)
                 let screenshot = Self.outputDirectory.appendingPathComponent("console.png")
                 try? FileManager.default.removeItem(at: screenshot)
-                let dom = try Chromium.run(["--dump-dom", url])
-                _ = try Chromium.run(["--screenshot=\(screenshot.path)", "--window-size=1280,800", url])
+                let dom = try await Chromium.run(["--dump-dom", url])
+                _ = try await Chromium.run(["--screenshot=\(screenshot.path)", "--window-size=1280,800", url])
 
                 #expect(dom.contains("data-state=\"loaded\""), "the page did not finish loading: \(dom.suffix(400))")
                 #expect(dom.contains("data-zone-id=\"z-mrt\""), "the zone is not drawn")
@@ -60,26 +60,19 @@ extension ExplanationSuites {
 
 /// Debian's Chromium, headless, run to completion on one URL.
 enum Chromium {
-    static func run(_ arguments: [String]) throws -> String {
+    static func run(_ arguments: [String]) async throws -> String {
         guard let binary = ["/usr/bin/chromium", "/usr/bin/chromium-browser"].first(where: FileManager.default.isExecutableFile)
         else { throw TestFailure("chromium is not installed (scripts/setup.sh installs it)") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
         let profile = FileManager.default.temporaryDirectory.appendingPathComponent("chromium-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: profile) }
         // Virtual time waits for the page's requests, so the DOM and the picture are of the loaded page.
-        process.arguments =
-            [
+        let outcome = try await CommandOutcome.run(
+            executable: URL(fileURLWithPath: binary),
+            arguments: [
                 "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--hide-scrollbars",
                 "--user-data-dir=\(profile.path)", "--virtual-time-budget=20000",
-            ] + arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try? FileManager.default.removeItem(at: profile)
-        guard process.terminationStatus == 0 else { throw TestFailure("chromium exited \(process.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self)
+            ] + arguments, timeout: .seconds(90))
+        guard outcome.exitCode == 0 else { throw TestFailure("chromium exited \(outcome.exitCode)") }
+        return outcome.standardOutput
     }
 }

@@ -24,7 +24,7 @@ extension ExplanationSuites {
                 (trip: trip, fixes: ExplanationTrips.fixes(
                     of: trip, projectId: harness.projectId, deviceId: "explain-\(trip.name)-\(harness.suffix)", start: start))
             }
-            let offline = try replayExplained(zones: zones, fixes: trips.flatMap(\.fixes))
+            let offline = try await replayExplained(zones: zones, fixes: trips.flatMap(\.fixes))
 
             try await harness.run { ingestPort, _ in
                 let base = "http://127.0.0.1:\(ingestPort)/v1"
@@ -164,7 +164,7 @@ func comparable(_ records: some Sequence<DecisionRecord>) throws -> [String] {
 }
 
 /// Runs `checkin replay --explain` over the zones and fixes, and reads its lines.
-func replayExplained(zones: ZonesDocument, fixes: [Fix]) throws -> [ReplayedDecision] {
+func replayExplained(zones: ZonesDocument, fixes: [Fix]) async throws -> [ReplayedDecision] {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("explain-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let zonesFile = directory.appendingPathComponent("zones.json")
@@ -176,17 +176,9 @@ func replayExplained(zones: ZonesDocument, fixes: [Fix]) throws -> [ReplayedDeci
         lines.append(UInt8(ascii: "\n"))
     }
     try lines.write(to: fixesFile)
-    let process = Process()
-    process.executableURL = try ServiceProcess.executable()
-    process.arguments = ["replay", "--explain", "--zones", zonesFile.path, "--fixes", fixesFile.path]
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    try #require(process.terminationStatus == 0, "checkin replay --explain exited \(process.terminationStatus)")
-    return try String(decoding: data, as: UTF8.self).split(separator: "\n").map {
+    let outcome = try await CommandOutcome.run(["replay", "--explain", "--zones", zonesFile.path, "--fixes", fixesFile.path])
+    try #require(outcome.exitCode == 0, "checkin replay --explain exited \(outcome.exitCode): \(outcome.standardError)")
+    return try outcome.standardOutput.split(separator: "\n").map {
         try WireJSON.decoder().decode(ReplayedDecision.self, from: Data($0.utf8))
     }
 }
@@ -278,7 +270,7 @@ extension ExplanationSuites {
                 trips.append(fixes)
             }
             let generated = trips
-            let offline = try replayExplained(zones: document, fixes: generated.flatMap { $0 })
+            let offline = try await replayExplained(zones: document, fixes: generated.flatMap { $0 })
             #expect(Set(offline.flatMap { $0.record.entries.compactMap(\.reason) }).count >= 4)
 
             try await harness.run { ingestPort, _ in
@@ -305,7 +297,7 @@ extension ExplanationSuites {
 
 /// `checkin replay` refuses a line that is not a fix (here one without `projectId`): it
 /// names the line on stderr, replays the rest and exits 1.
-@Test func replayExitsNonZeroOnALineThatIsNotAFix() throws {
+@Test func replayExitsNonZeroOnALineThatIsNotAFix() async throws {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replay-\(UUID().uuidString.prefix(8))")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     let zones = directory.appendingPathComponent("zones.json")
@@ -317,19 +309,11 @@ extension ExplanationSuites {
     var lines = Data(try good.wireJSON())
     lines.append(contentsOf: Array("\n{\"deviceId\":\"d\",\"timestamp\":\"2027-01-15T08:00:10Z\",\"lat\":52.5,\"lon\":13.3}\n".utf8))
     try lines.write(to: fixes)
-    let process = Process()
-    process.executableURL = try ServiceProcess.executable()
-    process.arguments = ["replay", "--explain", "--zones", zones.path, "--fixes", fixes.path]
-    let (output, errors) = (Pipe(), Pipe())
-    process.standardOutput = output
-    process.standardError = errors
-    try process.run()
-    let written = output.fileHandleForReading.readDataToEndOfFile()
-    let complaints = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-    process.waitUntilExit()
-    #expect(process.terminationStatus == 1)
+    let outcome = try await CommandOutcome.run(["replay", "--explain", "--zones", zones.path, "--fixes", fixes.path])
+    let complaints = outcome.standardError
+    #expect(outcome.exitCode == 1)
     #expect(complaints.contains("line 2") && complaints.contains("projectId"), "\(complaints)")
-    #expect(String(decoding: written, as: UTF8.self).split(separator: "\n").count == 1, "the good line is still replayed")
+    #expect(outcome.standardOutput.split(separator: "\n").count == 1, "the good line is still replayed")
 }
 
 /// SplitMix64: a generated world is rebuilt exactly from its seed.

@@ -34,6 +34,10 @@ struct PipelineHarness {
     var maximumProducerSkew: Duration = .seconds(10)
     /// The project's zones.
     var zones = TestTrip.zones
+    /// Other tenants beside the project (by name), each with the trip's zones, there before
+    /// the services start: a tenant added later is seen only after a zones refresh.
+    var otherTenants: [String] = []
+    func tenantId(_ name: String) -> String { "\(name)-\(suffix)" }
     /// Where the services keep their data; tests whose notifier settings matter use a
     /// database of their own (`freshDatabaseURL`), where no other test's notifier claims.
     var databaseURL = TestEnvironment.databaseURL
@@ -113,6 +117,8 @@ struct PipelineHarness {
         let projectId = projectId
         let deviceKey = deviceKey
         let managementKey = managementKey
+        let zones = zones
+        let tenants = otherTenants.map { (id: tenantId($0), name: $0) }
         try await Database.withTemporaryClient(configuration: try databaseConfiguration(), logger: logger) { database in
             try await Migrator(database: database, logger: logger).migrate()
             let projects = ProjectStore(database: database, logger: logger)
@@ -120,6 +126,10 @@ struct PipelineHarness {
             try await projects.addKey(deviceKey, projectId: projectId, kind: .device)
             try await projects.addKey(managementKey, projectId: projectId, kind: .management)
             try await ZoneStore(database: database, logger: logger).replaceZones(projectId: projectId, with: zones)
+            for tenant in tenants {
+                try await projects.createProject(id: tenant.id, name: tenant.name)
+                try await ZoneStore(database: database, logger: logger).replaceZones(projectId: tenant.id, with: TestTrip.zones)
+            }
         }
         try await KafkaAdmin.createTopics(
             topics.all.map { (name: $0, partitions: 4) }, bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(30),
@@ -173,15 +183,27 @@ struct PipelineHarness {
             ports.continuation.yield(("receiver", $0))
         }
         let services: [any Service] = [database, producer] + evaluator.services + notifier.services + [ingest, receiver]
-        let group = ServiceGroup(
-            configuration: .init(services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], logger: logger))
+        var groupConfiguration = ServiceGroupConfiguration(
+            services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], logger: logger)
+        // A service that does not stop fails the run loudly instead of hanging it.
+        groupConfiguration.maximumGracefulShutdownDuration = .seconds(60)
+        groupConfiguration.maximumCancellationDuration = .seconds(60)
+        let group = ServiceGroup(configuration: groupConfiguration)
 
         try await withThrowingTaskGroup(of: Void.self) { tasks in
-            tasks.addTask { try await group.run() }
+            tasks.addTask {
+                // A service that fails at start ends the group before both servers listen.
+                defer { ports.continuation.finish() }
+                try await group.run()
+            }
             var known: [String: Int] = [:]
             for await (name, port) in ports.stream {
                 known[name] = port
                 if known.count == 2 { break }
+            }
+            guard known.count == 2 else {
+                try await tasks.waitForAll()
+                throw TestFailure("the pipeline stopped before its servers listened")
             }
             do {
                 try await addEndpoint(url: "http://127.0.0.1:\(known["receiver"]!)/hooks")

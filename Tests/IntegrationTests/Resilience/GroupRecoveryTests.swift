@@ -20,7 +20,7 @@ import Testing
         try await cluster.prepare()
 
         // Wedge the evaluators' group before any of them joins.
-        let wedged = try runScript(
+        let wedged = try await runScript(
             "scripts/lib/leave-mid-rebalance.py",
             [TestEnvironment.kafkaBrokers, cluster.harness.evaluatorGroup, cluster.harness.topics.fixes])
         #expect(wedged.status == 0, "\(wedged.output)")
@@ -69,7 +69,7 @@ extension GroupRecoveryTests {
         var configured = PipelineHarness()
         configured.configureNotifier = { $0.rebalanceLimit = .seconds(Self.rebalanceLimit) }
         let harness = configured
-        let wedged = try runScript(
+        let wedged = try await runScript(
             "scripts/lib/leave-mid-rebalance.py", [TestEnvironment.kafkaBrokers, harness.notifierGroup, harness.topics.checkIns])
         #expect(wedged.status == 0 && wedged.output.contains("second join: error 0"), "\(wedged.output)")
         try await harness.run { ingestPort, received in
@@ -91,15 +91,9 @@ extension GroupRecoveryTests {
 }
 
 /// Runs one of the repository's scripts with python3; its exit status and output.
-func runScript(_ path: String, _ arguments: [String]) throws -> (status: Int32, output: String) {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-    process.arguments = [PrivatePostgres.repositoryRoot.appendingPathComponent(path).path] + arguments
-    let output = Pipe()
-    process.standardOutput = output
-    process.standardError = output
-    try process.run()
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: data, as: UTF8.self))
+func runScript(_ path: String, _ arguments: [String]) async throws -> (status: Int32, output: String) {
+    let outcome = try await CommandOutcome.run(
+        executable: URL(fileURLWithPath: "/usr/bin/python3"),
+        arguments: [PrivatePostgres.repositoryRoot.appendingPathComponent(path).path] + arguments)
+    return (outcome.exitCode, outcome.standardOutput + outcome.standardError)
 }

@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# Runs a command with a deadline, so a run that stops making progress fails with evidence
+# instead of waiting for ever.
+#
+#   scripts/within.sh SECONDS CMD [ARGS...]
+#
+# Past the deadline it names the tests that started and did not end (from the command's
+# Swift Testing output), writes the thread stacks of the command's processes to
+# .local/hang-stacks.txt (with gdb, when the machine has it), stops them and exits 124.
+# Otherwise the exit code is CMD's.
+set -uo pipefail
+[ $# -gt 1 ] || { echo "usage: $0 SECONDS CMD [ARGS...]" >&2; exit 2; }
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+limit="$1"
+shift
+mkdir -p "$ROOT/.local"
+output="$(mktemp "$ROOT/.local/within.XXXXXX")"
+trap 'rm -f "$output"' EXIT
+
+# A process group of its own, so that everything the command started can be found and stopped.
+set -m
+"$@" > >(tee -a "$output") 2>&1 &
+child=$!
+set +m
+trap 'kill -TERM -- -"$child" 2>/dev/null; wait "$child"; exit 143' TERM INT
+
+waited=0
+while kill -0 "$child" 2>/dev/null; do
+    if [ "$waited" -ge "$limit" ]; then
+        echo "within: '$*' still running after $limit s" >&2
+        echo "within: tests started and not ended:" >&2
+        sed -n 's/^.* Test \(.*\) started\.$/\1/p' "$output" | sort -u > "$output.started"
+        sed -n 's/^.* Test \(.*\) \(passed\|failed\) after .*$/\1/p' "$output" | sort -u > "$output.ended"
+        comm -23 "$output.started" "$output.ended" | sed 's/^/  /' >&2
+        rm -f "$output.started" "$output.ended"
+        if command -v gdb >/dev/null; then
+            stacks="$ROOT/.local/hang-stacks.txt"
+            : > "$stacks"
+            for pid in $(pgrep -g "$child"); do
+                echo "--- process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)" >> "$stacks"
+                gdb -p "$pid" -batch -ex "thread apply all bt 20" 2>/dev/null | grep -E '^(Thread|#)' | cut -c1-220 >> "$stacks"
+            done
+            echo "within: thread stacks in $stacks" >&2
+        fi
+        kill -TERM -- -"$child" 2>/dev/null
+        sleep 5
+        kill -KILL -- -"$child" 2>/dev/null
+        wait "$child" 2>/dev/null
+        exit 124
+    fi
+    sleep 1
+    waited=$((waited + 1))
+done
+wait "$child"
