@@ -13,8 +13,8 @@ import ServiceSupport
 /// id clears it. So when this member's rebalance has gone on for `stuckAfter`, it moves the
 /// group on to its next incarnation in Postgres (`<group>~<n>`, once for all members) and
 /// joins that group, starting from what the old one had committed; every `checkEvery` it
-/// also follows a move another member made. `/ready` says `group: false` while the
-/// rebalance is overdue; `checkin_<service>_group_recoveries_total` counts the moves.
+/// also follows a move another member made. `/ready` says `group: false` until the member
+/// first joins its group and while a rebalance is overdue; `checkin_<service>_group_recoveries_total` counts the moves.
 public final class GroupRecovery: Service, Sendable {
     let consumer: KafkaConsumer
     /// The configured group id: incarnation 0.
@@ -29,7 +29,9 @@ public final class GroupRecovery: Service, Sendable {
     let logger: Logger
     let recoveries: Counter
 
-    static let readinessSource = "rebalance"
+    /// One per service: `checkin dev` runs the evaluator's and the notifier's in one process,
+    /// and `group` is ready only when both members are.
+    let readinessSource: String
 
     public init(
         service: String, consumer: KafkaConsumer, group: String, groups: ConsumerGroupStore, stuckAfter: Duration,
@@ -44,8 +46,11 @@ public final class GroupRecovery: Service, Sendable {
         self.committedOffsets = committedOffsets
         self.readiness = readiness
         self.logger = logger
+        self.readinessSource = "\(service) rebalance"
         self.recoveries = Counter(label: "checkin_\(service)_group_recoveries_total")
         recoveries.increment(by: 0)
+        // Not ready until the member has joined its group: records sent before would wait for it.
+        readiness?.set("group", ready: false, source: readinessSource)
     }
 
     /// The Kafka group id of an incarnation.
@@ -88,7 +93,7 @@ public final class GroupRecovery: Service, Sendable {
         let inKnownGroup = progress.incarnation.map { consumer.groupId == Self.groupId(group, incarnation: $0) } ?? false
         if let seen = progress.incarnation, inKnownGroup, let stuck = consumer.rebalanceInProgressFor, stuck >= stuckAfter {
             progress.recovering = true
-            readiness?.set("group", ready: false, source: Self.readinessSource)
+            readiness?.set("group", ready: false, source: readinessSource)
             logger.error(
                 "the consumer group has not completed a rebalance; moving to its next incarnation",
                 metadata: ["group": "\(consumer.groupId)", "rebalancingFor": "\(stuck)"])
@@ -96,9 +101,11 @@ public final class GroupRecovery: Service, Sendable {
             progress.incarnation = next
             recoveries.increment()
             await follow(incarnation: next)
-        } else if !progress.recovering || (inKnownGroup && consumer.rebalanceInProgressFor == nil) {
+        } else if consumer.hasJoinedGroup,
+            !progress.recovering || (inKnownGroup && consumer.rebalanceInProgressFor == nil)
+        {
             progress.recovering = false
-            readiness?.set("group", ready: true, source: Self.readinessSource)
+            readiness?.set("group", ready: true, source: readinessSource)
         }
         return progress
     }

@@ -31,13 +31,13 @@ public final class ProcessingHealth: Sendable {
     }
 
     /// The readiness source these reports are filed under, beside others for the same
-    /// component (the broker probe's, for instance).
-    static let readinessSource = "processing"
+    /// component (the broker probe's, the other service's in `checkin dev`).
+    var readinessSource: String { "\(service) processing" }
 
     func failedTransiently(component: String) {
         Counter(label: "checkin_\(service)_transient_failures_total", dimensions: [("component", component)]).increment()
         let isNew = failing.withLockedValue { $0.insert(component).inserted }
-        if isNew { readiness?.set(component, ready: false, source: Self.readinessSource) }
+        if isNew { readiness?.set(component, ready: false, source: readinessSource) }
     }
 
     func succeeded() {
@@ -45,14 +45,14 @@ public final class ProcessingHealth: Sendable {
             defer { failing.removeAll() }
             return failing
         }
-        for component in recovered { readiness?.set(component, ready: true, source: Self.readinessSource) }
+        for component in recovered { readiness?.set(component, ready: true, source: readinessSource) }
     }
 
     /// A component found answering again by other means than a successful attempt (a
     /// worker out of its group makes none).
     public func recovered(component: String) {
         let wasFailing = failing.withLockedValue { $0.remove(component) != nil }
-        if wasFailing { readiness?.set(component, ready: true, source: Self.readinessSource) }
+        if wasFailing { readiness?.set(component, ready: true, source: readinessSource) }
     }
 
     func deadLettered() {

@@ -127,6 +127,7 @@ extension ConsumerPoller {
         carriedOffsets.removeAll()
         let generations = state.withLockedValue { $0.assigned(changed) }
         localGenerations.merge(generations) { _, new in new }
+        assignmentsCompleted.withLockedValue { $0 += 1 }
         logger.debug("partitions assigned: \(changed)")
     }
 

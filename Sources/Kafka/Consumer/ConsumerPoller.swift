@@ -65,6 +65,9 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// When the rebalance under way began (the subscription, or the revocation that
     /// opened it); nil while the group is stable or this member is out of it.
     let rebalanceStartedAt = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+    /// How many assignments (each a completed rebalance, possibly with no partitions) this
+    /// member has taken up, its listener done and the partitions fetched from.
+    let assignmentsCompleted = NIOLockedValueBox(0)
 
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,

@@ -108,6 +108,12 @@ public final class KafkaConsumer: Service, Sendable {
         poller.rebalanceStartedAt.withLockedValue { $0 }.map { ContinuousClock.now - $0 }
     }
 
+    /// Whether this member has taken up an assignment since it started: before, records
+    /// produced now wait for the group to form (seconds, on a first start).
+    public var hasJoinedGroup: Bool {
+        poller.assignmentsCompleted.withLockedValue { $0 } > 0
+    }
+
     /// Leaves the current group and joins `groupId` instead, with a new handle. Partitions
     /// start at the listener's offsets, else at `offsets` in the new group's first assignment
     /// (the old group's commits, for instance), else at the new group's committed offsets
