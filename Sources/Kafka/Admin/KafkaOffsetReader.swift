@@ -143,6 +143,45 @@ public final class KafkaOffsetReader: Sendable {
         }
     }
 
+    /// The records of a partition from `offset` up to `end` (exclusive), in order: fewer when
+    /// the log ends first or `timeout` passes. For tools and tests that read what a topic
+    /// holds without joining a group (nothing to wait for, nothing left behind in the broker).
+    public func records(
+        topic: String, partition: Int32, from offset: Int64, to end: Int64, timeout: Duration = .seconds(10)
+    ) async throws(KafkaError) -> [KafkaConsumerMessage] {
+        guard end > offset else { return [] }
+        let client = self.client
+        return try await Blocking.run { () throws(KafkaError) -> [KafkaConsumerMessage] in
+            guard let handle = rd_kafka_topic_new(client.handle, topic, nil) else {
+                throw KafkaError(message: "invalid topic name \(topic)")
+            }
+            defer { rd_kafka_topic_destroy(handle) }
+            guard rd_kafka_consume_start(handle, partition, offset) == 0 else {
+                throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: rd_kafka_last_error())
+            }
+            defer { rd_kafka_consume_stop(handle, partition) }
+            var records: [KafkaConsumerMessage] = []
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                guard let message = rd_kafka_consume(handle, partition, 200) else {
+                    rd_kafka_poll(client.handle, 0)
+                    continue
+                }
+                defer { rd_kafka_message_destroy(message) }
+                let error = message.pointee.err
+                if error == RD_KAFKA_RESP_ERR__PARTITION_EOF { break }
+                guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: error)
+                }
+                let record = ConsumerPoller.convert(message)
+                if record.offset >= end { break }
+                records.append(record)
+                if record.offset + 1 >= end { break }
+            }
+            return records
+        }
+    }
+
     /// The timestamp (create or log-append time) of the record at `offset`, or nil when
     /// there is no record there (yet) or it carries no timestamp.
     public func timestamp(

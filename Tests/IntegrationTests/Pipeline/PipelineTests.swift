@@ -125,30 +125,72 @@ func readerConsumer(topic: String, logger: Logger) throws -> KafkaConsumer {
     return try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
 }
 
-/// Reads `count` records of a topic from its beginning, with a group of its own.
+/// Reads `count` records of a topic from its beginning (all it holds once it holds that
+/// many), without joining a group: nothing to wait for but the records.
 func consume(topic: String, count: Int, logger: Logger) async throws -> [KafkaConsumerMessage] {
-    let consumer = try readerConsumer(topic: topic, logger: logger)
-    return try await withThrowingTaskGroup(of: [KafkaConsumerMessage]?.self) { tasks in
-        tasks.addTask {
-            try await consumer.run()
-            return nil
+    let reader = try TopicReader(topic: topic, logger: logger)
+    let deadline = ContinuousClock.now + .seconds(60)
+    while true {
+        let records = try await reader.readNew()
+        if records.count >= count { return records }
+        guard ContinuousClock.now < deadline else {
+            throw TestFailure("\(topic) did not receive \(count) records in 60 s (it holds \(records.count))")
         }
-        tasks.addTask {
-            var messages: [KafkaConsumerMessage] = []
-            for try await batch in consumer.batches {
-                messages += batch
-                if messages.count >= count { return messages }
+        try await Task.sleep(for: .milliseconds(200))
+    }
+}
+
+/// Every record a topic holds once nothing more has arrived for 2 s (records published
+/// just after the work they follow is committed are counted in), without joining a group.
+func consumeAll(topic: String, logger: Logger) async throws -> [KafkaConsumerMessage] {
+    let reader = try TopicReader(topic: topic, logger: logger)
+    let deadline = ContinuousClock.now + .seconds(30)
+    try await Task.sleep(for: .seconds(1))
+    var last = -1
+    var records = try await reader.readNew()
+    while records.count != last && ContinuousClock.now < deadline {
+        last = records.count
+        try await Task.sleep(for: .seconds(2))
+        records = try await reader.readNew()
+    }
+    return records
+}
+
+/// Reads a topic's partitions to their ends as they grow, remembering where it stopped.
+/// The end is where a read finds nothing more: the local broker's high watermark can trail
+/// the records it serves.
+final class TopicReader {
+    let topic: String
+    let reader: KafkaOffsetReader
+    private var partitions: [Int32] = []
+    private var positions: [Int32: Int64] = [:]
+    private(set) var records: [KafkaConsumerMessage] = []
+
+    init(topic: String, logger: Logger) throws {
+        self.topic = topic
+        // The local broker holds a fetch for its whole wait even at the end of the log.
+        self.reader = try KafkaOffsetReader(
+            bootstrapServers: TestEnvironment.kafkaBrokers, properties: ["fetch.wait.max.ms": "20"], logger: logger)
+    }
+
+    /// Everything read so far, after reading what arrived since the last call.
+    func readNew() async throws -> [KafkaConsumerMessage] {
+        if partitions.isEmpty { partitions = try await reader.partitions(of: topic) }
+        let (reader, topic, positions) = (self.reader, self.topic, self.positions)
+        // The partitions side by side: each read ends with a fetch that finds nothing.
+        let reads = try await withThrowingTaskGroup(of: (Int32, [KafkaConsumerMessage]).self) { group in
+            for partition in partitions {
+                group.addTask {
+                    (partition, try await reader.records(topic: topic, partition: partition, from: positions[partition] ?? 0, to: .max))
+                }
             }
-            return messages
+            return try await group.reduce(into: [:]) { $0[$1.0] = $1.1 }
         }
-        tasks.addTask {
-            try await Task.sleep(for: .seconds(60))
-            throw TestFailure("\(topic) did not receive \(count) records in 60 s")
+        for partition in partitions {
+            guard let read = reads[partition], let last = read.last else { continue }
+            records += read
+            self.positions[partition] = last.offset + 1
         }
-        defer { tasks.cancelAll() }
-        while let result = try await tasks.next() {
-            if let messages = result { return messages }
-        }
-        return []
+        return records
     }
 }

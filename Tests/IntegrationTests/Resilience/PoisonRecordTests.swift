@@ -146,28 +146,6 @@ func consumeEvents(of deviceId: String, count: Int, _ harness: PipelineHarness) 
     }
 }
 
-/// Every record a topic holds now (read from the beginning until a poll finds nothing more).
-func consumeAll(topic: String, logger: Logger) async throws -> [KafkaConsumerMessage] {
-    let consumer = try readerConsumer(topic: topic, logger: logger)
-    let received = ReceivedMessages(consumer)
-    return try await withServicesRunning([consumer]) {
-        // Joining the group takes a few seconds on the local broker (more on a busy one): the
-        // topic is read out once the partitions are assigned, until nothing more comes for 2 s.
-        let joined = ContinuousClock.now + .seconds(60)
-        while consumer.assignment.isEmpty, ContinuousClock.now < joined {
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        var last = -1
-        let deadline = ContinuousClock.now + .seconds(30)
-        try await Task.sleep(for: .seconds(1))
-        while received.all.count != last && ContinuousClock.now < deadline {
-            last = received.all.count
-            try await Task.sleep(for: .seconds(2))
-        }
-        return received.all
-    }
-}
-
 /// The evaluator's offset for a partition of the fixes topic, as committed in Postgres.
 func expectCommittedOffset(_ expected: Int64, partition: Int32, _ harness: PipelineHarness) async throws {
     let logger = harness.logger
