@@ -85,7 +85,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         do {
             ends = try await consumer.highWatermarks(of: Array(held.keys))
         } catch {
-            logger.debug("could not read end offsets; no partition counts as caught up", metadata: ["error": "\(error)"])
+            logger.notice("could not read end offsets; no partition counts as caught up", metadata: ["error": "\(error)"])
             return []
         }
         return held.compactMap { partition, lease in

@@ -114,6 +114,12 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     var log: String { (try? String(contentsOf: logFile, encoding: .utf8)) ?? "" }
+
+    /// The log's last lines about this test's work: the zone reloads that other tests'
+    /// projects cause in the shared database are left out.
+    func logTail(lines: Int = 60) -> String {
+        log.split(separator: "\n").filter { !$0.contains("zones loaded") }.suffix(lines).joined(separator: "\n")
+    }
 }
 
 /// A TCP port nothing listens on right now.

@@ -78,7 +78,7 @@ import Testing
                     payloads.contains { $0.data.deviceId == device.trip.deviceId && $0.data.type == .checkout }
                 }
             } catch {
-                for service in services { print("----- \(service.name) log -----\n\(service.log.suffix(4000))") }
+                for service in services { print("----- \(service.name) log -----\n\(service.logTail())") }
                 throw error
             }
             let mine = await received.payloads.filter { $0.data.deviceId == device.trip.deviceId }
