@@ -49,11 +49,27 @@ public final class APIKeyResolver: Sendable {
         return nil
     }
 
+    /// Two different keys in one request (`Authorization: Bearer` and `X-API-Key`) would leave
+    /// it to chance which project answers: a 400 naming both headers.
+    static func refuseTwoKeys(in request: Request) throws {
+        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
+            let name = HTTPField.Name("X-API-Key"), let other = request.headers[name],
+            String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces) != other
+        else { return }
+        throw Problem.invalid(
+            "the request carries two different API keys; send one",
+            parameters: [
+                .init(name: "Authorization", reason: "differs from X-API-Key"),
+                .init(name: "X-API-Key", reason: "differs from Authorization"),
+            ])
+    }
+
     /// The project of the request's key of this kind, or a 401 problem (429 when the
     /// client failed too often).
     func project(for request: Request, context: IngestRequestContext, kind: ProjectStore.KeyKind) async throws -> String {
         let client = ClientAddress(context.remoteAddress)
         let now = ContinuousClock.now
+        try Self.refuseTwoKeys(in: request)
         let key = Self.key(in: request) ?? ""
         let cacheKey = kind.rawValue + ":" + key
         if !key.isEmpty, let projectId = caches.withLockedValue({ $0.known.value(for: cacheKey, now: now) }) {

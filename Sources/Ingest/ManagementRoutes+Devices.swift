@@ -34,6 +34,7 @@ extension ManagementRoutes {
     func addDeviceRoutes(to router: Router<IngestRequestContext>) {
         router.get("/v1/devices/:deviceId") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let deviceId = try context.parameters.require("deviceId")
             guard let view = try await dependencies.insight.view(projectId: projectId, deviceId: deviceId) else {
                 throw Problem.notFound("nothing is kept about device \(deviceId) in this project")
@@ -54,6 +55,7 @@ extension ManagementRoutes {
         router.get("/v1/devices/:deviceId/decisions") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let deviceId = try context.parameters.require("deviceId")
+            try Self.refuseUnknownParameters(of: request, known: ["limit", "cursor"])
             let query = request.uri.queryParameters
             let limit = try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits)
             let cursor = try Self.cursor(query.get("cursor"))
@@ -67,12 +69,7 @@ extension ManagementRoutes {
         router.get("/v1/events") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let query = request.uri.queryParameters
-            let known: Set<String> = ["deviceId", "zoneId", "type", "from", "until", "limit", "cursor"]
-            let unknown = query.map { String($0.key) }.filter { !known.contains($0) }
-            guard unknown.isEmpty else {
-                throw Problem.invalid(
-                    "unknown query parameter", parameters: unknown.sorted().map { .init(name: $0, reason: "is not a filter of this list") })
-            }
+            try Self.refuseUnknownParameters(of: request, known: ["deviceId", "zoneId", "type", "from", "until", "limit", "cursor"])
             func time(_ name: String) throws -> Date? {
                 try query.get(name).map { text in
                     guard let date = RFC3339.parse(text) else {
@@ -94,6 +91,16 @@ extension ManagementRoutes {
                 projectId: projectId, filter: filter, cursor: try Self.cursor(query.get("cursor")),
                 limit: try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits))
             return try json(EventPageAnswer(page))
+        }
+    }
+
+    /// Query parameters a route does not know are a 400 naming each (a misspelt filter
+    /// would otherwise answer everything).
+    static func refuseUnknownParameters(of request: Request, known: Set<String>) throws {
+        let unknown = Set(request.uri.queryParameters.map { String($0.key) }).subtracting(known)
+        guard unknown.isEmpty else {
+            throw Problem.invalid(
+                "unknown query parameter", parameters: unknown.sorted().map { .init(name: $0, reason: "is not a parameter of this route") })
         }
     }
 

@@ -12,10 +12,12 @@ extension ManagementRoutes {
         router.post("/v1/webhooks") { request, context in try await addEndpoint(request, context: context) }
         router.get("/v1/webhooks") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             return try json(try await dependencies.webhooks.endpoints(projectId: projectId).map { EndpointView($0) })
         }
         router.get("/v1/webhooks/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try endpointId(context)
             return try json(EndpointView(try existing(try await dependencies.webhooks.endpoint(id: id, projectId: projectId), id)))
         }

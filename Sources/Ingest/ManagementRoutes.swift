@@ -20,6 +20,7 @@ struct ManagementRoutes {
         router.put("/v1/zones") { request, context in try await replaceZones(request, context: context) }
         router.get("/v1/zones") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             return try json(try await dependencies.zones.zones(projectId: projectId))
         }
         addWebhookRoutes(to: router)
@@ -27,6 +28,7 @@ struct ManagementRoutes {
         addEventRoutes(to: router)
         router.get("/v1/deliveries") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: ["status", "limit"])
             let statusText = request.uri.queryParameters.get("status")
             let status = try statusText.map { text in
                 guard let status = DeliveryStatus(rawValue: text) else {
@@ -35,11 +37,12 @@ struct ManagementRoutes {
                 }
                 return status
             }
-            let limit = min(max(request.uri.queryParameters.get("limit", as: Int.self) ?? 100, 1), 1000)
+            let limit = try Self.limit(request.uri.queryParameters.get("limit"), default: 100, within: 1...1000)
             return try json(try await dependencies.webhooks.deliveries(projectId: projectId, status: status, limit: limit))
         }
         router.get("/v1/deliveries/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let text = try context.parameters.require("id")
             guard let id = Int64(text), let detail = try await dependencies.webhooks.delivery(id: id, projectId: projectId) else {
                 throw Problem.notFound("no delivery \(text) in this project")

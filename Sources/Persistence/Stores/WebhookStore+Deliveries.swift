@@ -695,7 +695,9 @@ extension WebhookStore {
         for try await (attempt, startedAt, latency, code, error) in attempts.decode((Int, Date, Double, Int?, String?).self) {
             log.append(
                 DeliveryAttemptRecord(
-                    attempt: attempt, startedAt: startedAt, latencyMilliseconds: latency, statusCode: code, error: error))
+                    attempt: attempt, startedAt: startedAt,
+                    // To a tenth of a millisecond: the rest is the clock's noise, not the partner's.
+                    latencyMilliseconds: (latency * 10).rounded() / 10, statusCode: code, error: error))
         }
         return DeliveryDetail(delivery: found, attemptLog: log)
     }

@@ -105,7 +105,7 @@ import Testing
             }
             func result(_ attempt: DeliveryAttempt, _ code: Int?, _ outcome: DeliveryResult.Outcome) -> DeliveryResult {
                 DeliveryResult(
-                    deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .milliseconds(5),
+                    deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .nanoseconds(2_014_953),
                     statusCode: code, error: code == 204 ? nil : "HTTP \(code ?? 0)", outcome: outcome)
             }
 
@@ -141,6 +141,8 @@ import Testing
             let detail = try #require(try await webhooks.delivery(id: claimed[0].id, projectId: projectId))
             #expect(detail.attemptLog.map(\.statusCode) == [204, 500, 503, 204])
             #expect(detail.attemptLog.map(\.attempt) == [1, 1, 2, 1])
+            // Latencies to a tenth of a millisecond, not 2.0149529999999998.
+            #expect(detail.attemptLog.map(\.latencyMilliseconds) == [2.0, 2.0, 2.0, 2.0])
             #expect(try await webhooks.delivery(id: claimed[0].id, projectId: "another-project") == nil)
         }
     }

@@ -1,0 +1,59 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Ingest
+import Testing
+
+/// Conventions every management route keeps: a misspelt query parameter or an out-of-range
+/// limit is a 400 naming it, not an answer with everything; a request carrying two different
+/// API keys is a 400, not the data of whichever project won.
+@Suite struct ManagementConventionsTests {
+    func withIngest(_ body: @Sendable (PipelineHarness, any TestClientProtocol) async throws -> Void) async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        try await withIngestApplication(harness, configuration: IngestConfiguration(port: 0, topics: harness.topics)) { _, client in
+            try await body(harness, client)
+        }
+    }
+
+    /// The names in a problem's `invalid-params`, and its status and content type.
+    static func problem(_ response: TestResponse) throws -> (status: HTTPResponse.Status, type: String?, names: [String]) {
+        let object = try JSONSerialization.jsonObject(with: Data(buffer: response.body)) as? [String: Any]
+        let parameters = object?["invalid-params"] as? [[String: Any]] ?? []
+        return (response.status, response.headers[.contentType], parameters.compactMap { $0["name"] as? String })
+    }
+
+    @Test func unknownQueryParametersAndLimitsOutOfRangeAreRefusedNamingEach() async throws {
+        try await withIngest { harness, client in
+            let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
+            func get(_ uri: String) async throws -> TestResponse { try await client.execute(uri: uri, method: .get, headers: key) }
+
+            let misspelt = try Self.problem(try await get("/v1/deliveries?deviceId=phone-1&statu=failed"))
+            #expect(misspelt.status == .badRequest)
+            #expect(misspelt.type == "application/problem+json")
+            #expect(misspelt.names == ["deviceId", "statu"])
+            #expect(try Self.problem(try await get("/v1/deliveries?limit=5000")).names == ["limit"])
+            #expect(try Self.problem(try await get("/v1/deliveries?limit=0")).names == ["limit"])
+            for uri in ["/v1/zones?version=2", "/v1/webhooks?enabled=true", "/v1/devices/d1?x=1", "/v1/devices/d1/decisions?from=1"] {
+                let answer = try Self.problem(try await get(uri))
+                #expect(answer.status == .badRequest && answer.names.count == 1, "\(uri): \(answer)")
+            }
+            #expect(try await get("/v1/deliveries?status=failed&limit=1000").status == .ok)
+            #expect(try await get("/v1/zones").status == .ok)
+        }
+    }
+
+    @Test func twoDifferentKeysInOneRequestAreRefused() async throws {
+        try await withIngest { harness, client in
+            guard let apiKey = HTTPField.Name("X-API-Key") else { throw TestFailure("X-API-Key is not a field name") }
+            let both: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", apiKey: harness.deviceKey]
+            let refused = try Self.problem(try await client.execute(uri: "/v1/zones", method: .get, headers: both))
+            #expect(refused.status == .badRequest)
+            #expect(refused.names == ["Authorization", "X-API-Key"])
+            // The same key twice is not ambiguous.
+            let same: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", apiKey: harness.managementKey]
+            #expect(try await client.execute(uri: "/v1/zones", method: .get, headers: same).status == .ok)
+        }
+    }
+}
