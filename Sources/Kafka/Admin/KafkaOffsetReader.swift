@@ -187,35 +187,7 @@ public final class KafkaOffsetReader: Sendable {
     public func timestamp(
         topic: String, partition: Int32, offset: Int64, timeout: Duration = .seconds(5)
     ) async throws(KafkaError) -> Date? {
-        let client = self.client
-        return try await Blocking.run { () throws(KafkaError) -> Date? in
-            guard let handle = rd_kafka_topic_new(client.handle, topic, nil) else {
-                throw KafkaError(message: "invalid topic name \(topic)")
-            }
-            defer { rd_kafka_topic_destroy(handle) }
-            guard rd_kafka_consume_start(handle, partition, offset) == 0 else {
-                throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: rd_kafka_last_error())
-            }
-            defer { rd_kafka_consume_stop(handle, partition) }
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                guard let message = rd_kafka_consume(handle, partition, 200) else {
-                    rd_kafka_poll(client.handle, 0)
-                    continue
-                }
-                defer { rd_kafka_message_destroy(message) }
-                let error = message.pointee.err
-                if error == RD_KAFKA_RESP_ERR__PARTITION_EOF { return nil }
-                guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: error)
-                }
-                var type = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
-                let milliseconds = rd_kafka_message_timestamp(message, &type)
-                guard type != RD_KAFKA_TIMESTAMP_NOT_AVAILABLE, milliseconds >= 0 else { return nil }
-                return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-            }
-            return nil
-        }
+        try await records(topic: topic, partition: partition, from: offset, to: offset + 1, timeout: timeout).first?.timestamp
     }
 }
 
