@@ -173,6 +173,12 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 return status
             }
             let (project, limit) = (project, limit)
+            // An empty list must mean no deliveries, not a misspelt project.
+            try await withDatabase { database, logger in
+                guard try await ProjectStore(database: database, logger: logger).projectExists(project) else {
+                    throw ValidationError("no project '\(project)'")
+                }
+            }
             let deliveries = try await withWebhookStore { webhooks in
                 try await webhooks.deliveries(projectId: project, status: status, limit: limit)
             }

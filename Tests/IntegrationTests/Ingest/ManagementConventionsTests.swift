@@ -57,3 +57,16 @@ import Testing
         }
     }
 }
+
+/// `checkin deliveries list` of a project that does not exist says so and exits non-zero:
+/// an empty list means no deliveries, never a misspelt project.
+@Test func deliveriesListOfAnUnknownProjectFails() async throws {
+    let harness = PipelineHarness()
+    try await harness.prepare()
+    let environment = ["CHECKIN_SECRET_KEY": harness.secretKey.base64]
+    let unknown = try await CommandOutcome.run(["deliveries", "list", "--project", "nosuch-\(harness.suffix)"], environment: environment)
+    #expect(unknown.exitCode != 0)
+    #expect(unknown.standardError.contains("no project 'nosuch-\(harness.suffix)'"), "\(unknown.standardError)")
+    let known = try await CommandOutcome.run(["deliveries", "list", "--project", harness.projectId], environment: environment)
+    #expect(known.exitCode == 0, "\(known.standardError)")
+}
