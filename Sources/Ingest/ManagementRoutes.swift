@@ -52,10 +52,9 @@ struct ManagementRoutes {
         router.post("/v1/deliveries/:id/replay") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             guard let id = Int64(try context.parameters.require("id")) else { throw Problem.notFound("no such delivery") }
-            guard try await dependencies.webhooks.replay(deliveryId: id, projectId: projectId) else {
-                throw Problem.notFound("no delivery \(id) in this project")
-            }
-            return Response(status: .accepted)
+            let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
+            guard !replayed.isEmpty else { throw Problem.notFound("no delivery \(id) in this project") }
+            return try json(try await replayAnswer(replayed, projectId: projectId), status: .accepted)
         }
         router.post("/v1/deliveries/replay") { request, context in try await replayDeliveries(request, context: context) }
     }
@@ -114,6 +113,14 @@ struct ManagementRoutes {
 
     struct ReplayAnswer: Encodable {
         var replayed: Int
+        /// Endpoints of the replayed deliveries that are disabled: those wait until enabled.
+        var disabledEndpoints: [String]
+    }
+
+    func replayAnswer(_ replayed: [Int64], projectId: String) async throws -> ReplayAnswer {
+        ReplayAnswer(
+            replayed: replayed.count,
+            disabledEndpoints: try await dependencies.webhooks.disabledEndpoints(ofDeliveries: replayed, projectId: projectId))
     }
 
     func replayDeliveries(_ request: Request, context: IngestRequestContext) async throws -> Response {
@@ -132,14 +139,14 @@ struct ManagementRoutes {
             }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: ids, projectId: projectId)
             guard !replayed.isEmpty else { throw Problem.notFound("none of these deliveries is in this project") }
-            return try json(ReplayAnswer(replayed: replayed.count), status: .accepted)
+            return try json(try await replayAnswer(replayed, projectId: projectId), status: .accepted)
         }
         guard replay.ids == nil, replay.status == .failed else {
             throw Problem.invalid(
                 "give either ids or status failed", parameters: [.init(name: "status", reason: "must be failed when ids are not given")])
         }
         let replayed = try await dependencies.webhooks.replayFailed(projectId: projectId, endpointId: replay.endpointId)
-        return try json(ReplayAnswer(replayed: replayed), status: .accepted)
+        return try json(try await replayAnswer(replayed, projectId: projectId), status: .accepted)
     }
 
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

@@ -39,6 +39,12 @@ components:
         createdAt: {type: string, format: date-time}
         previousSecretExpiresAt: {type: string, format: date-time, description: while a rotation is under way, when the previous secret stops signing}
         secret: {$ref: "#/components/schemas/WebhookSecret"}
+    ReplayAnswer:
+      type: object
+      required: [replayed, disabledEndpoints]
+      properties:
+        replayed: {type: integer, description: how many deliveries were queued again}
+        disabledEndpoints: {type: array, items: {type: string}, description: endpoints of these deliveries that are disabled; their deliveries wait until enabled}
     Fix: {$ref: "schemas/fix.schema.json"}
     CheckEvent: {$ref: "schemas/event.schema.json"}
     DecisionEntry:
@@ -595,7 +601,7 @@ paths:
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
-        "202": {description: Queued, content: {application/json: {schema: {type: object, properties: {replayed: {type: integer}}}}}}
+        "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "400": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/deliveries/{id}/replay:
@@ -604,7 +610,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
       responses:
-        "202": {description: Queued}
+        "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "404": {$ref: "#/components/responses/Problem"}

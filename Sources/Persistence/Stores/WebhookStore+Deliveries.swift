@@ -719,8 +719,8 @@ extension WebhookStore {
         return replayed.sorted()
     }
 
-    /// Queues every failed delivery of the project again (of one endpoint, if given); returns how many.
-    public func replayFailed(projectId: String, endpointId: String? = nil) async throws -> Int {
+    /// Queues every failed delivery of the project again (of one endpoint, if given); returns their ids.
+    public func replayFailed(projectId: String, endpointId: String? = nil) async throws -> [Int64] {
         let endpoint = endpointId ?? ""
         let rows = try await database.client.query(
             """
@@ -729,9 +729,24 @@ extension WebhookStore {
              WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
             RETURNING id
             """, logger: logger)
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count
+        var replayed: [Int64] = []
+        for try await id in rows.decode(Int64.self) { replayed.append(id) }
+        return replayed.sorted()
+    }
+
+    /// The disabled endpoints these deliveries go to: what is queued for them waits until
+    /// they are enabled again, which whoever replays them should be told.
+    public func disabledEndpoints(ofDeliveries ids: [Int64], projectId: String) async throws -> [String] {
+        guard !ids.isEmpty else { return [] }
+        let rows = try await database.client.query(
+            """
+            SELECT DISTINCT e.id FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
+             WHERE d.id = ANY(\(ids)::bigint[]) AND d.project_id = \(projectId) AND NOT e.enabled
+             ORDER BY e.id
+            """, logger: logger)
+        var endpoints: [String] = []
+        for try await id in rows.decode(String.self) { endpoints.append(id) }
+        return endpoints
     }
 
     /// Queues one delivery again. Returns false if the project has no such delivery.

@@ -3,6 +3,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Ingest
+import Persistence
+import Shared
 import Testing
 
 /// Conventions every management route keeps: a misspelt query parameter or an out-of-range
@@ -10,10 +12,14 @@ import Testing
 /// API keys is a 400, not the data of whichever project won.
 @Suite struct ManagementConventionsTests {
     func withIngest(_ body: @Sendable (PipelineHarness, any TestClientProtocol) async throws -> Void) async throws {
+        try await withIngest { harness, _, client in try await body(harness, client) }
+    }
+
+    func withIngest(_ body: @Sendable (PipelineHarness, Database, any TestClientProtocol) async throws -> Void) async throws {
         let harness = PipelineHarness()
         try await harness.prepare()
-        try await withIngestApplication(harness, configuration: IngestConfiguration(port: 0, topics: harness.topics)) { _, client in
-            try await body(harness, client)
+        try await withIngestApplication(harness, configuration: IngestConfiguration(port: 0, topics: harness.topics)) { database, client in
+            try await body(harness, database, client)
         }
     }
 
@@ -41,6 +47,36 @@ import Testing
             }
             #expect(try await get("/v1/deliveries?status=failed&limit=1000").status == .ok)
             #expect(try await get("/v1/zones").status == .ok)
+        }
+    }
+
+    /// Replaying deliveries whose endpoint is disabled queues them and says that they wait
+    /// for the endpoint, instead of a bare success after which nothing is sent.
+    @Test func replayingToADisabledEndpointSaysTheDeliveriesWait() async throws {
+        try await withIngest { harness, database, client in
+            let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: harness.projectId, url: "http://127.0.0.1:9/hooks", secrets: [WebhookSecret.generate()])
+            let delivery = NewDelivery(
+                endpointId: endpoint.id, projectId: harness.projectId, eventId: "e-\(harness.suffix)", eventType: "checkin",
+                deviceId: "d", eventTime: Date(), sequence: 1, payload: "{}")
+            #expect(try await webhooks.enqueue([delivery]) == 1)
+            let id = try #require(try await webhooks.deliveries(projectId: harness.projectId, status: nil, limit: 10).first?.id)
+            _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
+            let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+
+            for (uri, body) in [("/v1/deliveries/\(id)/replay", ""), ("/v1/deliveries/replay", #"{"ids": [\#(id)]}"#)] {
+                let answer = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
+                #expect(answer.status == .accepted)
+                let object = try JSONSerialization.jsonObject(with: Data(buffer: answer.body)) as? [String: Any]
+                #expect(object?["replayed"] as? Int == 1, "\(uri): \(String(buffer: answer.body))")
+                #expect(object?["disabledEndpoints"] as? [String] == [endpoint.id], "\(uri): \(String(buffer: answer.body))")
+            }
+            _ = try await webhooks.enableEndpoint(id: endpoint.id, projectId: harness.projectId)
+            let enabled = try await client.execute(
+                uri: "/v1/deliveries/\(id)/replay", method: .post, headers: headers, body: ByteBuffer())
+            let object = try JSONSerialization.jsonObject(with: Data(buffer: enabled.body)) as? [String: Any]
+            #expect(object?["disabledEndpoints"] as? [String] == [])
         }
     }
 
