@@ -188,7 +188,7 @@ import Testing
             let ids = failed.map { String($0.id) }.joined(separator: ",")
             let replayed = try await post(Data(#"{"ids": [\#(ids)]}"#.utf8), to: "\(base)/deliveries/replay", key: harness.managementKey)
             #expect(replayed.status == 202)
-            #expect(replayed.body == #"{"replayed":2}"#)
+            #expect(replayed.body == #"{"disabledEndpoints":[],"replayed":2}"#)
             try await received.wait(timeout: .seconds(60)) { trip.isComplete($0) }
             #expect(await received.payloads.map(\.data.sequence) == [1, 2])
         }
