@@ -54,7 +54,7 @@ final class WebhookSender: Sendable {
                 statusCode: Int(response.status.code), retryAfter: response.headers.first(name: "retry-after"),
                 location: response.headers.first(name: "location"))
         } catch {
-            return WebhookResponse(error: String(describing: error))
+            return WebhookResponse(error: NetworkErrorText.describe(error))
         }
     }
 }

@@ -4,6 +4,7 @@ import Foundation
 import Kafka
 import Logging
 import NIOCore
+import Notifier
 import Persistence
 import Shared
 
@@ -187,7 +188,7 @@ struct PipelineStatusReader {
             let ready = response.status.code == 200 && (object["ready"] as? Bool ?? false)
             return .init(url: url, ready: ready, components: components, error: nil)
         } catch {
-            return .init(url: url, ready: false, components: [:], error: "\(error)")
+            return .init(url: url, ready: false, components: [:], error: NetworkErrorText.describe(error))
         }
     }
 }
