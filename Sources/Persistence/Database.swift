@@ -1,12 +1,11 @@
 import Logging
-import NIOConcurrencyHelpers
 import PostgresNIO
 import ServiceLifecycle
 
 /// The one Postgres connection pool of a process, run as a `Service`.
 public final class Database: Service, Sendable {
     public let client: PostgresClient
-    let logger: Logger
+    public let logger: Logger
 
     public init(configuration: DatabaseConfiguration, logger: Logger) {
         // The pool's own chatter (including a harmless warning when a service queries in
@@ -64,56 +63,6 @@ public final class Database: Service, Sendable {
                 try await Task.sleep(for: .milliseconds(250))
             }
         }
-    }
-}
-
-extension Database {
-    /// Whether the database answers a trivial query within `limit`: tells a failing
-    /// dependency from a failing record.
-    /// Returns when the limit passes even if the query is still waiting (a connection whose
-    /// path is cut may not heed cancellation): the query is cancelled and left to finish.
-    public func isReachable(within limit: Duration) async -> Bool {
-        let answer = FirstAnswer()
-        let query = Task { answer.settle((try? await self.client.query("SELECT 1", logger: self.logger)) != nil) }
-        let timer = Task {
-            try? await Task.sleep(for: limit)
-            answer.settle(false)
-        }
-        let reachable = await answer.value()
-        query.cancel()
-        timer.cancel()
-        return reachable
-    }
-}
-
-/// The first of a probe's two outcomes (its answer or its time-out), handed to its waiter.
-private final class FirstAnswer: Sendable {
-    private struct State {
-        var answer: Bool?
-        var waiter: CheckedContinuation<Bool, Never>?
-    }
-
-    private let state = NIOLockedValueBox(State())
-
-    func value() async -> Bool {
-        await withCheckedContinuation { continuation in
-            let known = state.withLockedValue { state -> Bool? in
-                if let answer = state.answer { return answer }
-                state.waiter = continuation
-                return nil
-            }
-            if let known { continuation.resume(returning: known) }
-        }
-    }
-
-    func settle(_ answer: Bool) {
-        let waiter = state.withLockedValue { state -> CheckedContinuation<Bool, Never>? in
-            guard state.answer == nil else { return nil }
-            state.answer = answer
-            defer { state.waiter = nil }
-            return state.waiter
-        }
-        waiter?.resume(returning: answer)
     }
 }
 

@@ -1,3 +1,4 @@
+import BatchProcessing
 import Foundation
 import Logging
 import Persistence
