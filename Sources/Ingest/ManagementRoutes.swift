@@ -53,8 +53,8 @@ struct ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             guard let id = Int64(try context.parameters.require("id")) else { throw Problem.notFound("no such delivery") }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
-            guard !replayed.isEmpty else { throw Problem.notFound("no delivery \(id) in this project") }
-            return try json(try await replayAnswer(replayed, projectId: projectId), status: .accepted)
+            guard !replayed.ids.isEmpty else { throw Problem.notFound("no delivery \(id) in this project") }
+            return try json(ReplayAnswer(replayed), status: .accepted)
         }
         router.post("/v1/deliveries/replay") { request, context in try await replayDeliveries(request, context: context) }
     }
@@ -115,12 +115,11 @@ struct ManagementRoutes {
         var replayed: Int
         /// Endpoints of the replayed deliveries that are disabled: those wait until enabled.
         var disabledEndpoints: [String]
-    }
 
-    func replayAnswer(_ replayed: [Int64], projectId: String) async throws -> ReplayAnswer {
-        ReplayAnswer(
-            replayed: replayed.count,
-            disabledEndpoints: try await dependencies.webhooks.disabledEndpoints(ofDeliveries: replayed, projectId: projectId))
+        init(_ replayed: ReplayedDeliveries) {
+            self.replayed = replayed.ids.count
+            disabledEndpoints = replayed.disabledEndpoints
+        }
     }
 
     func replayDeliveries(_ request: Request, context: IngestRequestContext) async throws -> Response {
@@ -138,15 +137,15 @@ struct ManagementRoutes {
                 throw Problem.invalid("1 to 10,000 ids", parameters: [.init(name: "ids", reason: "must hold 1 to 10,000 delivery ids")])
             }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: ids, projectId: projectId)
-            guard !replayed.isEmpty else { throw Problem.notFound("none of these deliveries is in this project") }
-            return try json(try await replayAnswer(replayed, projectId: projectId), status: .accepted)
+            guard !replayed.ids.isEmpty else { throw Problem.notFound("none of these deliveries is in this project") }
+            return try json(ReplayAnswer(replayed), status: .accepted)
         }
         guard replay.ids == nil, replay.status == .failed else {
             throw Problem.invalid(
                 "give either ids or status failed", parameters: [.init(name: "status", reason: "must be failed when ids are not given")])
         }
         let replayed = try await dependencies.webhooks.replayFailed(projectId: projectId, endpointId: replay.endpointId)
-        return try json(try await replayAnswer(replayed, projectId: projectId), status: .accepted)
+        return try json(ReplayAnswer(replayed), status: .accepted)
     }
 
     func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {

@@ -703,54 +703,49 @@ extension WebhookStore {
     }
 
     /// Queues deliveries again (after a partner fixed its endpoint), all in one statement, so
-    /// that several of one device still go out in `sequence` order. Returns the ids queued.
-    public func replay(deliveryIds: [Int64], projectId: String) async throws -> [Int64] {
-        guard !deliveryIds.isEmpty else { return [] }
-        let rows = try await database.client.query(
-            """
-            UPDATE deliveries
-               SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
-                   lease_owner = NULL, leased_until = NULL
-             WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
-            RETURNING id
-            """, logger: logger)
-        var replayed: [Int64] = []
-        for try await id in rows.decode(Int64.self) { replayed.append(id) }
-        return replayed.sorted()
+    /// that several of one device still go out in `sequence` order.
+    public func replay(deliveryIds: [Int64], projectId: String) async throws -> ReplayedDeliveries {
+        guard !deliveryIds.isEmpty else { return ReplayedDeliveries(ids: [], disabledEndpoints: []) }
+        return try await Self.replayed(
+            try await database.client.query(
+                """
+                UPDATE deliveries
+                   SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
+                       lease_owner = NULL, leased_until = NULL
+                 WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
+                RETURNING id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id)
+                """, logger: logger))
     }
 
-    /// Queues every failed delivery of the project again (of one endpoint, if given); returns their ids.
-    public func replayFailed(projectId: String, endpointId: String? = nil) async throws -> [Int64] {
+    /// Queues every failed delivery of the project again (of one endpoint, if given).
+    public func replayFailed(projectId: String, endpointId: String? = nil) async throws -> ReplayedDeliveries {
         let endpoint = endpointId ?? ""
-        let rows = try await database.client.query(
-            """
-            UPDATE deliveries
-               SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, leased_until = NULL
-             WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
-            RETURNING id
-            """, logger: logger)
-        var replayed: [Int64] = []
-        for try await id in rows.decode(Int64.self) { replayed.append(id) }
-        return replayed.sorted()
+        return try await Self.replayed(
+            try await database.client.query(
+                """
+                UPDATE deliveries
+                   SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, leased_until = NULL
+                 WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
+                RETURNING id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id)
+                """, logger: logger))
     }
 
-    /// The disabled endpoints these deliveries go to: what is queued for them waits until
-    /// they are enabled again, which whoever replays them should be told.
-    public func disabledEndpoints(ofDeliveries ids: [Int64], projectId: String) async throws -> [String] {
-        guard !ids.isEmpty else { return [] }
-        let rows = try await database.client.query(
-            """
-            SELECT DISTINCT e.id FROM deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id
-             WHERE d.id = ANY(\(ids)::bigint[]) AND d.project_id = \(projectId) AND NOT e.enabled
-             ORDER BY e.id
-            """, logger: logger)
-        var endpoints: [String] = []
-        for try await id in rows.decode(String.self) { endpoints.append(id) }
-        return endpoints
+    /// The rows a replay returned: each delivery's id, endpoint and whether that is enabled.
+    private static func replayed(_ rows: PostgresRowSequence) async throws -> ReplayedDeliveries {
+        var ids: [Int64] = []
+        var disabled: Set<String> = []
+        for try await (id, endpointId, enabled) in rows.decode((Int64, String, Bool?).self) {
+            ids.append(id)
+            if enabled == false { disabled.insert(endpointId) }
+        }
+        return ReplayedDeliveries(ids: ids.sorted(), disabledEndpoints: disabled.sorted())
     }
+}
 
-    /// Queues one delivery again. Returns false if the project has no such delivery.
-    public func replay(deliveryId: Int64, projectId: String) async throws -> Bool {
-        try await !replay(deliveryIds: [deliveryId], projectId: projectId).isEmpty
-    }
+/// Deliveries queued again.
+public struct ReplayedDeliveries: Sendable, Equatable {
+    public var ids: [Int64]
+    /// The disabled endpoints among the deliveries': what is queued for them waits until they
+    /// are enabled again, which whoever replays them should be told.
+    public var disabledEndpoints: [String]
 }

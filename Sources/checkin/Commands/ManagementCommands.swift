@@ -229,19 +229,20 @@ struct DeliveriesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, ids, failed) = (project, ids, failed)
-            let (replayed, disabled) = try await withWebhookStore { webhooks in
-                let replayed =
-                    failed
+            let replayed = try await withWebhookStore { webhooks in
+                failed
                     ? try await webhooks.replayFailed(projectId: project)
                     : try await webhooks.replay(deliveryIds: ids, projectId: project)
-                return (replayed.count, try await webhooks.disabledEndpoints(ofDeliveries: replayed, projectId: project))
             }
-            if !failed && replayed < ids.count {
-                throw ValidationError("\(ids.count - replayed) of the deliveries are not in project \(project); \(replayed) queued again")
+            let count = replayed.ids.count
+            if !failed && count < ids.count {
+                throw ValidationError("\(ids.count - count) of the deliveries are not in project \(project); \(count) queued again")
             }
-            print("\(replayed) deliveries queued again")
-            if !disabled.isEmpty {
-                print("disabled, so their deliveries wait until enabled (checkin webhooks enable): \(disabled.joined(separator: ", "))")
+            print("\(count) deliveries queued again")
+            if !replayed.disabledEndpoints.isEmpty {
+                print(
+                    "disabled, so their deliveries wait until enabled (checkin webhooks enable): "
+                        + replayed.disabledEndpoints.joined(separator: ", "))
             }
         }
     }

@@ -124,8 +124,8 @@ import Testing
 
             try await webhooks.record([result(retried[0], 503, .failed)], owner: "a")
             #expect(try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10).map(\.eventId) == [delivery.eventId])
-            #expect(try await webhooks.replay(deliveryId: claimed[0].id, projectId: projectId))
-            #expect(try await webhooks.replay(deliveryId: claimed[0].id, projectId: "another-project") == false)
+            #expect(try await webhooks.replay(deliveryIds: [claimed[0].id], projectId: projectId).ids == [claimed[0].id])
+            #expect(try await webhooks.replay(deliveryIds: [claimed[0].id], projectId: "another-project").ids.isEmpty)
             let pending = try await webhooks.deliveries(projectId: projectId, status: .pending, limit: 10)
             #expect(pending.first?.attempts == 0)
 
@@ -215,7 +215,7 @@ import Testing
             let failed = try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10)
             try await database.client.query(
                 "UPDATE webhook_endpoints SET enabled = true WHERE id = \(endpoint.id)", logger: logger)
-            #expect(try await webhooks.replay(deliveryIds: failed.map(\.id), projectId: projectId).count == 5)
+            #expect(try await webhooks.replay(deliveryIds: failed.map(\.id), projectId: projectId).ids.count == 5)
             #expect(try await claim().filter { $0.deviceId == "d" }.map(\.sequence) == [1])
         }
     }
