@@ -147,7 +147,6 @@ import Testing
             configuration: KafkaProducerConfiguration(bootstrapServers: TestEnvironment.kafkaBrokers, clientId: "test-relay"),
             logger: logger)
         let publisher = FaultyPublisher(producer: producer) { _ in false }
-        let deadLetters = try readerConsumer(topic: topics.eventsDeadLetter, logger: logger)
         let huge = String(repeating: "x", count: producer.maximumMessageBytes + 1000)
         try await withMigratedDatabase(url: try await freshDatabaseURL(logger: logger), logger: logger) { database in
             let outbox = EventOutboxStore(database: database, logger: logger)
@@ -167,12 +166,11 @@ import Testing
             let relay = EventRelay(
                 outbox: outbox, publisher: publisher, leases: leases, group: "relay-test", topics: topics,
                 interval: .milliseconds(200), logger: logger)
-            let received = ReceivedMessages(deadLetters)
-            try await withServicesRunning([producer, relay, deadLetters]) {
+            try await withServicesRunning([producer, relay]) {
                 try await KafkaTestSupport.waitUntil("the next event published", within: .seconds(60)) {
                     publisher.published.map(\.eventId) == ["next"]
                 }
-                let letters = try await received.waitFor(count: 1, within: .seconds(60))
+                let letters = try await consume(topic: topics.eventsDeadLetter, count: 1, logger: logger)
                 func header(_ name: String) -> String? {
                     letters[0].headers.first { $0.key == Topics.deadLetterHeaderPrefix + name }?.value
                         .map { String(decoding: $0, as: UTF8.self) }

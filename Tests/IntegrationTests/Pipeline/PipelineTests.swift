@@ -114,17 +114,6 @@ extension PipelineTests {
     }
 }
 
-/// A consumer of one topic from its beginning, in a group of its own, with the local broker's short timeouts.
-func readerConsumer(topic: String, logger: Logger) throws -> KafkaConsumer {
-    var configuration = KafkaConsumerConfiguration(
-        bootstrapServers: TestEnvironment.kafkaBrokers, groupId: "reader-" + UUID().uuidString, clientId: "test-reader",
-        topics: [topic])
-    configuration.sessionTimeout = .seconds(6)
-    configuration.heartbeatInterval = .seconds(1)
-    configuration.maxPollInterval = .seconds(10)
-    return try KafkaConsumer(configuration: configuration, rebalanceListener: nil, logger: logger)
-}
-
 /// Reads `count` records of a topic from its beginning (all it holds once it holds that
 /// many), without joining a group: nothing to wait for but the records.
 func consume(topic: String, count: Int, logger: Logger) async throws -> [KafkaConsumerMessage] {
