@@ -33,7 +33,9 @@ import Testing
         try await cluster.produce(trips.flatMap { trip in (0..<9).map(trip.fix) })
         let produced = trips.count * 9
         try cluster.startEvaluator()
-        // While the rebalance is overdue the worker says so.
+        // A wedged group assigns the worker nothing: until it recovers, the worker says it is
+        // not in a working group (the same answer as before a first join; the recovery below
+        // is what tells the two apart).
         try await waitUntil("the wedged group reported by /ready", within: .seconds(40)) {
             await cluster.readiness(0)?.components["group"] == false
         }
