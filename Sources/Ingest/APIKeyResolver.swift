@@ -40,28 +40,23 @@ public final class APIKeyResolver: Sendable {
                 unknown: ExpiringCache(capacity: capacity, whenFull: .dropAll)))
     }
 
-    /// The key from `Authorization: Bearer …` or `X-API-Key`.
-    static func key(in request: Request) -> String? {
+    /// The key from `Authorization: Bearer …` or `X-API-Key`. Two different keys in one
+    /// request would leave it to chance which project answers: a 400 naming both headers.
+    static func key(in request: Request) throws -> String? {
+        var bearer: String?
         if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
-            return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            bearer = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
         }
-        if let name = HTTPField.Name("X-API-Key"), let key = request.headers[name] { return key }
-        return nil
-    }
-
-    /// Two different keys in one request (`Authorization: Bearer` and `X-API-Key`) would leave
-    /// it to chance which project answers: a 400 naming both headers.
-    static func refuseTwoKeys(in request: Request) throws {
-        guard let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer "),
-            let name = HTTPField.Name("X-API-Key"), let other = request.headers[name],
-            String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces) != other
-        else { return }
-        throw Problem.invalid(
-            "the request carries two different API keys; send one",
-            parameters: [
-                .init(name: "Authorization", reason: "differs from X-API-Key"),
-                .init(name: "X-API-Key", reason: "differs from Authorization"),
-            ])
+        let header = HTTPField.Name("X-API-Key").flatMap { request.headers[$0] }
+        if let bearer, let header, bearer != header {
+            throw Problem.invalid(
+                "the request carries two different API keys; send one",
+                parameters: [
+                    .init(name: "Authorization", reason: "differs from X-API-Key"),
+                    .init(name: "X-API-Key", reason: "differs from Authorization"),
+                ])
+        }
+        return bearer ?? header
     }
 
     /// The project of the request's key of this kind, or a 401 problem (429 when the
@@ -69,8 +64,7 @@ public final class APIKeyResolver: Sendable {
     func project(for request: Request, context: IngestRequestContext, kind: ProjectStore.KeyKind) async throws -> String {
         let client = ClientAddress(context.remoteAddress)
         let now = ContinuousClock.now
-        try Self.refuseTwoKeys(in: request)
-        let key = Self.key(in: request) ?? ""
+        let key = try Self.key(in: request) ?? ""
         let cacheKey = kind.rawValue + ":" + key
         if !key.isEmpty, let projectId = caches.withLockedValue({ $0.known.value(for: cacheKey, now: now) }) {
             return projectId

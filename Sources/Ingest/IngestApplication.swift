@@ -78,7 +78,7 @@ struct FixRoutes {
     func accept(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let receivedAt = Date()
         let projectId: String? =
-            configuration.requireAPIKey || APIKeyResolver.key(in: request) != nil
+            try configuration.requireAPIKey || APIKeyResolver.key(in: request) != nil
             ? try await keys.project(for: request, context: context, kind: .device) : nil
         let body = try await request.body.collect(upTo: configuration.maximumBodyBytes)
         let fixes: [Fix]
