@@ -130,6 +130,9 @@ struct FixBatchProcessor: Sendable {
             var partitions: [DeviceKey: Int32] = [:]
             var events: [OutboxEvent] = []
             if configuration.recordDecisions { result.records.reserveCapacity(fixes.count) }
+            // One clock reading for the batch: its records were decided together (and reading
+            // Foundation's clock per fix showed in the evaluator's profile).
+            let decidedAt = Date()
             for (message, fix) in fixes {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 partitions[key] = message.partition
@@ -148,7 +151,7 @@ struct FixBatchProcessor: Sendable {
                     result.entries[DecisionTally(outcome: entry.outcome, reason: entry.reason), default: 0] += 1
                 }
                 if configuration.recordDecisions {
-                    result.records.append(try decisionRecord(of: fix, key: key, evaluation: evaluation))
+                    result.records.append(decisionRecord(of: fix, key: key, evaluation: evaluation, decidedAt: decidedAt))
                 }
             }
             // Dead letters are the input as it came, not decisions: published now (again,
@@ -182,12 +185,11 @@ struct FixBatchProcessor: Sendable {
         return committed
     }
 
-    /// The fix's decision record, its entries written as JSON here rather than by Postgres.
-    func decisionRecord(of fix: Fix, key: DeviceKey, evaluation: Evaluation) throws -> NewDecisionRecord {
-        NewDecisionRecord(
-            key: key, fixId: fix.fixId, fixTime: fix.timestamp, mode: fix.mode, location: DecisionLocation(fix),
-            entriesJSON: evaluation.entries.isEmpty ? nil : String(decoding: try evaluation.entries.wireJSON(), as: UTF8.self),
-            eventIds: evaluation.events.map(\.eventId))
+    /// The fix's decision record, the same the offline replay makes.
+    func decisionRecord(of fix: Fix, key: DeviceKey, evaluation: Evaluation, decidedAt: Date) -> NewDecisionRecord {
+        var record = Replay.decisionRecord(of: fix, evaluation)
+        record.evaluatedAt = decidedAt
+        return NewDecisionRecord(key: key, record: record)
     }
 
     /// Has the relay publish what the committed batch decided, without waiting for it: the

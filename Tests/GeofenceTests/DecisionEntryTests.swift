@@ -107,4 +107,22 @@ import Testing
         #expect(written == Array(try WireJSON.encoder().encode(entries)))
         #expect(try WireJSON.decoder().decode([DecisionEntry].self, from: Data(written)) == entries)
     }
+
+    /// Whole records, with and without their optional members, as the encoder writes them.
+    @Test func recordsRoundTripThroughTheirWireJSON() throws {
+        let records = [
+            DecisionRecord(
+                fixId: "f-1", timestamp: Scenario.start, evaluatedAt: Scenario.start.addingTimeInterval(0.25), mode: .restart,
+                location: DecisionLocation(lat: 52.5, lon: -0.125, accuracy: 12, speed: 1.5, bearing: 270),
+                entries: [DecisionEntry(zoneId: "z", outcome: .checkedIn)], eventIds: ["e-1", "e-2"]),
+            DecisionRecord(
+                fixId: nil, timestamp: Scenario.start, mode: .normal, location: DecisionLocation(lat: 0, lon: 1e-05),
+                entries: [], eventIds: []),
+        ]
+        for record in records {
+            let written = try record.wireJSON()
+            #expect(written == Array(try WireJSON.encoder().encode(record)))
+            #expect(try WireJSON.decoder().decode(DecisionRecord.self, from: Data(written)) == record)
+        }
+    }
 }

@@ -3,32 +3,17 @@ import Logging
 import PostgresNIO
 import Shared
 
-/// One fix's decision record as the evaluator hands it over: the entries already written
-/// as JSON (nil when the fix concerned no zone), so that the batch transaction only ships
-/// bytes. (Arrays of the query carry no NULLs: an absent value travels as "" or NaN.)
+/// One fix's decision record as the evaluator hands it over, written out (as the JSON the
+/// decisions API returns) by the recorder, off the batch loop.
 public struct NewDecisionRecord: Sendable {
     public var key: DeviceKey
-    public var fixId: String?
-    public var fixTime: Date
-    public var mode: FixMode
-    public var location: DecisionLocation
-    public var entriesJSON: String?
-    public var eventIds: [String]
+    public var record: DecisionRecord
     /// When the batch that decided it committed (the evaluator's clock).
-    public var evaluatedAt: Date
+    public var evaluatedAt: Date { record.evaluatedAt ?? .distantPast }
 
-    public init(
-        key: DeviceKey, fixId: String?, fixTime: Date, mode: FixMode, location: DecisionLocation, entriesJSON: String?,
-        eventIds: [String], evaluatedAt: Date = Date()
-    ) {
+    public init(key: DeviceKey, record: DecisionRecord) {
         self.key = key
-        self.fixId = fixId
-        self.fixTime = fixTime
-        self.mode = mode
-        self.location = location
-        self.entriesJSON = entriesJSON
-        self.eventIds = eventIds
-        self.evaluatedAt = evaluatedAt
+        self.record = record
     }
 }
 
@@ -39,50 +24,58 @@ public struct DecisionPage: Sendable {
     public var nextCursor: Int64?
 }
 
-/// The decision records of SPEC section 6: appended inside the evaluator's batch
-/// transaction (a record exists only if the decision it tells of committed), read by
-/// the management API and the CLI, purged past their retention.
+/// The decision records of SPEC section 6, written by the evaluator after the batches that
+/// decided them committed, read by the management API and the CLI, purged past their retention.
+///
+/// A row holds a run of one device's records written together, oldest first, one JSON
+/// object per line: Postgres then stores one tuple and one index entry for the run and
+/// parses no column of a record.
 public struct DecisionStore: Sendable {
     /// Each device's newest records are kept whatever their age.
     public static let keptPerDevice = 100
+    /// At most this many records share a row, so that purging, a row at a time, keeps
+    /// fewer than `keptPerDevice + recordsPerRow` of a device past the retention.
+    public static let recordsPerRow = 50
     let logger: Logger
 
     public init(logger: Logger) {
         self.logger = logger
     }
 
-    /// Appends records, in the order the fixes were evaluated, with one `COPY` (the cheapest
-    /// way into Postgres: no statement to plan, no arrays to unpack), then removes those of
-    /// devices erased after they were evaluated (a batch that committed just before an
-    /// erasure may be written just after it).
+    /// Appends records, each device's in the order they were evaluated, with one `COPY`
+    /// (no statement to plan, no arrays to unpack), then removes those of devices erased
+    /// after they were evaluated (a batch that committed just before an erasure may be
+    /// written just after it).
     public func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
         guard !records.isEmpty else { return }
-        var rows = ByteBuffer()
-        rows.reserveCapacity(records.count * 160)
+        var runs: [DeviceKey: [NewDecisionRecord]] = [:]
+        var devices: [DeviceKey] = []
         for record in records {
-            rows.writeString("\(record.key.recordKey)\t")
-            Self.writeText(record.key.projectId, to: &rows)
-            Self.writeText(record.key.deviceId, to: &rows)
-            Self.writeText(record.fixId, to: &rows)
-            rows.writeString(RFC3339.format(record.fixTime) + "\t" + RFC3339.format(record.evaluatedAt) + "\t")
-            rows.writeString(record.mode.rawValue + "\t")
-            rows.writeString("\(record.location.lat)\t\(record.location.lon)\t")
-            for value in [record.location.accuracy, record.location.speed, record.location.bearing] {
-                rows.writeString(value.map { "\($0)\t" } ?? "\\N\t")
-            }
-            Self.writeText(record.entriesJSON, to: &rows)
-            if record.eventIds.isEmpty {
-                rows.writeString("\\N\n")
-            } else {
-                rows.writeString("{" + record.eventIds.joined(separator: ",") + "}\n")
+            if runs[record.key] == nil { devices.append(record.key) }
+            runs[record.key, default: []].append(record)
+        }
+        var rows = ByteBuffer()
+        rows.reserveCapacity(records.count * 260)
+        for key in devices {
+            let deviceRecords = runs[key]!
+            var start = 0
+            while start < deviceRecords.count {
+                let run = deviceRecords[start..<min(start + Self.recordsPerRow, deviceRecords.count)]
+                rows.writeString("\(key.recordKey)\t")
+                Self.writeText(key.projectId, to: &rows)
+                Self.writeText(key.deviceId, to: &rows)
+                rows.writeString(RFC3339.format(run.last!.evaluatedAt) + "\t\(run.count)\t")
+                for (index, record) in zip(run.indices, run) {
+                    if index != run.startIndex { rows.writeString("\\n") }
+                    Self.writeEscaped(try record.record.wireJSON(), to: &rows)
+                }
+                rows.writeInteger(UInt8(ascii: "\n"))
+                start += run.count
             }
         }
         try await connection.copyFrom(
             table: "decision_records",
-            columns: [
-                "device_key", "project_id", "device_id", "fix_id", "fix_time", "evaluated_at", "mode", "lat", "lon",
-                "accuracy", "speed", "bearing", "entries", "event_ids",
-            ], logger: logger
+            columns: ["device_key", "project_id", "device_id", "evaluated_at", "record_count", "records"], logger: logger
         ) { writer in
             try await writer.write(rows)
         }
@@ -94,13 +87,28 @@ public struct DecisionStore: Sendable {
             """, logger: logger)
     }
 
-    /// A text column of COPY's text format, then its tab: backslash, tab and line breaks escaped; nil is `\N`.
+    /// A text column of COPY's text format, then its tab; nil is `\N`.
     static func writeText(_ text: String?, to rows: inout ByteBuffer) {
         guard let text else {
             rows.writeString("\\N\t")
             return
         }
-        for byte in text.utf8 {
+        writeEscaped(text.utf8, to: &rows)
+        rows.writeInteger(UInt8(ascii: "\t"))
+    }
+
+    /// Bytes as COPY's text format reads them back: backslash, tab and line breaks escaped.
+    /// (Written JSON has no raw tab or line break, and a backslash only in an escaped string:
+    /// most records go in whole.)
+    static func writeEscaped(_ bytes: some Collection<UInt8>, to rows: inout ByteBuffer) {
+        let special: (UInt8) -> Bool = { byte in
+            byte == UInt8(ascii: "\\") || byte == UInt8(ascii: "\t") || byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r")
+        }
+        guard bytes.contains(where: special) else {
+            rows.writeBytes(bytes)
+            return
+        }
+        for byte in bytes {
             switch byte {
             case UInt8(ascii: "\\"): rows.writeString("\\\\")
             case UInt8(ascii: "\t"): rows.writeString("\\t")
@@ -109,50 +117,48 @@ public struct DecisionStore: Sendable {
             default: rows.writeInteger(byte)
             }
         }
-        rows.writeInteger(UInt8(ascii: "\t"))
     }
 
     /// A device's records, newest first, `limit` of them from `cursor` (a page's `nextCursor`).
+    ///
+    /// A cursor is a row's id times 2¹⁶ plus how many of that row's records (its oldest) are
+    /// still to come; rows hold far fewer than 2¹⁶.
     public func page(
         projectId: String, deviceId: String, before cursor: Int64?, limit: Int, on client: PostgresClient
     ) async throws -> DecisionPage {
+        let (cursorRow, cursorRemaining) = cursor.map { ($0 >> 16, Int($0 & 0xFFFF)) } ?? (Int64.max >> 16, Int.max)
+        // Every row holds at least one record: limit + 2 rows give the page and tell whether more follow.
         let rows = try await client.query(
             """
-            SELECT id, fix_id, fix_time, evaluated_at, mode, lat, lon, accuracy, speed, bearing, entries::text, event_ids
-              FROM decision_records
+            SELECT id, records FROM decision_records
              WHERE device_key = \(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey)
-               AND project_id = \(projectId) AND device_id = \(deviceId) AND id < \(cursor ?? Int64.max)
+               AND project_id = \(projectId) AND device_id = \(deviceId) AND id <= \(cursorRow)
              ORDER BY id DESC
-             LIMIT \(limit + 1)
+             LIMIT \(limit + 2)
             """, logger: logger)
         var records: [DecisionRecord] = []
-        var lastId: Int64?
-        var more = false
-        for try await row in rows.decode(
-            (Int64, String?, Date, Date, String, Double, Double, Double?, Double?, Double?, String?, [String]?).self)
-        {
-            if records.count == limit {
-                more = true
-                break
+        var nextCursor: Int64?
+        let decoder = WireJSON.decoder()
+        rowsLoop: for try await (id, text) in rows.decode((Int64, String).self) {
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: true)
+            let available = id == cursorRow ? min(cursorRemaining, lines.count) : lines.count
+            var position = available
+            while position > 0 {
+                if records.count == limit {
+                    nextCursor = id << 16 | Int64(position)
+                    break rowsLoop
+                }
+                position -= 1
+                records.append(try decoder.decode(DecisionRecord.self, from: Data(lines[position].utf8)))
             }
-            let (id, fixId, fixTime, evaluatedAt, mode, lat, lon, accuracy, speed, bearing, entries, eventIds) = row
-            records.append(
-                DecisionRecord(
-                    fixId: fixId, timestamp: fixTime, evaluatedAt: evaluatedAt, mode: FixMode(rawValue: mode) ?? .normal,
-                    location: DecisionLocation(lat: lat, lon: lon, accuracy: accuracy, speed: speed, bearing: bearing),
-                    entries: try Self.decodeEntries(entries), eventIds: eventIds ?? []))
-            lastId = id
         }
-        return DecisionPage(records: records, nextCursor: more ? lastId : nil)
-    }
-
-    static func decodeEntries(_ json: String?) throws -> [DecisionEntry] {
-        guard let json else { return [] }
-        return try WireJSON.decoder().decode([DecisionEntry].self, from: Data(json.utf8))
+        return DecisionPage(records: records, nextCursor: nextCursor)
     }
 
     /// Deletes records evaluated before `now - retention` that are not among their device's
-    /// newest `keep`, `batchSize` rows per statement; returns how many it deleted.
+    /// newest `keep`, `batchSize` rows per statement; returns how many records it deleted.
+    /// A row goes whole: once its newer rows hold `keep` records (its nearest `keep` newer
+    /// rows suffice to tell, each holding one or more).
     public func purge(
         olderThan retention: Duration, keep: Int, now: Date, batchSize: Int = 5000, pause: Duration = .milliseconds(50),
         on client: PostgresClient
@@ -165,20 +171,23 @@ public struct DecisionStore: Sendable {
                 WITH doomed AS (
                     SELECT d.device_key, d.id FROM decision_records d
                      WHERE d.evaluated_at < \(cutoff)
-                       AND d.id <= (SELECT x.id FROM decision_records x
-                                     WHERE x.device_key = d.device_key AND x.project_id = d.project_id
-                                       AND x.device_id = d.device_id
-                                     ORDER BY x.id DESC OFFSET \(keep) LIMIT 1)
+                       AND (SELECT coalesce(sum(newer.record_count), 0) FROM (
+                                SELECT x.record_count FROM decision_records x
+                                 WHERE x.device_key = d.device_key AND x.project_id = d.project_id
+                                   AND x.device_id = d.device_id AND x.id > d.id
+                                 ORDER BY x.id LIMIT \(keep)) newer) >= \(keep)
                      LIMIT \(batchSize)
                 )
                 DELETE FROM decision_records d USING doomed
                  WHERE d.device_key = doomed.device_key AND d.id = doomed.id
-                RETURNING 1
+                RETURNING d.record_count
                 """, logger: logger)
-            var deleted = 0
-            for try await _ in rows { deleted += 1 }
-            purged += deleted
-            if deleted < batchSize {
+            var deletedRows = 0
+            for try await count in rows.decode(Int.self) {
+                deletedRows += 1
+                purged += count
+            }
+            if deletedRows < batchSize {
                 try await client.query(
                     "DELETE FROM device_erasures WHERE erased_at < \(now.addingTimeInterval(-7200))", logger: logger)
                 return purged

@@ -109,14 +109,17 @@ extension DeviceRecords {
                 INSERT INTO device_erasures (device_key, erased_at)
                 VALUES (\(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey), clock_timestamp())
                 """, logger: logger)
-            let decisions = try await count(
-                connection.query(
-                    """
-                    DELETE FROM decision_records
-                     WHERE device_key = \(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey)
-                       AND project_id = \(projectId) AND device_id = \(deviceId) RETURNING 1
-                    """,
-                    logger: logger))
+            var decisions = 0
+            for try await recordCount in try await connection.query(
+                """
+                DELETE FROM decision_records
+                 WHERE device_key = \(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey)
+                   AND project_id = \(projectId) AND device_id = \(deviceId) RETURNING record_count
+                """,
+                logger: logger
+            ).decode(Int.self) {
+                decisions += recordCount
+            }
             let logged = try await count(
                 connection.query(
                     "DELETE FROM event_log WHERE project_id = \(projectId) AND device_id = \(deviceId) RETURNING 1",

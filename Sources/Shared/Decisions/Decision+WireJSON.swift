@@ -50,3 +50,34 @@ extension DecisionDetail: WireJSONWritable {
         json.endObject()
     }
 }
+
+/// Records are written once per evaluated fix, kept as this JSON, and read back by the
+/// decisions API with the `Codable` conformance: the two must agree byte for byte.
+extension DecisionRecord: WireJSONWritable {
+    public func write(to json: inout JSONWriter) throws(EncodingError) {
+        json.beginObject()
+        try json.field("entries", entries)
+        json.fieldIfPresent("evaluatedAt", evaluatedAt)
+        json.key("eventIds" as StaticString)
+        json.beginArray()
+        for eventId in eventIds { json.string(eventId) }
+        json.endArray()
+        json.fieldIfPresent("fixId", fixId)
+        try json.field("location", location)
+        json.field("mode", mode.rawValue)
+        json.field("timestamp", timestamp)
+        json.endObject()
+    }
+}
+
+extension DecisionLocation: WireJSONWritable {
+    public func write(to json: inout JSONWriter) throws(EncodingError) {
+        json.beginObject()
+        try json.fieldIfPresent("accuracy", accuracy)
+        try json.fieldIfPresent("bearing", bearing)
+        try json.field("lat", lat)
+        try json.field("lon", lon)
+        try json.fieldIfPresent("speed", speed)
+        json.endObject()
+    }
+}

@@ -11,11 +11,14 @@ import Testing
 /// burst and started again. The partner still gets every event, each device's in
 /// `sequence` order, and never the same delivery from both notifiers at once.
 ///
-/// `CHECKIN_TEST_BURST_EVENTS` sets the burst's size (default 300; the README's figure
-/// is from 3,000).
+/// `CHECKIN_TEST_BURST_EVENTS` sets the burst's size (default 300) and
+/// `CHECKIN_TEST_PARTNER_DELAY_MS` how long the partner takes to answer (default 100); the
+/// README's figures are from larger bursts, among them one answered at once, to kill the
+/// notifiers while they deliver thousands a second.
 @Suite(.serialized) struct NotifierKillTests {
     @Test func killedNotifiersKeepEveryDeviceInOrder() async throws {
         let events = Int(ProcessInfo.processInfo.environment["CHECKIN_TEST_BURST_EVENTS"] ?? "") ?? 300
+        let partnerDelay = Int(ProcessInfo.processInfo.environment["CHECKIN_TEST_PARTNER_DELAY_MS"] ?? "") ?? 100
         let perDevice = 10
         let devices = max(1, events / perDevice)
         var configured = PipelineHarness()
@@ -25,7 +28,7 @@ import Testing
         let logDirectory = try harness.makeLogDirectory()
         // A partner that takes a while to answer, so that the kills land on attempts in flight.
         let slowly: WebhookReceiver.Responder = { _, _ in
-            try? await Task.sleep(for: .milliseconds(100))
+            if partnerDelay > 0 { try? await Task.sleep(for: .milliseconds(partnerDelay)) }
             return nil
         }
         try await withRegisteredReceiver(harness, respond: slowly) { received in
@@ -43,6 +46,7 @@ import Testing
 
             try await Self.produceBurst(harness: harness, devices: devices, perDevice: perDevice)
             let total = devices * perDevice
+            let burstStarted = ContinuousClock.now
             do {
                 for (victim, share) in [(notifiers[0], 0.2), (notifiers[1], 0.5)] {
                     try await received.wait(timeout: .seconds(120)) { $0.count >= Int(Double(total) * share) }
@@ -51,7 +55,9 @@ import Testing
                 }
                 let lastKill = ContinuousClock.now
                 try await received.wait(timeout: .seconds(120)) { Set($0.map(\.data.eventId)).count >= total }
-                print("burst of \(total) events: all delivered \(ContinuousClock.now - lastKill) after the last kill")
+                let took = (ContinuousClock.now - burstStarted).seconds
+                print(
+                    "burst of \(total) events (partner answering in \(partnerDelay) ms): all delivered \(ContinuousClock.now - lastKill) after the last kill, \(String(format: "%.1f", took)) s after they were published, \(Int(Double(total) / took)) deliveries/s through both kills")
             } catch {
                 for notifier in notifiers { print("----- \(notifier.name) log -----\n\(notifier.log.suffix(4000))") }
                 throw error

@@ -38,8 +38,10 @@ import Testing
             func records(_ key: DeviceKey, _ count: Int) -> [NewDecisionRecord] {
                 (0..<count).map { index in
                     NewDecisionRecord(
-                        key: key, fixId: "\(key.deviceId)-\(index)", fixTime: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
-                        mode: .normal, location: DecisionLocation(lat: 1, lon: 2), entriesJSON: nil, eventIds: [])
+                        key: key,
+                        record: DecisionRecord(
+                            fixId: "\(key.deviceId)-\(index)", timestamp: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
+                            evaluatedAt: Date(), mode: .normal, location: DecisionLocation(lat: 1, lon: 2), entries: [], eventIds: []))
                 }
             }
             try await database.withTransaction { connection in
@@ -60,6 +62,42 @@ import Testing
         #expect(past == 50)
         #expect(busyLeft == 100 && quietLeft == 30)
         #expect(oldestKept == "busy-50")
+    }
+
+    /// Pages of a device's records, newest first, follow their cursors across rows and
+    /// within one: every record once, in order, and no cursor after the last.
+    @Test func decisionPagesFollowTheirCursorsThroughEveryRecord() async throws {
+        let logger = logger
+        let key = DeviceKey(projectId: "decision-pages-" + UUID().uuidString, deviceId: "paged")
+        let (fixIds, pages) = try await withDatabase { database in
+            let store = DecisionStore(logger: logger)
+            func records(_ range: Range<Int>) -> [NewDecisionRecord] {
+                range.map { index in
+                    NewDecisionRecord(
+                        key: key,
+                        record: DecisionRecord(
+                            fixId: "fix-\(index)", timestamp: Date(timeIntervalSince1970: 1_800_000_000 + Double(index)),
+                            evaluatedAt: Date(), mode: .normal, location: DecisionLocation(lat: 1, lon: 2), entries: [], eventIds: []))
+                }
+            }
+            // Three writes: rows of 50 and 20, then 3, then 50 (a write's run is split past recordsPerRow).
+            for range in [0..<70, 70..<73, 73..<123] {
+                try await database.withTransaction { connection in try await store.append(records(range), on: connection) }
+            }
+            var fixIds: [String] = []
+            var cursor: Int64?
+            var pages = 0
+            repeat {
+                let page = try await store.page(
+                    projectId: key.projectId, deviceId: key.deviceId, before: cursor, limit: 7, on: database.client)
+                fixIds += page.records.compactMap(\.fixId)
+                cursor = page.nextCursor
+                pages += 1
+            } while cursor != nil && pages < 100
+            return (fixIds, pages)
+        }
+        #expect(fixIds == (0..<123).reversed().map { "fix-\($0)" })
+        #expect(pages == 18)
     }
 
     /// Events leave the event log once older than its retention.
