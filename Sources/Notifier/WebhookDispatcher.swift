@@ -180,18 +180,25 @@ public final class WebhookDispatcher: Service, Sendable {
     }
 
     /// Claims due deliveries for the dispatch loop while it has room: when asked, and again at
-    /// once while claims come back full. After a claim that found nothing it waits for a
-    /// wake-up (something was queued or recorded, or the poll interval passed) rather than
-    /// asking again each time the loop runs low.
+    /// once while claims come back full. After a claim that came back short (what was due,
+    /// but for endpoints it held enough of, is taken) it waits for a wake-up (something was
+    /// queued or recorded that no one took, or the poll interval passed) or for one of those
+    /// endpoints to have room again, rather than asking each time the loop runs low: with an
+    /// endpoint held full, each such claim read the whole due queue to take nothing.
     private func claimUntilShutdown() async {
-        var drained = false
+        /// The endpoints passed over by the last claim that came back short; nil: not drained.
+        var drainedPassingOver: Set<String>?
         for await _ in claimSignals {
             let request = claimRequests.withLockedValue { request in
                 defer { request = (false, false) }
                 return request
             }
-            if request.woken { drained = false }
-            guard !drained else { continue }
+            if request.woken { drainedPassingOver = nil }
+            if let passedOver = drainedPassingOver {
+                let stillSaturated = Set(room.withLockedValue { $0.saturated })
+                guard !passedOver.isSubset(of: stillSaturated) else { continue }
+                drainedPassingOver = nil
+            }
             while !Task.isCancelled {
                 let (free, saturated) = room.withLockedValue { $0 }
                 guard free > 0 else { break }
@@ -200,13 +207,16 @@ public final class WebhookDispatcher: Service, Sendable {
                         limit: free, perEndpoint: 2 * configuration.endpointConcurrency, owner: owner,
                         lease: configuration.attemptLease, gapHold: configuration.gapHold, excluding: saturated)
                     adopt(claimed)
-                    // Nothing due, unless what was passed over (endpoints held enough of) is due:
-                    // then the next turn that finds the loop low asks again.
-                    drained = claimed.isEmpty && saturated.isEmpty
-                    // Less than there was room for: what is due now is taken.
-                    if claimed.count < free { break }
+                    // Less than there was room for: what is due now is taken, but for the
+                    // endpoints passed over and those this claim took its most of.
+                    if claimed.count < free {
+                        let perEndpoint = Dictionary(grouping: claimed, by: \.endpointId)
+                        let filled = perEndpoint.filter { $0.value.count >= 2 * configuration.endpointConcurrency }.keys
+                        drainedPassingOver = Set(saturated).union(filled)
+                        break
+                    }
                 } catch {
-                    drained = true
+                    drainedPassingOver = []
                     logger.error("could not claim deliveries", metadata: ["error": "\(String(reflecting: error))"])
                     break
                 }

@@ -208,8 +208,9 @@ extension WebhookStore {
     /// may go at once for its owner in the same transaction, ready to send: a delivery
     /// queued with nothing of its device ahead of it costs no separate claim, and waits for
     /// none. Returns how many were new and the claimed ones.
-    /// `dueUnclaimed` counts those that may go at once but were not claimed (no room): a
-    /// claim should look for them.
+    /// `dueUnclaimed` counts those that may go at once but were not claimed for want of room
+    /// (a claim should look for them); those of an excluded endpoint are not counted: they
+    /// wait until the taker holds fewer of that endpoint's, which it sees by itself.
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
         -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
     {
@@ -273,13 +274,15 @@ extension WebhookStore {
                        AND (l.leased_until IS NULL OR l.leased_until <= now())
                     RETURNING l.id
                 )
-                SELECT id, due FROM inserted
+                SELECT id, due, endpoint_id FROM inserted
                 """, logger: logger)
             var inserted = 0
             var due: [Int64] = []
-            for try await (id, isDue) in rows.decode((Int64, Bool).self) {
+            var dueOfExcluded = 0
+            for try await (id, isDue, endpointId) in rows.decode((Int64, Bool, String).self) {
                 inserted += 1
                 if isDue { due.append(id) }
+                if isDue, let claim, claim.excluding.contains(endpointId) { dueOfExcluded += 1 }
             }
             guard let claim, claim.limit > 0, !due.isEmpty else {
                 return (inserted, due.count, [DeliveryAttempt](), [DeliveryResult]())
@@ -307,7 +310,7 @@ extension WebhookStore {
                           d.fix_accepted_at
                 """, logger: logger)
             let (opened, unsigned) = try await openAttempts(claimedRows)
-            return (inserted, due.count, opened, unsigned)
+            return (inserted, due.count - dueOfExcluded, opened, unsigned)
         }
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
         return (queued, claimed, due - claimed.count - unsigned.count)
