@@ -160,6 +160,10 @@ components:
       properties:
         ready: {type: boolean}
         components: {type: object, additionalProperties: {type: boolean}}
+        serves:
+          type: array
+          description: The parts of the pipeline this process runs (checkin dev runs all three).
+          items: {type: string, enum: [ingest, evaluator, notifier]}
     ZonesDocument:
       type: object
       required: [zones]

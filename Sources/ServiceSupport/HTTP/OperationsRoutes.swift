@@ -16,7 +16,8 @@ public enum OperationsRoutes {
         router.get("/ready") { _, _ in
             let report = readiness.report
             let body = try JSONSerialization.data(
-                withJSONObject: ["ready": readiness.isReady, "components": report], options: [.sortedKeys])
+                withJSONObject: ["ready": readiness.isReady, "components": report, "serves": readiness.serves],
+                options: [.sortedKeys])
             return Response(
                 status: readiness.isReady ? .ok : .serviceUnavailable, headers: [.contentType: "application/json"],
                 body: .init(byteBuffer: ByteBuffer(bytes: body)))

@@ -12,8 +12,13 @@ import NIOConcurrencyHelpers
 /// 0 not), so that Prometheus can alert on a service that stays unready.
 public final class Readiness: Sendable {
     private let components = NIOLockedValueBox<[String: [String: Bool]]>([:])
+    /// The parts of the pipeline this process runs (`ingest`, `evaluator`, `notifier`), so
+    /// that `checkin status` can tell one `checkin dev` from three services.
+    public let serves: [String]
 
-    public init() {}
+    public init(serves: [String] = []) {
+        self.serves = serves
+    }
 
     public func set(_ component: String, ready: Bool, source: String = "") {
         components.withLockedValue { components in

@@ -20,10 +20,15 @@ struct StatusCommand: AsyncParsableCommand {
 
     @Option(
         name: .customLong("ready"),
-        help: "A service's /ready URL; repeat for each (default: the local ingest, evaluator and notifier ports).")
-    var readyURLs: [String] = [
-        "http://127.0.0.1:8080/ready", "http://127.0.0.1:8081/ready", "http://127.0.0.1:8082/ready",
-    ]
+        help: ArgumentHelp(
+            "A service's /ready URL; repeat for each.",
+            discussion: """
+                Default: the local services, --local-port (checkin ingest, or checkin dev, which runs all three), \
+                then the next two ports (evaluator, notifier) unless the first says it runs those too.
+                """))
+    var readyURLs: [String] = []
+    @Option(help: "The first port of the local services, asked when no --ready is given (checkin dev's or the ingest's).")
+    var localPort = 8080
     @Option(help: "Records a consumer group may be behind, summed over partitions, before it is unhealthy.")
     var maxLag: Int64 = 10_000
     @Option(help: "Seconds the oldest unprocessed fix may wait before the pipeline is unhealthy.")
@@ -37,6 +42,7 @@ struct StatusCommand: AsyncParsableCommand {
         guard maxLag >= 0 else { throw ValidationError("--max-lag must be 0 or more") }
         guard maxFixAge >= 0 else { throw ValidationError("--max-fix-age must be 0 or more") }
         guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
+        guard (1...65_533).contains(localPort) else { throw ValidationError("--local-port must be between 1 and 65533") }
     }
 
     func run() async throws {
@@ -44,7 +50,7 @@ struct StatusCommand: AsyncParsableCommand {
         logger.logLevel = .critical
         let settings = try ProcessSettings()
         let reader = PipelineStatusReader(
-            readyURLs: readyURLs, brokers: settings.brokers, kafkaProperties: settings.environment.kafkaProperties,
+            readyURLs: readyURLs.isEmpty ? nil : readyURLs, localPort: localPort, brokers: settings.brokers, kafkaProperties: settings.environment.kafkaProperties,
             database: settings.database, topics: settings.topics,
             evaluatorGroup: settings.environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"),
             notifierGroup: settings.environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier"),

@@ -20,13 +20,27 @@ struct Pipeline {
         static let evaluator = Stages(rawValue: 2)
         static let notifier = Stages(rawValue: 4)
         static let all: Stages = [.ingest, .evaluator, .notifier]
+
+        /// The stages' names, as `/ready` lists them in `serves`.
+        var names: [String] {
+            [(Stages.ingest, "ingest"), (.evaluator, "evaluator"), (.notifier, "notifier")].compactMap { stage, name in
+                contains(stage) ? name : nil
+            }
+        }
     }
 
     let settings: ProcessSettings
     let stages: Stages
     let logger: Logger
-    let readiness = Readiness()
+    let readiness: Readiness
     let registry = MetricsBootstrap.prometheus()
+
+    init(settings: ProcessSettings, stages: Stages, logger: Logger) {
+        self.settings = settings
+        self.stages = stages
+        self.logger = logger
+        self.readiness = Readiness(serves: stages.names)
+    }
 
     /// Services in start order; a `ServiceGroup` stops them in reverse, so the HTTP
     /// server stops taking fixes first and the database goes last.

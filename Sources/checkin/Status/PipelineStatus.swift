@@ -14,6 +14,8 @@ struct PipelineStatus: Codable, Sendable {
         var url: String
         var ready: Bool
         var components: [String: Bool]
+        /// The parts of the pipeline it runs, as its `/ready` says.
+        var serves: [String] = []
         /// Why the service could not be asked, when it could not.
         var error: String?
     }
@@ -51,7 +53,9 @@ struct PipelineStatus: Codable, Sendable {
 /// and Postgres for the delivery backlog. A source that does not answer becomes a
 /// problem naming it; the others are still read.
 struct PipelineStatusReader {
-    var readyURLs: [String]
+    /// The services to ask; nil: the local ones from `localPort` (see `localServices`).
+    var readyURLs: [String]?
+    var localPort = 8080
     var brokers: String
     var kafkaProperties: [String: String]
     var database: DatabaseConfiguration
@@ -65,7 +69,11 @@ struct PipelineStatusReader {
 
     func read() async -> PipelineStatus {
         var status = PipelineStatus()
-        for url in readyURLs { status.services.append(await readiness(url)) }
+        if let readyURLs {
+            for url in readyURLs { status.services.append(await readiness(url)) }
+        } else {
+            status.services = await localServices()
+        }
         for service in status.services where !service.ready {
             if let error = service.error {
                 status.problems.append("\(service.url) does not answer: \(error)")
@@ -176,6 +184,17 @@ struct PipelineStatusReader {
         }
     }
 
+    /// The local services: `localPort` (the ingest service, or `checkin dev`, which runs all
+    /// three), then the next two ports for the evaluator and the notifier unless the first runs them.
+    private func localServices() async -> [PipelineStatus.ServiceReadiness] {
+        let first = await readiness("http://127.0.0.1:\(localPort)/ready")
+        var services = [first]
+        for (part, port) in [("evaluator", localPort + 1), ("notifier", localPort + 2)] where !first.serves.contains(part) {
+            services.append(await readiness("http://127.0.0.1:\(port)/ready"))
+        }
+        return services
+    }
+
     private func readiness(_ url: String) async -> PipelineStatus.ServiceReadiness {
         do {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(timeout.components.seconds))
@@ -186,7 +205,7 @@ struct PipelineStatusReader {
             }
             let components = (object["components"] as? [String: Bool]) ?? [:]
             let ready = response.status.code == 200 && (object["ready"] as? Bool ?? false)
-            return .init(url: url, ready: ready, components: components, error: nil)
+            return .init(url: url, ready: ready, components: components, serves: object["serves"] as? [String] ?? [], error: nil)
         } catch {
             return .init(url: url, ready: false, components: [:], error: NetworkErrorText.describe(error))
         }

@@ -108,6 +108,11 @@ struct StatusRunner {
     func run(_ arguments: [String]) async throws -> CommandOutcome {
         try await CommandOutcome.run(["status", "--ready", readyURL] + arguments, environment: environment)
     }
+
+    /// Without `--ready`: the local services from `port` on, as an operator runs it beside them.
+    func runLocal(port: Int, _ arguments: [String]) async throws -> CommandOutcome {
+        try await CommandOutcome.run(["status", "--local-port", String(port)] + arguments, environment: environment)
+    }
 }
 
 extension CommandOutcome {
@@ -121,6 +126,7 @@ struct StatusReport: Decodable {
     struct Service: Decodable {
         var url: String
         var ready: Bool
+        var serves: [String]
     }
 
     struct Lag: Decodable {

@@ -77,6 +77,13 @@ import Testing
         #expect(report.problems.isEmpty)
         #expect(report.warnings.contains("1 dead letters on \(topics.fixesDeadLetter) in the last hour"))
 
+        // Asked without --ready, it finds checkin dev on its one port and asks no other.
+        let local = try await status.runLocal(port: port, ["--json"])
+        #expect(local.exitCode == 0, "\(local.standardError)")
+        let localReport = try local.json()
+        #expect(localReport.services.map(\.url) == [ready])
+        #expect(localReport.services.first?.serves == ["ingest", "evaluator", "notifier"])
+
         // The dead letter is a warning: it fails the command only when asked to.
         let strict = try await status.run(["--strict"])
         #expect(strict.exitCode == 1)
