@@ -50,6 +50,7 @@ public func buildIngestApplication(
         failuresPerMinute: configuration.authFailuresPerMinute)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
     ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
+    router.middlewares.add(MethodNotAllowedMiddleware(routes: router.routes))
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),

@@ -50,6 +50,26 @@ import Testing
         }
     }
 
+    /// A path the API has, asked with a method it does not take, is a 405 naming the methods
+    /// it takes; a path it does not have, or a resource that does not exist, stays a 404.
+    @Test func aWrongMethodIsA405WithAllow() async throws {
+        try await withIngest { harness, client in
+            let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
+            let zones = try await client.execute(uri: "/v1/zones", method: .delete, headers: key)
+            #expect(zones.status == .methodNotAllowed)
+            #expect(zones.headers[.allow] == "GET, PUT")
+            #expect(zones.headers[.contentType] == "application/problem+json")
+            let body = try JSONSerialization.jsonObject(with: Data(buffer: zones.body)) as? [String: Any]
+            #expect(body?["type"] as? String == "urn:checkin:problem:method-not-allowed")
+            let webhook = try await client.execute(uri: "/v1/webhooks/we_abc", method: .put, headers: key)
+            #expect(webhook.status == .methodNotAllowed)
+            #expect(webhook.headers[.allow]?.contains("DELETE") == true)
+            #expect(try await client.execute(uri: "/v1/fixes", method: .get, headers: key).headers[.allow] == "POST")
+            #expect(try await client.execute(uri: "/v1/nosuch", method: .get, headers: key).status == .notFound)
+            #expect(try await client.execute(uri: "/v1/webhooks/we_doesnotexist", method: .delete, headers: key).status == .notFound)
+        }
+    }
+
     /// Replaying deliveries whose endpoint is disabled queues them and says that they wait
     /// for the endpoint, instead of a bare success after which nothing is sent.
     @Test func replayingToADisabledEndpointSaysTheDeliveriesWait() async throws {
