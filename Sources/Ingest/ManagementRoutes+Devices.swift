@@ -9,10 +9,27 @@ public struct EventPageAnswer: Codable, Sendable {
     public var events: [LoggedEvent]
     /// Where the next (older) page starts; absent on the last page.
     public var nextCursor: String?
+    public var hasMore: Bool
 
     public init(_ page: EventPage) {
         events = page.events
         nextCursor = page.nextCursor.map(String.init)
+        hasMore = page.nextCursor != nil
+    }
+}
+
+/// A page of deliveries as the API answers it: newest first, with the cursor of the next
+/// (older) page.
+public struct DeliveryPageAnswer: Codable, Sendable {
+    public var deliveries: [DeliveryRecord]
+    /// Where the next (older) page starts; absent on the last page.
+    public var nextCursor: String?
+    public var hasMore: Bool
+
+    public init(_ page: DeliveryPage) {
+        deliveries = page.deliveries
+        nextCursor = page.nextCursor.map(String.init)
+        hasMore = page.nextCursor != nil
     }
 }
 
@@ -20,11 +37,14 @@ public struct EventPageAnswer: Codable, Sendable {
 /// newest first, with the cursor of the next (older) page.
 public struct DecisionPageAnswer: Codable, Sendable {
     public var decisions: [DecisionRecord]
+    /// Where the next (older) page starts; absent on the last page.
     public var nextCursor: String?
+    public var hasMore: Bool
 
     public init(_ page: DecisionPage) {
         decisions = page.records
         nextCursor = page.nextCursor.map(String.init)
+        hasMore = page.nextCursor != nil
     }
 }
 

@@ -28,17 +28,19 @@ struct ManagementRoutes {
         addEventRoutes(to: router)
         router.get("/v1/deliveries") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            try Self.refuseUnknownParameters(of: request, known: ["status", "limit"])
+            try Self.refuseUnknownParameters(of: request, known: ["status", "limit", "cursor"])
             let statusText = request.uri.queryParameters.get("status")
-            let status = try statusText.map { text in
-                guard let status = DeliveryStatus(rawValue: text) else {
+            let filter = try statusText.map { text in
+                guard let filter = DeliveryListFilter(text) else {
                     throw Problem.invalid(
-                        "unknown status", parameters: [.init(name: "status", reason: "must be pending, delivered or failed")])
+                        "unknown status", parameters: [.init(name: "status", reason: "must be \(DeliveryListFilter.names)")])
                 }
-                return status
+                return filter
             }
             let limit = try Self.limit(request.uri.queryParameters.get("limit"), default: 100, within: 1...1000)
-            return try json(try await dependencies.webhooks.deliveries(projectId: projectId, status: status, limit: limit))
+            let cursor = try Self.cursor(request.uri.queryParameters.get("cursor"))
+            let page = try await dependencies.webhooks.deliveries(projectId: projectId, filter: filter, before: cursor, limit: limit)
+            return try json(DeliveryPageAnswer(page))
         }
         router.get("/v1/deliveries/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

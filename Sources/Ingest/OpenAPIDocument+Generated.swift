@@ -443,10 +443,24 @@ paths:
       summary: List the latest deliveries
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters:
-        - {name: status, in: query, schema: {enum: [pending, delivered, failed]}}
+        - name: status
+          in: query
+          description: One status; retrying is the pending deliveries attempted at least once
+          schema: {enum: [pending, retrying, delivered, failed, cancelled]}
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
       responses:
-        "200": {description: "Deliveries, newest first", content: {application/json: {schema: {type: array, items: {$ref: "#/components/schemas/Delivery"}}}}}
+        "200":
+          description: A page of deliveries, newest first
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [deliveries, hasMore]
+                properties:
+                  deliveries: {type: array, items: {$ref: "#/components/schemas/Delivery"}}
+                  nextCursor: {type: string, description: Absent on the last page}
+                  hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -492,7 +506,7 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [events]
+                required: [events, hasMore]
                 properties:
                   events:
                     type: array
@@ -515,6 +529,7 @@ paths:
                               lastError: {type: string}
                               deliveredAt: {type: string, format: date-time}
                   nextCursor: {type: string, description: Absent on the last page}
+                  hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
   /v1/devices/{deviceId}:
     get:
       summary: What a device is now, as the evaluator's stored state has it
@@ -580,10 +595,11 @@ paths:
             application/json:
               schema:
                 type: object
-                required: [decisions]
+                required: [decisions, hasMore]
                 properties:
                   decisions: {type: array, items: {$ref: "#/components/schemas/DecisionRecord"}}
                   nextCursor: {type: string, description: Absent on the last page}
+                  hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
   /v1/deliveries/replay:
     post:
       summary: Queue several deliveries again, together

@@ -116,6 +116,33 @@ public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
     case cancelled
 }
 
+/// Which deliveries a list shows: one status, or the pending ones attempted at least once
+/// (`retrying`, as `checkin status` and the metrics count them).
+public enum DeliveryListFilter: Sendable, Equatable {
+    case status(DeliveryStatus)
+    case retrying
+
+    /// `pending`, `retrying`, `delivered`, `failed` or `cancelled`; nil for anything else.
+    public init?(_ text: String) {
+        if text == "retrying" {
+            self = .retrying
+        } else if let status = DeliveryStatus(rawValue: text) {
+            self = .status(status)
+        } else {
+            return nil
+        }
+    }
+
+    public static let names = "pending, retrying, delivered, failed or cancelled"
+}
+
+/// A page of a project's deliveries, newest first.
+public struct DeliveryPage: Sendable {
+    public var deliveries: [DeliveryRecord]
+    /// Where the next (older) page starts; nil when this one is the last.
+    public var nextCursor: Int64?
+}
+
 /// A delivery as listed to operators.
 public struct DeliveryRecord: Sendable, Codable, Equatable {
     public var id: Int64
@@ -668,17 +695,33 @@ extension WebhookStore {
     }
 
     public func deliveries(projectId: String, status: DeliveryStatus?, limit: Int) async throws -> [DeliveryRecord] {
-        let statusFilter = status?.rawValue ?? ""
+        try await deliveries(projectId: projectId, filter: status.map { .status($0) }, before: nil, limit: limit).deliveries
+    }
+
+    /// A page of the project's deliveries, newest first: `limit` of them older than `cursor`
+    /// (a page's `nextCursor`, the id of its last delivery).
+    public func deliveries(
+        projectId: String, filter: DeliveryListFilter?, before cursor: Int64?, limit: Int
+    ) async throws -> DeliveryPage {
+        let (status, retryingOnly): (String, Bool) =
+            switch filter {
+            case .none: ("", false)
+            case .status(let status): (status.rawValue, false)
+            case .retrying: (DeliveryStatus.pending.rawValue, true)
+            }
         let rows = try await database.client.query(
             """
             SELECT \(unescaped: DeliveryRecord.columns)
             FROM deliveries
-            WHERE project_id = \(projectId) AND (\(statusFilter) = '' OR status = \(statusFilter))
-            ORDER BY id DESC LIMIT \(limit)
+            WHERE project_id = \(projectId) AND (\(status) = '' OR status = \(status))
+              AND (NOT \(retryingOnly) OR attempts > 0) AND id < \(cursor ?? Int64.max)
+            ORDER BY id DESC LIMIT \(limit + 1)
             """, logger: logger)
         var result: [DeliveryRecord] = []
         for try await row in rows { result.append(try DeliveryRecord(row: row)) }
-        return result
+        let more = result.count > limit
+        if more { result.removeLast() }
+        return DeliveryPage(deliveries: result, nextCursor: more ? result.last?.id : nil)
     }
 
     /// One delivery of the project with its attempt log; nil if the project has no such delivery.

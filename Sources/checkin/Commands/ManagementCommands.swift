@@ -162,15 +162,15 @@ struct DeliveriesCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's latest deliveries.")
         @Option(help: "The project id.") var project: String
-        @Option(help: "pending, delivered or failed.") var status: String?
+        @Option(help: "pending, retrying (pending, attempted at least once), delivered, failed or cancelled.") var status: String?
         @Option(help: "How many.") var limit: Int = 50
 
         func run() async throws {
-            let status = try status.map { text in
-                guard let status = DeliveryStatus(rawValue: text) else {
-                    throw ValidationError("--status must be pending, delivered or failed")
+            let filter = try status.map { text in
+                guard let filter = DeliveryListFilter(text) else {
+                    throw ValidationError("--status must be \(DeliveryListFilter.names)")
                 }
-                return status
+                return filter
             }
             let (project, limit) = (project, limit)
             // An empty list must mean no deliveries, not a misspelt project.
@@ -180,7 +180,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 }
             }
             let deliveries = try await withWebhookStore { webhooks in
-                try await webhooks.deliveries(projectId: project, status: status, limit: limit)
+                try await webhooks.deliveries(projectId: project, filter: filter, before: nil, limit: limit).deliveries
             }
             for delivery in deliveries {
                 print(

@@ -70,6 +70,46 @@ import Testing
         }
     }
 
+    /// Deliveries are listed a page at a time, newest first, each page saying whether more
+    /// follow and where; `retrying` lists the pending ones attempted at least once.
+    @Test func deliveriesArePagedAndRetryingIsAStatusToListBy() async throws {
+        try await withIngest { harness, database, client in
+            let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: harness.projectId, url: "http://127.0.0.1:9/hooks", secrets: [WebhookSecret.generate()])
+            let deliveries = (1...5).map { device in
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: harness.projectId, eventId: "e-\(harness.suffix)-\(device)",
+                    eventType: "checkin", deviceId: "d\(device)", eventTime: Date(), sequence: 1, payload: "{}")
+            }
+            #expect(try await webhooks.enqueue(deliveries) == 5)
+            try await database.client.query(
+                "UPDATE deliveries SET attempts = 1 WHERE event_id = \("e-\(harness.suffix)-2")", logger: harness.logger)
+            let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
+            func page(_ uri: String) async throws -> [String: Any] {
+                let answer = try await client.execute(uri: uri, method: .get, headers: key)
+                #expect(answer.status == .ok, "\(uri): \(String(buffer: answer.body))")
+                return try #require(try JSONSerialization.jsonObject(with: Data(buffer: answer.body)) as? [String: Any])
+            }
+            var ids: [Int] = []
+            var pages: [Bool] = []
+            var cursor: String?
+            repeat {
+                let answer = try await page("/v1/deliveries?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                ids += (answer["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? Int }
+                pages.append(answer["hasMore"] as? Bool ?? false)
+                cursor = answer["nextCursor"] as? String
+            } while cursor != nil && pages.count < 10
+            #expect(ids.count == 5 && ids == ids.sorted(by: >) && Set(ids).count == 5, "\(ids)")
+            #expect(pages == [true, true, false])
+            let retrying = try await page("/v1/deliveries?status=retrying")
+            #expect((retrying["deliveries"] as? [[String: Any]])?.compactMap { $0["eventId"] as? String } == ["e-\(harness.suffix)-2"])
+            #expect((try await page("/v1/deliveries?status=pending")["deliveries"] as? [Any])?.count == 5)
+            let unknown = try Self.problem(try await client.execute(uri: "/v1/deliveries?status=retried", method: .get, headers: key))
+            #expect(unknown.status == .badRequest && unknown.names == ["status"])
+        }
+    }
+
     /// Replaying deliveries whose endpoint is disabled queues them and says that they wait
     /// for the endpoint, instead of a bare success after which nothing is sent.
     @Test func replayingToADisabledEndpointSaysTheDeliveriesWait() async throws {
