@@ -18,8 +18,8 @@ struct WebhooksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webhooks", abstract: "Manage a project's webhook endpoints.",
         discussion: """
-            URLs must be https to a public address; CHECKIN_WEBHOOK_ALLOW_HTTP=true and \
-            CHECKIN_WEBHOOK_ALLOW_PRIVATE=true lift that for local set-ups.
+            URLs must be https to a public address; `webhooks add --local` (or CHECKIN_WEBHOOK_ALLOW_HTTP=true and \
+            CHECKIN_WEBHOOK_ALLOW_PRIVATE=true) lifts that for local set-ups, as checkin dev and POST /v1/webhooks on it do.
             """,
         subcommands: [Add.self, List.self, Disable.self, Enable.self, RotateSecret.self, Remove.self])
 
@@ -28,13 +28,22 @@ struct WebhooksCommand: AsyncParsableCommand {
         @Option(help: "The project id.") var project: String
         @Option(help: "The partner's URL.") var url: String
         @Option(help: "A whsec_… secret of 24 to 64 bytes (default: a new random one).") var secret: String?
+        @Flag(
+            help: """
+                Allow http and private addresses, as checkin dev does, for a partner on this machine or network \
+                (a notifier delivers to it only if it allows them too).
+                """)
+        var local = false
 
         func run() async throws {
-            let policy = try WebhookURLPolicy(environment: EnvironmentReader())
+            let policy = local ? .local : try WebhookURLPolicy(environment: EnvironmentReader())
             do {
                 _ = try policy.check(url)
             } catch {
-                throw ValidationError("--url \(url) is not allowed: \(error.reason)")
+                let hint =
+                    local || (policy.allowHTTP && policy.allowPrivateAddresses)
+                    ? "" : " (for a local set-up such as checkin dev, add --local)"
+                throw ValidationError("--url \(url) is not allowed: \(error.reason)\(hint)")
             }
             let secret = try newSecret(secret)
             let (project, url) = (project, url)

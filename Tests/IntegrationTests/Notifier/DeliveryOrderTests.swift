@@ -66,7 +66,7 @@ import Testing
 
             // The attempt log of the check-in that failed once.
             let listed = try await post(Data(), to: "\(base)/deliveries?limit=100", key: harness.managementKey, method: .GET)
-            let deliveries = try WireJSON.decoder().decode([DeliveryRecord].self, from: Data(listed.body.utf8))
+            let deliveries = try WireJSON.decoder().decode(ListedDeliveries.self, from: Data(listed.body.utf8)).deliveries
             let first = try #require(deliveries.first { $0.deviceId == deviceId && $0.sequence == 1 })
             let shown = try await post(Data(), to: "\(base)/deliveries/\(first.id)", key: harness.managementKey, method: .GET)
             #expect(shown.status == 200)
@@ -152,7 +152,7 @@ import Testing
             #expect(accepted.map(\.data.type) == [.checkin, .checkout])
 
             let listed = try await post(Data(), to: "\(base)/deliveries", key: harness.managementKey, method: .GET)
-            let deliveries = try WireJSON.decoder().decode([DeliveryRecord].self, from: Data(listed.body.utf8))
+            let deliveries = try WireJSON.decoder().decode(ListedDeliveries.self, from: Data(listed.body.utf8)).deliveries
             let checkIn = try #require(deliveries.first { $0.deviceId == trip.deviceId && $0.eventType == "checkin" })
             let shown = try await post(Data(), to: "\(base)/deliveries/\(checkIn.id)", key: harness.managementKey, method: .GET)
             let detail = try WireJSON.decoder().decode(DeliveryDetail.self, from: Data(shown.body.utf8))
@@ -180,7 +180,7 @@ import Testing
                 try await Task.sleep(for: .milliseconds(200))
                 let listed = try await post(
                     Data(), to: "\(base)/deliveries?status=failed", key: harness.managementKey, method: .GET)
-                failed = try WireJSON.decoder().decode([DeliveryRecord].self, from: Data(listed.body.utf8))
+                failed = try WireJSON.decoder().decode(ListedDeliveries.self, from: Data(listed.body.utf8)).deliveries
             }
             #expect(await received.payloads.isEmpty)
             await partnerIsDown.set(false)
@@ -199,4 +199,9 @@ import Testing
 actor PartnerSwitch {
     private(set) var isOn = true
     func set(_ value: Bool) { isOn = value }
+}
+
+/// A page of `GET /v1/deliveries`, as far as these tests read it.
+private struct ListedDeliveries: Decodable {
+    var deliveries: [DeliveryRecord]
 }

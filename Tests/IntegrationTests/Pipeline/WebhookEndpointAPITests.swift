@@ -60,7 +60,8 @@ import Testing
             var lastErrors: [String] = []
             while ContinuousClock.now < deadline {
                 let listed = try await post(Data(), to: "\(base)/deliveries", key: harness.managementKey, method: .GET)
-                let records = try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [[String: Any]] ?? []
+                let page = try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [String: Any]
+                let records = page?["deliveries"] as? [[String: Any]] ?? []
                 lastErrors = records.compactMap { $0["lastError"] as? String }
                 if !lastErrors.isEmpty { break }
                 try await Task.sleep(for: .milliseconds(200))
@@ -169,6 +170,15 @@ import Testing
             #expect(refused.status != nil && refused.status != 0)
             #expect(refused.output.contains("--url \(url) is not allowed"), "\(refused.output)")
         }
+        // A partner on this machine: refused with what to do about it, then accepted with --local.
+        let local = try await run(["webhooks", "add", "--project", "p", "--url", "http://127.0.0.1:9000/hooks"])
+        #expect(local.status != nil && local.status != 0)
+        #expect(local.output.contains("(for a local set-up such as checkin dev, add --local)"), "\(local.output)")
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        let accepted = try await run(["webhooks", "add", "--project", harness.projectId, "--local", "--url", "http://127.0.0.1:9000/hooks"])
+        #expect(accepted.status == 0, "\(accepted.output)")
+        #expect(accepted.output.contains("url:      http://127.0.0.1:9000/hooks"))
         let shortSecret = "whsec_" + Data(repeating: 1, count: 16).base64EncodedString()
         let badSecret = try await run(["webhooks", "add", "--project", "p", "--url", "https://hooks.example.com/", "--secret", shortSecret])
         #expect(badSecret.output.contains("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes"))
