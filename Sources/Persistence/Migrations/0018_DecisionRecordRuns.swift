@@ -16,8 +16,10 @@ extension Migration {
                 project_id text NOT NULL,
                 device_id text NOT NULL,
                 id bigint GENERATED ALWAYS AS IDENTITY (CACHE 1000),
-                -- When the run's newest record was decided.
+                -- When the run's newest record was decided (retention), and its oldest (erasure:
+                -- a row holding any record decided before a device's erasure goes whole).
                 evaluated_at timestamptz NOT NULL,
+                first_evaluated_at timestamptz NOT NULL,
                 record_count integer NOT NULL CHECK (record_count > 0),
                 -- The run's records, oldest first, one JSON object per line; compressed with lz4,
                 -- several times cheaper to write than the default pglz (which led Postgres's profile).
@@ -25,8 +27,8 @@ extension Migration {
                 PRIMARY KEY (device_key, id)
             );
             CREATE INDEX decision_records_evaluated_at ON decision_records USING brin (evaluated_at);
-            INSERT INTO decision_records (device_key, project_id, device_id, evaluated_at, record_count, records)
-            SELECT device_key, project_id, device_id, evaluated_at, 1,
+            INSERT INTO decision_records (device_key, project_id, device_id, evaluated_at, first_evaluated_at, record_count, records)
+            SELECT device_key, project_id, device_id, evaluated_at, evaluated_at, 1,
                    jsonb_strip_nulls(jsonb_build_object(
                        'fixId', fix_id, 'timestamp', fix_time, 'evaluatedAt', evaluated_at, 'mode', mode,
                        'location', jsonb_build_object('lat', lat, 'lon', lon, 'accuracy', accuracy, 'speed', speed, 'bearing', bearing)))

@@ -45,7 +45,8 @@ public struct DecisionStore: Sendable {
     /// Appends records, each device's in the order they were evaluated, with one `COPY`
     /// (no statement to plan, no arrays to unpack), then removes those of devices erased
     /// after they were evaluated (a batch that committed just before an erasure may be
-    /// written just after it).
+    /// written just after it): a row holding any such record goes whole, with the records of
+    /// the device's new start beside them, rather than keep a position it was asked to forget.
     public func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
         guard !records.isEmpty else { return }
         var runs: [DeviceKey: [NewDecisionRecord]] = [:]
@@ -64,7 +65,8 @@ public struct DecisionStore: Sendable {
                 rows.writeString("\(key.recordKey)\t")
                 Self.writeText(key.projectId, to: &rows)
                 Self.writeText(key.deviceId, to: &rows)
-                rows.writeString(RFC3339.format(run.last!.evaluatedAt) + "\t\(run.count)\t")
+                rows.writeString(
+                    RFC3339.format(run.last!.evaluatedAt) + "\t" + RFC3339.format(run.first!.evaluatedAt) + "\t\(run.count)\t")
                 for (index, record) in zip(run.indices, run) {
                     if index != run.startIndex { rows.writeString("\\n") }
                     Self.writeEscaped(try record.record.wireJSON(), to: &rows)
@@ -75,7 +77,8 @@ public struct DecisionStore: Sendable {
         }
         try await connection.copyFrom(
             table: "decision_records",
-            columns: ["device_key", "project_id", "device_id", "evaluated_at", "record_count", "records"], logger: logger
+            columns: ["device_key", "project_id", "device_id", "evaluated_at", "first_evaluated_at", "record_count", "records"],
+            logger: logger
         ) { writer in
             try await writer.write(rows)
         }
@@ -83,16 +86,12 @@ public struct DecisionStore: Sendable {
             """
             DELETE FROM decision_records d USING device_erasures e
              WHERE e.erased_at > now() - interval '1 hour' AND d.device_key = e.device_key
-               AND d.evaluated_at <= e.erased_at
+               AND d.first_evaluated_at <= e.erased_at
             """, logger: logger)
     }
 
-    /// A text column of COPY's text format, then its tab; nil is `\N`.
-    static func writeText(_ text: String?, to rows: inout ByteBuffer) {
-        guard let text else {
-            rows.writeString("\\N\t")
-            return
-        }
+    /// A text column of COPY's text format, then its tab.
+    static func writeText(_ text: String, to rows: inout ByteBuffer) {
         writeEscaped(text.utf8, to: &rows)
         rows.writeInteger(UInt8(ascii: "\t"))
     }

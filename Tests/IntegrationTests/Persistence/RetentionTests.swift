@@ -100,6 +100,38 @@ import Testing
         #expect(pages == 18)
     }
 
+    /// A device erased while its records wait to be written: a row that would hold one of its
+    /// records from before the erasure is not kept, even beside one from after it.
+    @Test func recordsFromBeforeAnErasureAreNotWrittenAfterIt() async throws {
+        let logger = logger
+        let key = DeviceKey(projectId: "decision-erasure-" + UUID().uuidString, deviceId: "erased")
+        let erasedAt = Date()
+        let remaining = try await withDatabase { database in
+            func record(_ fixId: String, evaluatedAt: Date) -> NewDecisionRecord {
+                NewDecisionRecord(
+                    key: key,
+                    record: DecisionRecord(
+                        fixId: fixId, timestamp: evaluatedAt, evaluatedAt: evaluatedAt, mode: .normal,
+                        location: DecisionLocation(lat: 1, lon: 2), entries: [], eventIds: []))
+            }
+            try await database.client.query(
+                "INSERT INTO device_erasures (device_key, erased_at) VALUES (\(key.recordKey), \(erasedAt))", logger: logger)
+            try await database.withTransaction { connection in
+                try await DecisionStore(logger: logger).append(
+                    [
+                        record("before", evaluatedAt: erasedAt.addingTimeInterval(-0.1)),
+                        record("after", evaluatedAt: erasedAt.addingTimeInterval(0.1)),
+                    ], on: connection)
+            }
+            let rows = try await database.client.query(
+                "SELECT records FROM decision_records WHERE device_key = \(key.recordKey)", logger: logger)
+            var texts: [String] = []
+            for try await text in rows.decode(String.self) { texts.append(text) }
+            return texts
+        }
+        #expect(!remaining.contains { $0.contains(#""fixId":"before""#) }, "\(remaining)")
+    }
+
     /// Events leave the event log once older than its retention.
     @Test func eventLogIsPurgedPastItsRetention() async throws {
         let logger = logger
