@@ -25,12 +25,7 @@ extension DecisionDetail: WireJSONWritable {
         try json.fieldIfPresent("bearingFrom", bearingFrom)
         try json.fieldIfPresent("bearingTo", bearingTo)
         json.fieldIfPresent("checkInId", checkInId)
-        if let conditions {
-            json.key("conditions" as StaticString)
-            json.beginArray()
-            for condition in conditions { json.string(condition) }
-            json.endArray()
-        }
+        json.fieldIfPresent("conditions", conditions)
         json.fieldIfPresent("earlierCheckInAt", earlierCheckInAt)
         try json.fieldIfPresent("gapSeconds", gapSeconds)
         json.fieldIfPresent("lastFixAt", lastFixAt)
@@ -58,10 +53,7 @@ extension DecisionRecord: WireJSONWritable {
         json.beginObject()
         try json.field("entries", entries)
         json.fieldIfPresent("evaluatedAt", evaluatedAt)
-        json.key("eventIds" as StaticString)
-        json.beginArray()
-        for eventId in eventIds { json.string(eventId) }
-        json.endArray()
+        json.field("eventIds", eventIds)
         json.fieldIfPresent("fixId", fixId)
         try json.field("location", location)
         json.field("mode", mode.rawValue)

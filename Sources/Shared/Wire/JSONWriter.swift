@@ -201,6 +201,17 @@ public struct JSONWriter: Sendable {
         object(value)
     }
 
+    public mutating func field(_ key: StaticString, _ values: [String]) {
+        self.key(key)
+        beginArray()
+        for value in values { string(value) }
+        endArray()
+    }
+
+    public mutating func fieldIfPresent(_ key: StaticString, _ values: [String]?) {
+        if let values { field(key, values) }
+    }
+
     public mutating func field(_ key: StaticString, _ value: some WireJSONWritable) throws(EncodingError) {
         self.key(key)
         try value.write(to: &self)
