@@ -45,7 +45,8 @@ struct ProjectsCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "create", abstract: "Create a project (or rename it) and print a device key and a management key.")
+            commandName: "create", abstract: "Create a project and print a device key and a management key.",
+            discussion: "A project that exists is refused: `projects create-key` gives it another key.")
         @Argument(help: "The project id.") var id: String
         @Option(help: "A display name.") var name: String?
 
@@ -53,6 +54,11 @@ struct ProjectsCommand: AsyncParsableCommand {
             let (id, name) = (id, name)
             let (deviceKey, managementKey) = try await withDatabase { database, logger in
                 let projects = ProjectStore(database: database, logger: logger)
+                // Run twice, it used to make a second key pair without a word.
+                guard try await !projects.projectExists(id) else {
+                    throw ValidationError(
+                        "project '\(id)' exists; `checkin projects create-key \(id) --kind device|management` gives it another key")
+                }
                 try await projects.createProject(id: id, name: name ?? id)
                 return (
                     try await projects.createKey(projectId: id, kind: .device),

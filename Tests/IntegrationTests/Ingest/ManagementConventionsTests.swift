@@ -166,3 +166,19 @@ import Testing
     let known = try await CommandOutcome.run(["deliveries", "list", "--project", harness.projectId], environment: environment)
     #expect(known.exitCode == 0, "\(known.standardError)")
 }
+
+/// `checkin projects create` of a project that exists is refused, naming what gives it
+/// another key, instead of making a second key pair without a word.
+@Test func creatingAProjectTwiceIsRefused() async throws {
+    let harness = PipelineHarness()
+    try await harness.prepare()
+    let environment = ["CHECKIN_SECRET_KEY": harness.secretKey.base64]
+    let project = "twice-\(harness.suffix)"
+    let first = try await CommandOutcome.run(["projects", "create", project], environment: environment)
+    #expect(first.exitCode == 0, "\(first.standardError)")
+    #expect(first.standardOutput.contains("management key: ck_management_"))
+    let second = try await CommandOutcome.run(["projects", "create", project], environment: environment)
+    #expect(second.exitCode != 0)
+    #expect(second.standardError.contains("project '\(project)' exists"), "\(second.standardError)")
+    #expect(!second.standardOutput.contains("ck_"))
+}
