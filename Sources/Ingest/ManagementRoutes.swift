@@ -70,15 +70,17 @@ struct ManagementRoutes {
         } catch {
             throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))")
         }
+        let unknownMembers = (try? ZonesDocument.unknownMembers(in: Data(buffer: body))) ?? []
         let problems = ZoneValidator.validate(document)
-        guard problems.isEmpty else {
+        guard problems.isEmpty, unknownMembers.isEmpty else {
             throw Problem.invalid(
-                "\(problems.count) problem(s) in the zones; nothing was changed",
-                parameters: problems.map { problem in
-                    .init(
-                        name: "zones[\(problem.zoneId)]" + (problem.fenceId.map { ".fences[\($0)]" } ?? ""),
-                        reason: problem.problem)
-                })
+                "\(problems.count + unknownMembers.count) problem(s) in the zones; nothing was changed",
+                parameters: unknownMembers.map { .init(name: $0, reason: "is not a member of a zones document") }
+                    + problems.map { problem in
+                        .init(
+                            name: "zones[\(problem.zoneId)]" + (problem.fenceId.map { ".fences[\($0)]" } ?? ""),
+                            reason: problem.problem)
+                    })
         }
         let quota = configuration.zoneQuota
         let excess = quota.excess(of: document)

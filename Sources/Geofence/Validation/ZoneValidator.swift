@@ -37,6 +37,8 @@ public enum ZoneValidator {
         TextLimits.check(zone.name, "name", InputLimits.maximumNameLength, report: { report($0) })
         TextLimits.check(zone.description, "description", InputLimits.maximumDescriptionLength, report: { report($0) })
         TextLimits.checkCustomData(zone.customData, report: { report($0) })
+        // A zone without either could never check anyone in: most likely a document gone wrong.
+        if zone.fences.isEmpty && zone.beacons.isEmpty { report("a zone needs at least one fence or beacon") }
         if !zone.minimumRetriggerTime.isFinite || zone.minimumRetriggerTime < 0 {
             report("minimumRetriggerTime must be a finite number of seconds, zero or more")
         }

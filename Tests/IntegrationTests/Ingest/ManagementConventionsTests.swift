@@ -50,6 +50,28 @@ import Testing
         }
     }
 
+    /// A zones document with a member no field reads is refused, each such member named
+    /// beside the validator's problems, and nothing is changed.
+    @Test func zonesWithUnknownMembersAreRefusedNamingEach() async throws {
+        try await withIngest { harness, client in
+            let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+            let before = try await client.execute(uri: "/v1/zones", method: .get, headers: headers)
+            let document = """
+                {"zones": [{"id": "cafe", "minimumRetrigerTime": 600, "conditions": {"maxSpeeed": 3},
+                            "fences": [{"id": "door", "geometry": {"type": "Point", "coordinates": [13.4, 52.5]}, "radius": 30}]},
+                           {"id": "empty", "fences": []}]}
+                """
+            let refused = try await client.execute(
+                uri: "/v1/zones", method: .put, headers: headers, body: ByteBuffer(string: document))
+            let problem = try Self.problem(refused)
+            #expect(problem.status == .badRequest)
+            #expect(problem.names.starts(with: ["zones[cafe].conditions.maxSpeeed", "zones[cafe].minimumRetrigerTime"]), "\(problem.names)")
+            #expect(problem.names.contains("zones[empty]"), "\(problem.names)")
+            let after = try await client.execute(uri: "/v1/zones", method: .get, headers: headers)
+            #expect(String(buffer: after.body) == String(buffer: before.body))
+        }
+    }
+
     /// A path the API has, asked with a method it does not take, is a 405 naming the methods
     /// it takes; a path it does not have, or a resource that does not exist, stays a 404.
     @Test func aWrongMethodIsA405WithAllow() async throws {
