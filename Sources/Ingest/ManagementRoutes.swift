@@ -68,7 +68,8 @@ struct ManagementRoutes {
         do {
             document = try WireJSON.decoder().decode(ZonesDocument.self, from: Data(buffer: body))
         } catch {
-            throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))")
+            let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
+            throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))", parameters: parameters)
         }
         let unknownMembers = (try? ZonesDocument.unknownMembers(in: Data(buffer: body))) ?? []
         let problems = ZoneValidator.validate(document)

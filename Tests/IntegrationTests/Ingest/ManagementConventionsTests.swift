@@ -67,6 +67,13 @@ import Testing
             #expect(problem.status == .badRequest)
             #expect(problem.names.starts(with: ["zones[cafe].conditions.maxSpeeed", "zones[cafe].minimumRetrigerTime"]), "\(problem.names)")
             #expect(problem.names.contains("zones[empty]"), "\(problem.names)")
+            // A value of the wrong type names its member too.
+            let mistyped = try await client.execute(
+                uri: "/v1/zones", method: .put, headers: headers,
+                body: ByteBuffer(string: #"{"zones": [{"id": "cafe", "minimumRetriggerTime": "600"}]}"#))
+            let typeProblem = try Self.problem(mistyped)
+            #expect(typeProblem.status == .badRequest && typeProblem.names == ["zones[0].minimumRetriggerTime"])
+            #expect(String(buffer: mistyped.body).contains("must be a number"), "\(String(buffer: mistyped.body))")
             let after = try await client.execute(uri: "/v1/zones", method: .get, headers: headers)
             #expect(String(buffer: after.body) == String(buffer: before.body))
         }
