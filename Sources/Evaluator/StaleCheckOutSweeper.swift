@@ -79,19 +79,21 @@ public final class StaleCheckOutSweeper: Service, Sendable {
     /// The held partitions where nothing waits beyond what was processed and committed:
     /// the broker's high watermark, asked now, is reached. The watermark of the last fetch
     /// would not do: fetching pauses while the worker is busy, and records keep arriving.
-    /// None when the broker does not answer.
+    /// A partition whose end the broker does not give (in time) is not caught up; the others
+    /// still count, so that one slow answer does not hold up every partition's check-outs.
     func caughtUp(_ held: [KafkaTopicPartition: PartitionLeases.Lease]) async -> [KafkaTopicPartition] {
-        let ends: [KafkaTopicPartition: Int64]
-        do {
-            ends = try await consumer.highWatermarks(of: Array(held.keys))
-        } catch {
-            logger.notice("could not read end offsets; no partition counts as caught up", metadata: ["error": "\(error)"])
-            return []
+        var caughtUp: [KafkaTopicPartition] = []
+        for (partition, lease) in held {
+            do {
+                guard let end = try await consumer.highWatermarks(of: [partition])[partition] else { continue }
+                if end <= lease.nextOffset ?? 0 { caughtUp.append(partition) }
+            } catch {
+                logger.notice(
+                    "could not read a partition's end offset; it does not count as caught up",
+                    metadata: ["partition": "\(partition)", "error": "\(error)"])
+            }
         }
-        return held.compactMap { partition, lease in
-            guard let end = ends[partition] else { return nil }
-            return end <= lease.nextOffset ?? 0 ? partition : nil
-        }
+        return caughtUp
     }
 
     /// Records that these held partitions are consumed up to `now`.

@@ -106,6 +106,8 @@ import Testing
             let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
             let endpoint = try await webhooks.addEndpoint(
                 projectId: harness.projectId, url: "http://127.0.0.1:9/hooks", secrets: [WebhookSecret.generate()])
+            // Disabled, so that the notifiers of tests running beside this one (same database) leave its deliveries be.
+            _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
             let deliveries = (1...5).map { device in
                 NewDelivery(
                     endpointId: endpoint.id, projectId: harness.projectId, eventId: "e-\(harness.suffix)-\(device)",
