@@ -170,7 +170,12 @@ struct DeliveriesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's latest deliveries.")
         @Option(help: "The project id.") var project: String
         @Option(help: "pending, retrying (pending, attempted at least once), delivered, failed or cancelled.") var status: String?
-        @Option(help: "How many.") var limit: Int = 50
+        @Option(help: "How many (1 to 1000).") var limit: Int = 50
+        @Option(help: "Older than this delivery id (the `--cursor` a previous page printed).") var cursor: Int64?
+
+        func validate() throws {
+            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
+        }
 
         func run() async throws {
             let filter = try status.map { text in
@@ -186,14 +191,22 @@ struct DeliveriesCommand: AsyncParsableCommand {
                     throw ValidationError("no project '\(project)'")
                 }
             }
-            let deliveries = try await withWebhookStore { webhooks in
-                try await webhooks.deliveries(projectId: project, filter: filter, before: nil, limit: limit).deliveries
+            let cursor = cursor
+            let page = try await withWebhookStore { webhooks in
+                try await webhooks.deliveries(projectId: project, filter: filter, before: cursor, limit: limit)
             }
-            for delivery in deliveries {
-                print(
-                    "\(delivery.id)\t\(delivery.status.rawValue)\t\(delivery.eventType)\t\(delivery.deviceId)\tsequence=\(delivery.sequence.map(String.init) ?? "-")\tattempts=\(delivery.attempts)\t\(delivery.lastError ?? "")"
-                )
-            }
+            print(
+                StatusTable.table(
+                    ["ID", "STATUS", "EVENT", "DEVICE", "SEQ", "ENDPOINT", "ATTEMPTS", "QUEUED", "DELIVERED", "LAST ERROR"],
+                    page.deliveries.map { delivery in
+                        [
+                            String(delivery.id), delivery.status.rawValue, delivery.eventType, delivery.deviceId,
+                            delivery.sequence.map(String.init) ?? "-", delivery.endpointId, String(delivery.attempts),
+                            RFC3339.format(delivery.createdAt), delivery.deliveredAt.map(RFC3339.format) ?? "-",
+                            delivery.lastError ?? "",
+                        ]
+                    }), terminator: "")
+            if let next = page.nextCursor { print("(more: --cursor \(next))") }
         }
     }
 

@@ -213,3 +213,36 @@ import Testing
     #expect(second.standardError.contains("project '\(project)' exists"), "\(second.standardError)")
     #expect(!second.standardOutput.contains("ck_"))
 }
+
+/// `checkin deliveries list` prints a table with a header, each delivery's endpoint and
+/// times, and the cursor of the next page when there is one.
+@Test func deliveriesListIsATableWithEndpointsTimesAndACursor() async throws {
+    let harness = PipelineHarness()
+    try await harness.prepare()
+    let environment = ["CHECKIN_SECRET_KEY": harness.secretKey.base64]
+    let endpointId = try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
+        let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
+        let endpoint = try await webhooks.addEndpoint(
+            projectId: harness.projectId, url: "http://127.0.0.1:9/listed", secrets: [WebhookSecret.generate()])
+        // Disabled, so that the notifiers of tests running beside this one leave its deliveries be.
+        _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
+        let deliveries = (1...2).map { device in
+            NewDelivery(
+                endpointId: endpoint.id, projectId: harness.projectId, eventId: "listed-\(harness.suffix)-\(device)",
+                eventType: "checkin", deviceId: "listed-\(device)", eventTime: Date(), sequence: 1, payload: "{}")
+        }
+        _ = try await webhooks.enqueue(deliveries)
+        return endpoint.id
+    }
+    let listed = try await CommandOutcome.run(
+        ["deliveries", "list", "--project", harness.projectId, "--limit", "1"], environment: environment)
+    #expect(listed.exitCode == 0, "\(listed.standardError)")
+    let lines = listed.standardOutput.split(separator: "\n").map(String.init)
+    #expect(lines.first?.contains("ID") == true && lines.first?.contains("ENDPOINT") == true && lines.first?.contains("QUEUED") == true, "\(lines)")
+    #expect(lines.count == 3, "\(lines)")
+    #expect(lines.dropFirst().first?.contains(endpointId) == true && lines.dropFirst().first?.contains("listed-2") == true, "\(lines)")
+    let cursor = try #require(lines.last.flatMap { $0.split(separator: " ").last }.map { String($0.dropLast()) })
+    let next = try await CommandOutcome.run(
+        ["deliveries", "list", "--project", harness.projectId, "--limit", "1", "--cursor", cursor], environment: environment)
+    #expect(next.standardOutput.contains("listed-1") && !next.standardOutput.contains("listed-2"), "\(next.standardOutput)")
+}
