@@ -71,7 +71,7 @@ struct ManagementRoutes {
             let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
             throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))", parameters: parameters)
         }
-        let unknownMembers = (try? ZonesDocument.unknownMembers(in: Data(buffer: body))) ?? []
+        let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: Data(buffer: body))
         let problems = ZoneValidator.validate(document)
         guard problems.isEmpty, unknownMembers.isEmpty else {
             throw Problem.invalid(

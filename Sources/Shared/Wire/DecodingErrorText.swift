@@ -6,10 +6,6 @@ public enum DecodingErrorText {
     /// The member a decoding error is about and what is wrong with it, for an `invalid-params`
     /// entry (`zones[0].minimumRetriggerTime`, "must be a number"); nil when it names none.
     public static func parameter(_ error: any Error) -> (name: String, reason: String)? {
-        func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-                .trimmingCharacters(in: CharacterSet(charactersIn: "."))
-        }
         func kind(_ type: Any.Type) -> String {
             switch type {
             case is Double.Type, is Float.Type: "a number"
@@ -33,10 +29,6 @@ public enum DecodingErrorText {
     }
 
     public static func describe(_ error: any Error) -> String {
-        func path(_ codingPath: [any CodingKey]) -> String {
-            codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-                .trimmingCharacters(in: CharacterSet(charactersIn: "."))
-        }
         switch error as? DecodingError {
         case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
@@ -45,5 +37,11 @@ public enum DecodingErrorText {
             return context.codingPath.isEmpty ? "not valid JSON" : "\(path(context.codingPath)): \(context.debugDescription)"
         default: return "\(error)"
         }
+    }
+
+    /// `zones[0].fences[1].radius`: keys joined by dots, indices in brackets.
+    private static func path(_ codingPath: [any CodingKey]) -> String {
+        codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
+            .trimmingCharacters(in: CharacterSet(charactersIn: "."))
     }
 }

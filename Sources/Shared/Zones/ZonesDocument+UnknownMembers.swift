@@ -5,10 +5,9 @@ extension ZonesDocument {
     /// a misspelt member would otherwise be dropped without a word, and its zone stored with
     /// the default it meant to change.
     ///
-    /// Found by comparing the document with what it decodes to, written out again: every
-    /// member a field reads comes back (defaults included), except those given as null.
-    public static func unknownMembers(in json: Data) throws -> [String] {
-        let document = try WireJSON.decoder().decode(ZonesDocument.self, from: json)
+    /// Found by comparing the document's JSON with `document`, what it decoded to, written out
+    /// again: every member a field reads comes back (defaults included), except those given as null.
+    public static func unknownMembers(of document: ZonesDocument, in json: Data) throws -> [String] {
         let known = try JSONSerialization.jsonObject(with: try WireJSON.encoder().encode(document))
         let given = try JSONSerialization.jsonObject(with: json)
         var unknown: [String] = []

@@ -153,7 +153,7 @@ func loadZonesDocument(path: String) throws -> ZonesDocument {
     } catch {
         throw ValidationError("\(path): \(DecodingErrorText.describe(error))")
     }
-    let unknownMembers = (try? ZonesDocument.unknownMembers(in: data)) ?? []
+    let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: data)
     let problems = unknownMembers.map { "\($0): is not a member of a zones document" } + ZoneValidator.validate(document).map { "\($0)" }
     guard problems.isEmpty else {
         throw ValidationError("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
