@@ -694,10 +694,6 @@ extension WebhookStore {
         return count
     }
 
-    public func deliveries(projectId: String, status: DeliveryStatus?, limit: Int) async throws -> [DeliveryRecord] {
-        try await deliveries(projectId: projectId, filter: status.map { .status($0) }, before: nil, limit: limit).deliveries
-    }
-
     /// A page of the project's deliveries, newest first: `limit` of them older than `cursor`
     /// (a page's `nextCursor`, the id of its last delivery).
     public func deliveries(

@@ -152,7 +152,7 @@ import Testing
                 endpointId: endpoint.id, projectId: harness.projectId, eventId: "e-\(harness.suffix)", eventType: "checkin",
                 deviceId: "d", eventTime: Date(), sequence: 1, payload: "{}")
             #expect(try await webhooks.enqueue([delivery]) == 1)
-            let id = try #require(try await webhooks.deliveries(projectId: harness.projectId, status: nil, limit: 10).first?.id)
+            let id = try #require(try await webhooks.deliveries(projectId: harness.projectId, filter: nil, before: nil, limit: 10).deliveries.first?.id)
             _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
             let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
 

@@ -116,17 +116,17 @@ import Testing
             #expect(try await claim(owner: "b").isEmpty)
             // Only the lease holder records a result.
             try await webhooks.record([result(claimed[0], 204, .delivered)], owner: "b")
-            #expect(try await webhooks.deliveries(projectId: projectId, status: .pending, limit: 10).count == 1)
+            #expect(try await webhooks.deliveries(projectId: projectId, filter: .status(.pending), before: nil, limit: 10).deliveries.count == 1)
 
             try await webhooks.record([result(claimed[0], 500, .retry(after: .zero))], owner: "a")
             let retried = try await claim()
             #expect(retried.first?.attempt == 2)
 
             try await webhooks.record([result(retried[0], 503, .failed)], owner: "a")
-            #expect(try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10).map(\.eventId) == [delivery.eventId])
+            #expect(try await webhooks.deliveries(projectId: projectId, filter: .status(.failed), before: nil, limit: 10).deliveries.map(\.eventId) == [delivery.eventId])
             #expect(try await webhooks.replay(deliveryIds: [claimed[0].id], projectId: projectId).ids == [claimed[0].id])
             #expect(try await webhooks.replay(deliveryIds: [claimed[0].id], projectId: "another-project").ids.isEmpty)
-            let pending = try await webhooks.deliveries(projectId: projectId, status: .pending, limit: 10)
+            let pending = try await webhooks.deliveries(projectId: projectId, filter: .status(.pending), before: nil, limit: 10).deliveries
             #expect(pending.first?.attempts == 0)
 
             // Given back unattempted: due again at once, the attempt not charged.
@@ -135,7 +135,7 @@ import Testing
             let third = try await claim()
             #expect(third.first?.attempt == 1)
             try await webhooks.record([result(third[0], 204, .delivered)], owner: "a")
-            #expect(try await webhooks.deliveries(projectId: projectId, status: .delivered, limit: 10).count == 1)
+            #expect(try await webhooks.deliveries(projectId: projectId, filter: .status(.delivered), before: nil, limit: 10).deliveries.count == 1)
 
             // Every attempt made is logged, also the one whose result came too late to count.
             let detail = try #require(try await webhooks.delivery(id: claimed[0].id, projectId: projectId))
@@ -207,12 +207,12 @@ import Testing
             #expect(try await claim().isEmpty)
             #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .seconds(3600)) == 0)
             #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .zero) == 4)
-            let failedSequences = try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10)
+            let failedSequences = try await webhooks.deliveries(projectId: projectId, filter: .status(.failed), before: nil, limit: 10).deliveries
                 .compactMap(\.sequence)
             #expect(Set(failedSequences) == [1, 2, 3, 4])
 
             // Replayed together, they go in sequence order again.
-            let failed = try await webhooks.deliveries(projectId: projectId, status: .failed, limit: 10)
+            let failed = try await webhooks.deliveries(projectId: projectId, filter: .status(.failed), before: nil, limit: 10).deliveries
             try await database.client.query(
                 "UPDATE webhook_endpoints SET enabled = true WHERE id = \(endpoint.id)", logger: logger)
             #expect(try await webhooks.replay(deliveryIds: failed.map(\.id), projectId: projectId).ids.count == 5)
@@ -281,7 +281,7 @@ import Testing
             try await webhooks.enqueue([delivery(6)])
             _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "test")
             #expect(try await finish(fifth[0], .delivered).isEmpty)
-            let log = try await webhooks.deliveries(projectId: projectId, status: .delivered, limit: 10)
+            let log = try await webhooks.deliveries(projectId: projectId, filter: .status(.delivered), before: nil, limit: 10).deliveries
             #expect(Set(log.compactMap(\.sequence)) == [1, 3, 5])
         }
     }
