@@ -72,15 +72,13 @@ final class DecisionRecorder: Service, Sendable {
     /// dropped, logged and counted (`checkin_evaluator_decision_records_dropped_total`).
     func writeQueued() async {
         while true {
-            let chunk = queue.withLockedValue { waiting -> [NewDecisionRecord] in
+            let (chunk, left) = queue.withLockedValue { waiting -> ([NewDecisionRecord], Int) in
                 let chunk = Array(waiting.prefix(50_000))
                 waiting.removeFirst(chunk.count)
-                return chunk
+                return (chunk, waiting.count)
             }
-            guard !chunk.isEmpty else {
-                queued.record(0)
-                return
-            }
+            queued.record(left)
+            guard !chunk.isEmpty else { return }
             var attempt = 1
             while true {
                 do {
