@@ -103,17 +103,7 @@ import Testing
     /// follow and where; `retrying` lists the pending ones attempted at least once.
     @Test func deliveriesArePagedAndRetryingIsAStatusToListBy() async throws {
         try await withIngest { harness, database, client in
-            let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: harness.projectId, url: "http://127.0.0.1:9/hooks", secrets: [WebhookSecret.generate()])
-            // Disabled, so that the notifiers of tests running beside this one (same database) leave its deliveries be.
-            _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
-            let deliveries = (1...5).map { device in
-                NewDelivery(
-                    endpointId: endpoint.id, projectId: harness.projectId, eventId: "e-\(harness.suffix)-\(device)",
-                    eventType: "checkin", deviceId: "d\(device)", eventTime: Date(), sequence: 1, payload: "{}")
-            }
-            #expect(try await webhooks.enqueue(deliveries) == 5)
+            try await queueToADisabledEndpoint(5, named: "e-\(harness.suffix)", harness: harness, database: database)
             try await database.client.query(
                 "UPDATE deliveries SET attempts = 1 WHERE event_id = \("e-\(harness.suffix)-2")", logger: harness.logger)
             let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
@@ -221,18 +211,7 @@ import Testing
     try await harness.prepare()
     let environment = ["CHECKIN_SECRET_KEY": harness.secretKey.base64]
     let endpointId = try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
-        let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
-        let endpoint = try await webhooks.addEndpoint(
-            projectId: harness.projectId, url: "http://127.0.0.1:9/listed", secrets: [WebhookSecret.generate()])
-        // Disabled, so that the notifiers of tests running beside this one leave its deliveries be.
-        _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
-        let deliveries = (1...2).map { device in
-            NewDelivery(
-                endpointId: endpoint.id, projectId: harness.projectId, eventId: "listed-\(harness.suffix)-\(device)",
-                eventType: "checkin", deviceId: "listed-\(device)", eventTime: Date(), sequence: 1, payload: "{}")
-        }
-        _ = try await webhooks.enqueue(deliveries)
-        return endpoint.id
+        try await queueToADisabledEndpoint(2, named: "listed-\(harness.suffix)", harness: harness, database: database)
     }
     let listed = try await CommandOutcome.run(
         ["deliveries", "list", "--project", harness.projectId, "--limit", "1"], environment: environment)
@@ -240,9 +219,27 @@ import Testing
     let lines = listed.standardOutput.split(separator: "\n").map(String.init)
     #expect(lines.first?.contains("ID") == true && lines.first?.contains("ENDPOINT") == true && lines.first?.contains("QUEUED") == true, "\(lines)")
     #expect(lines.count == 3, "\(lines)")
-    #expect(lines.dropFirst().first?.contains(endpointId) == true && lines.dropFirst().first?.contains("listed-2") == true, "\(lines)")
+    #expect(lines.dropFirst().first?.contains(endpointId) == true && lines.dropFirst().first?.contains("listed-\(harness.suffix)-2") == true, "\(lines)")
     let cursor = try #require(lines.last.flatMap { $0.split(separator: " ").last }.map { String($0.dropLast()) })
     let next = try await CommandOutcome.run(
         ["deliveries", "list", "--project", harness.projectId, "--limit", "1", "--cursor", cursor], environment: environment)
-    #expect(next.standardOutput.contains("listed-1") && !next.standardOutput.contains("listed-2"), "\(next.standardOutput)")
+    #expect(next.standardOutput.contains("listed-\(harness.suffix)-1") && !next.standardOutput.contains("listed-\(harness.suffix)-2"), "\(next.standardOutput)")
+}
+
+/// Queues `count` check-in deliveries, of devices `<name>-1`… (their events likewise), to a
+/// new endpoint of the harness's project, disabled so that the notifiers of tests running
+/// beside this one (same database) leave them be; returns the endpoint's id.
+@discardableResult
+func queueToADisabledEndpoint(_ count: Int, named name: String, harness: PipelineHarness, database: Database) async throws -> String {
+    let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
+    let endpoint = try await webhooks.addEndpoint(
+        projectId: harness.projectId, url: "http://127.0.0.1:9/\(name)", secrets: [WebhookSecret.generate()])
+    _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
+    let deliveries = (1...count).map { device in
+        NewDelivery(
+            endpointId: endpoint.id, projectId: harness.projectId, eventId: "\(name)-\(device)", eventType: "checkin",
+            deviceId: "\(name)-\(device)", eventTime: Date(), sequence: 1, payload: "{}")
+    }
+    #expect(try await webhooks.enqueue(deliveries) == count)
+    return endpoint.id
 }
