@@ -13,12 +13,13 @@ TEST_WIDTH ?= 8
 # process with the others, and passes alone; the cause is not found yet.
 ALONE := ProducerClockSkewTests
 
-.PHONY: help setup build demo test test-unit test-observability compose-check lint bench clean
+.PHONY: help setup build demo test test-unit test-observability test-api compose-check lint bench clean
 
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
 	@echo "make test        every test, unit and integration, against a local Postgres and broker"
 	@echo "make test-observability  alert rules, their unit tests and the dashboard against a real Prometheus"
+	@echo "make test-api    the HTTP API against openapi.yaml (Schemathesis, property-based)"
 	@echo "make build       build the checkin executable"
 	@echo "make bench       geofence engine benchmarks (release build)"
 	@echo "make lint        swift format lint (style of .swift-format)"
@@ -37,6 +38,7 @@ demo: build
 TEST_DEADLINE ?= 1500
 ALONE_DEADLINE ?= 600
 OBSERVABILITY_DEADLINE ?= 600
+API_DEADLINE ?= 600
 
 test: setup compose-check
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
@@ -44,6 +46,13 @@ test: setup compose-check
 		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
 	@$(ENV) scripts/within.sh $(ALONE_DEADLINE) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
 	@$(ENV) scripts/within.sh $(OBSERVABILITY_DEADLINE) scripts/with-services.sh scripts/observability-test.sh
+	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/api-test.sh
+
+# The HTTP API against openapi.yaml: the document validated, then Schemathesis's generated
+# requests over every route of `checkin dev` (no 5xx; every answer as documented).
+test-api: setup
+	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
+	@$(ENV) scripts/with-services.sh scripts/api-test.sh
 
 # Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`.
 test-observability: setup

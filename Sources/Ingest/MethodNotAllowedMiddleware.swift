@@ -28,13 +28,34 @@ struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
-            let allowed = methodsByPath.filter { Self.path($0.path, matches: segments) }.flatMap(\.methods)
+            let allowed = Self.mostSpecific(methodsByPath.filter { Self.path($0.path, matches: segments) }).flatMap(\.methods)
             guard !allowed.isEmpty, !allowed.contains(request.method) else { throw error }
             let allow = Set(allowed.map(\.rawValue)).sorted().joined(separator: ", ")
             throw Problem(
                 status: .methodNotAllowed, type: "method-not-allowed", title: "Method not allowed",
                 detail: "\(request.uri.path) takes \(allow), not \(request.method.rawValue)", headers: [.allow: allow])
         }
+    }
+
+    /// The paths the router would pick among those matching: at the first segment where two
+    /// differ, a literal segment wins over a parameter (`/v1/deliveries/replay` over
+    /// `/v1/deliveries/:id`), and a parameter over a trailing wildcard.
+    static func mostSpecific(
+        _ candidates: [(path: RouterPath, methods: [HTTPRequest.Method])]
+    ) -> [(path: RouterPath, methods: [HTTPRequest.Method])] {
+        func specificity(_ path: RouterPath) -> [Int] {
+            path.components.map { element in
+                switch element.description {
+                case "**": 0
+                case let text where text.contains("{") || text.contains("*"): 1
+                default: 2
+                }
+            }
+        }
+        guard let best = candidates.map({ specificity($0.path) }).max(by: { $0.lexicographicallyPrecedes($1) }) else {
+            return []
+        }
+        return candidates.filter { specificity($0.path) == best }
     }
 
     static func path(_ path: RouterPath, matches segments: [Substring]) -> Bool {

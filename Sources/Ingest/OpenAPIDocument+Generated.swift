@@ -25,7 +25,7 @@ components:
   schemas:
     WebhookSecret:
       type: string
-      pattern: "^whsec_[A-Za-z0-9+/]+={0,2}$"
+      pattern: "^whsec_(?:(?:[A-Za-z0-9+/]{4}){8,21}|(?:[A-Za-z0-9+/]{4}){8,20}[A-Za-z0-9+/]{3}=|(?:[A-Za-z0-9+/]{4}){8,21}[A-Za-z0-9+/]{2}==)$"
       description: "whsec_ and the base64 of 24 to 64 random bytes; a new one is made when absent"
     WebhookEndpoint:
       type: object
@@ -46,6 +46,7 @@ components:
         replayed: {type: integer, description: how many deliveries were queued again}
         disabledEndpoints: {type: array, items: {type: string}, description: endpoints of these deliveries that are disabled; their deliveries wait until enabled}
     Fix: {$ref: "schemas/fix.schema.json"}
+    FixInBatch: {$ref: "schemas/fix.schema.json#/$defs/batchItem"}
     CheckEvent: {$ref: "schemas/event.schema.json"}
     DecisionEntry:
       type: object
@@ -280,7 +281,7 @@ paths:
               type: object
               required: [fixes]
               properties:
-                fixes: {type: array, maxItems: 1000, items: {$ref: "#/components/schemas/Fix"}}
+                fixes: {type: array, minItems: 1, maxItems: 1000, items: {$ref: "#/components/schemas/FixInBatch"}}
       responses:
         "202":
           description: Every fix is durably in the pipeline.
@@ -372,7 +373,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: true
-        content: {application/json: {schema: {type: object, required: [url], properties: {url: {type: string, format: uri}, secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
+        content: {application/json: {schema: {type: object, required: [url], properties: {url: {type: string, format: uri}, secret: {anyOf: [{$ref: "#/components/schemas/WebhookSecret"}, {type: "null"}], description: A new one is made when absent or null}}}}}
       responses:
         "201": {description: Created; with `rotate-secret` the only answers that show a secret, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "400": {description: "The URL (invalid-params name `url`) or the secret (`secret`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
@@ -404,11 +405,12 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: false
-        content: {application/json: {schema: {type: object, properties: {reason: {type: string, maxLength: 1024}}}}}
+        content: {application/json: {schema: {type: object, properties: {reason: {type: [string, "null"], maxLength: 1024}}}}}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
-        "200": {description: The endpoint, disabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "200": {description: "The endpoint, disabled", content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "400": {$ref: "#/components/responses/Problem"}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/webhooks/{id}/enable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
@@ -418,7 +420,7 @@ paths:
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
-        "200": {description: The endpoint, enabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
+        "200": {description: "The endpoint, enabled", content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/webhooks/{id}/rotate-secret:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
@@ -431,7 +433,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: false
-        content: {application/json: {schema: {type: object, properties: {secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
+        content: {application/json: {schema: {type: object, properties: {secret: {anyOf: [{$ref: "#/components/schemas/WebhookSecret"}, {type: "null"}], description: A new one is made when absent or null}}}}}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -448,7 +450,7 @@ paths:
           description: One status; retrying is the pending deliveries attempted at least once
           schema: {enum: [pending, retrying, delivered, failed, cancelled]}
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
-        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string, pattern: "^[1-9][0-9]{0,17}$"}}
       responses:
         "200":
           description: A page of deliveries, newest first
@@ -495,7 +497,7 @@ paths:
         - {name: from, in: query, description: The event happened at or after, schema: {type: string, format: date-time}}
         - {name: until, in: query, description: The event happened before, schema: {type: string, format: date-time}}
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
-        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string, pattern: "^[1-9][0-9]{0,17}$"}}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -584,7 +586,7 @@ paths:
       parameters:
         - {name: deviceId, in: path, required: true, schema: {type: string}}
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
-        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string, pattern: "^[1-9][0-9]{0,17}$"}}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -613,11 +615,16 @@ paths:
         content:
           application/json:
             schema:
-              type: object
-              properties:
-                ids: {type: array, items: {type: integer}, minItems: 1, maxItems: 10000}
-                status: {enum: [failed]}
-                endpointId: {type: string}
+              oneOf:
+                - type: object
+                  required: [ids]
+                  properties:
+                    ids: {type: array, items: {type: integer}, minItems: 1, maxItems: 10000}
+                - type: object
+                  required: [status]
+                  properties:
+                    status: {enum: [failed]}
+                    endpointId: {type: [string, "null"], description: Only this endpoint's failed deliveries}
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -657,6 +664,127 @@ paths:
       summary: This document
       responses:
         "200": {description: The OpenAPI document the service answers by, content: {application/yaml: {schema: {type: string}}}}
+  /schemas/{name}:
+    get:
+      summary: A JSON Schema this document refers to (fix.schema.json, event.schema.json)
+      parameters:
+        - {name: name, in: path, required: true, schema: {type: string}}
+      responses:
+        "200": {description: The JSON Schema, content: {application/schema+json: {schema: {type: object}}}}
+        "404": {$ref: "#/components/responses/Problem"}
 
 """#
+
+    /// The JSON Schemas the document refers to, by file name (schemas/NAME).
+    public static let schemas: [String: String] = [
+        "event.schema.json": #"""
+{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "urn:checkin:schema:event",
+  "title": "CheckEvent",
+  "description": "A record of checkin.checkins / checkin.checkouts (key = deviceId) and the data of a webhook. The input limits keep every encoded event under 1 MB.",
+  "type": "object",
+  "required": ["eventId", "sequence", "type", "projectId", "deviceId", "checkInId", "zone", "location", "willCheckOut", "mode"],
+  "properties": {
+    "eventId": {"type": "string", "description": "Deterministic: the same input always yields the same id. Also the webhook-id header."},
+    "sequence": {"type": "integer", "minimum": 1, "description": "Per project and device: 1, 2, 3 … in decision order across both event topics. Webhooks of a device reach each endpoint in this order."},
+    "type": {"enum": ["checkin", "checkout"]},
+    "projectId": {"type": "string"},
+    "deviceId": {"type": "string"},
+    "checkInId": {"type": "string", "description": "On a check-out, the id of the check-in it closes."},
+    "zone": {
+      "type": "object", "required": ["id", "name", "description", "customData"],
+      "properties": {"id": {"type": "string", "minLength": 1, "maxLength": 128}, "name": {"type": "string", "maxLength": 256},
+        "description": {"type": "string", "maxLength": 4096},
+        "customData": {"type": "object", "additionalProperties": {"type": "string", "maxLength": 1024},
+          "propertyNames": {"maxLength": 64}, "maxProperties": 50}}
+    },
+    "fence": {
+      "type": "object", "required": ["id", "name", "description"],
+      "description": "Exactly one of geometry and geometryOmitted is present.",
+      "oneOf": [{"required": ["geometry"]}, {"required": ["geometryOmitted"]}],
+      "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "description": {"type": "string"},
+        "geometry": {"type": "object", "description": "GeoJSON Point, LineString, Polygon or MultiPolygon of at most 1,000 positions."},
+        "geometryOmitted": {"const": true, "description": "The geometry has more than 1,000 positions and was left out so that the event fits in 1 MB; read it from GET /v1/zones."},
+        "radius": {"type": "number", "description": "Metres, for a Point."}}
+    },
+    "beacon": {
+      "type": "object", "required": ["id", "name"],
+      "properties": {"id": {"type": "string"}, "name": {"type": "string"}, "uuid": {"type": "string"},
+        "major": {"type": "integer"}, "minor": {"type": "integer"}, "eddystoneId": {"type": "string"}}
+    },
+    "location": {
+      "type": "object", "required": ["timestamp", "lat", "lon"],
+      "properties": {"timestamp": {"type": "string", "format": "date-time"}, "lat": {"type": "number"}, "lon": {"type": "number"},
+        "accuracy": {"type": "number"}, "speed": {"type": "number"}, "bearing": {"type": "number"}}
+    },
+    "willCheckOut": {"type": "boolean"},
+    "mode": {"enum": ["normal", "restart"]},
+    "crossing": {
+      "type": "object", "required": ["lat", "lon", "direction"],
+      "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}, "direction": {"enum": ["left-to-right", "right-to-left"]}}
+    },
+    "checkInTime": {"type": "string", "format": "date-time"},
+    "checkOutTime": {"type": "string", "format": "date-time"},
+    "dwellSeconds": {"type": "number"},
+    "reason": {"enum": ["exit", "timeout", "beacon-lost"]}
+  }
+}
+
+"""#,
+        "fix.schema.json": #"""
+{
+  "$schema": "https://json-schema.org/draft/2020-12/schema",
+  "$id": "urn:checkin:schema:fix",
+  "title": "Fix",
+  "description": "One location report of one device: a record of checkin.fixes (key = deviceId), which names its project. An optional member that is null is the same as an absent one.",
+  "$ref": "#/$defs/batchItem",
+  "required": ["projectId"],
+  "properties": {"projectId": {"$ref": "#/$defs/identifier"}},
+  "$defs": {
+    "batchItem": {
+      "description": "A fix as an item of POST /v1/fixes, where projectId may be left out: it is then the API key's project.",
+      "type": "object",
+      "required": ["deviceId", "timestamp", "lat", "lon"],
+      "properties": {
+        "projectId": {"anyOf": [{"$ref": "#/$defs/identifier"}, {"type": "null"}], "description": "The API key's project when absent or null."},
+        "deviceId": {"$ref": "#/$defs/identifier"},
+        "timestamp": {"type": "string", "format": "date-time", "description": "RFC 3339 with a time zone; not before 2000-01-01T00:00:00Z and at most maxClockSkew (CHECKIN_MAX_CLOCK_SKEW, default 300 s) after the fix was received: the HTTP request's arrival, or the Kafka record's timestamp for records produced directly."},
+        "lat": {"type": "number", "minimum": -90, "maximum": 90},
+        "lon": {"type": "number", "minimum": -180, "maximum": 180},
+        "accuracy": {"type": ["number", "null"], "minimum": 0, "description": "Horizontal accuracy, metres."},
+        "speed": {"type": ["number", "null"], "minimum": 0, "description": "Metres per second."},
+        "bearing": {"type": ["number", "null"], "minimum": 0, "maximum": 360, "description": "Degrees clockwise from true north."},
+        "altitude": {"type": ["number", "null"]},
+        "source": {"enum": ["gps", "wifi", "cell", "slc", "beacon", null]},
+        "mode": {"enum": ["normal", "restart", null], "default": "normal", "description": "restart: sent after iOS relaunched the app in the background."},
+        "beacons": {
+          "type": ["array", "null"], "maxItems": 64,
+          "items": {
+            "type": "object", "required": ["rssi"],
+            "properties": {
+              "uuid": {"anyOf": [{"$ref": "#/$defs/identifier"}, {"type": "null"}]},
+              "major": {"type": ["integer", "null"], "minimum": 0, "maximum": 65535},
+              "minor": {"type": ["integer", "null"], "minimum": 0, "maximum": 65535},
+              "eddystoneId": {"anyOf": [{"$ref": "#/$defs/identifier"}, {"type": "null"}]},
+              "rssi": {"type": "integer", "minimum": -200, "maximum": 20}
+            },
+            "anyOf": [
+              {"required": ["uuid"], "properties": {"uuid": {"type": "string"}}},
+              {"required": ["eddystoneId"], "properties": {"eddystoneId": {"type": "string"}}}
+            ]
+          }
+        },
+        "fixId": {"anyOf": [{"$ref": "#/$defs/identifier"}, {"type": "null"}], "description": "The client's id; a resent fix is evaluated once."}
+      }
+    },
+    "identifier": {
+      "type": "string", "minLength": 1, "maxLength": 128, "pattern": "^[^\\u0000-\\u001F\\u007F-\\u009F]+$",
+      "description": "1 to 128 characters (Unicode code points), none of them a control character."
+    }
+  }
+}
+
+"""#,
+    ]
 }

@@ -62,6 +62,19 @@ import Testing
                     ])))
     }
 
+    /// A beacon identifier of another type than a string is refused, even beside one that is a string.
+    @Test func refusesABeaconIdentifierThatIsNotAString() {
+        let result = fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","eddystoneId":{},"rssi":0},{"uuid":7,"rssi":0}]"#)
+        #expect(
+            result
+                == .failure(
+                    InvalidFix([
+                        FieldProblem(field: "beacons[0].eddystoneId", problem: "must be a string"),
+                        FieldProblem(field: "beacons[1].uuid", problem: "must be a string"),
+                        FieldProblem(field: "beacons[1].uuid", problem: "a beacon needs a uuid or an eddystoneId"),
+                    ])))
+    }
+
     /// `JSONSerialization` allows one trailing comma in arrays and objects.
     @Test func acceptsTrailingCommas() throws {
         #expect(try fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","rssi":-1,},],"#).get().beacons.count == 1)

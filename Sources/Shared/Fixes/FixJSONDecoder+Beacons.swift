@@ -93,7 +93,11 @@ struct BeaconMembers {
             return Int(number)
         }
         func beaconIdentifier(_ name: String, _ value: FieldValue) -> String? {
-            guard case .string(let token) = value else { return nil }
+            if value.isAbsentOrNull { return nil }
+            guard case .string(let token) = value else {
+                problems.append(FieldProblem(field: "\(path).\(name)", problem: "must be a string"))
+                return nil
+            }
             let text = scanner.string(token)
             if let problem = InputLimits.identifierProblem(text) {
                 problems.append(FieldProblem(field: "\(path).\(name)", problem: problem))

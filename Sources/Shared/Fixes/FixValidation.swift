@@ -172,7 +172,11 @@ public enum FixValidator {
             return Int(number)
         }
         func beaconIdentifier(_ name: String) -> String? {
-            guard let text = object[name] as? String else { return nil }
+            guard let raw = object[name], !(raw is NSNull) else { return nil }
+            guard let text = raw as? String else {
+                problems.append(FieldProblem(field: "\(path).\(name)", problem: "must be a string"))
+                return nil
+            }
             if let problem = InputLimits.identifierProblem(text) {
                 problems.append(FieldProblem(field: "\(path).\(name)", problem: problem))
                 return nil

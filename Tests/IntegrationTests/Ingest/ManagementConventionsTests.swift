@@ -94,6 +94,10 @@ import Testing
             #expect(webhook.status == .methodNotAllowed)
             #expect(webhook.headers[.allow]?.contains("DELETE") == true)
             #expect(try await client.execute(uri: "/v1/fixes", method: .get, headers: key).headers[.allow] == "POST")
+            // A literal path is its own route, not the value of a parameter beside it, as the router reads it.
+            let replay = try await client.execute(uri: "/v1/deliveries/replay", method: .get, headers: key)
+            #expect(replay.status == .methodNotAllowed)
+            #expect(replay.headers[.allow] == "POST")
             #expect(try await client.execute(uri: "/v1/nosuch", method: .get, headers: key).status == .notFound)
             #expect(try await client.execute(uri: "/v1/webhooks/we_doesnotexist", method: .delete, headers: key).status == .notFound)
         }

@@ -36,6 +36,20 @@ import Testing
                 let same = served == expected
                 #expect(same, "the served document is not openapi.yaml: run scripts/embed-openapi.sh")
             }
+            // Its references to the JSON Schemas resolve against the service, to the repository's files.
+            let schemas = Self.repositoryDocument.deletingLastPathComponent().appendingPathComponent("schemas")
+            for name in ["fix.schema.json", "event.schema.json"] {
+                #expect(expected.contains("schemas/\(name)"), "openapi.yaml no longer refers to \(name)")
+                let file = try String(contentsOf: schemas.appendingPathComponent(name), encoding: .utf8)
+                try await client.execute(uri: "/schemas/\(name)", method: .get) { response in
+                    #expect(response.status == .ok)
+                    let same = String(buffer: response.body) == file
+                    #expect(same, "the served \(name) is not the repository's: run scripts/embed-openapi.sh")
+                }
+            }
+            try await client.execute(uri: "/schemas/nosuch.json", method: .get) { response in
+                #expect(response.status == .notFound)
+            }
         }
     }
 
