@@ -47,12 +47,15 @@ test: setup compose-check
 	@$(ENV) scripts/within.sh $(ALONE_DEADLINE) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
 	@$(ENV) scripts/within.sh $(OBSERVABILITY_DEADLINE) scripts/with-services.sh scripts/observability-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/api-test.sh
+	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/quickstart-test.sh
 
 # The HTTP API against openapi.yaml: the document validated, then Schemathesis's generated
-# requests over every route of `checkin dev` (no 5xx; every answer as documented).
+# requests over every route of `checkin dev` (no 5xx; every answer as documented); then the
+# README's quickstart, run as written.
 test-api: setup
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
 	@$(ENV) scripts/with-services.sh scripts/api-test.sh
+	@$(ENV) scripts/with-services.sh scripts/quickstart-test.sh
 
 # Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`.
 test-observability: setup

@@ -45,6 +45,14 @@ components:
       properties:
         replayed: {type: integer, description: how many deliveries were queued again}
         disabledEndpoints: {type: array, items: {type: string}, description: endpoints of these deliveries that are disabled; their deliveries wait until enabled}
+    WebhookPayload:
+      type: object
+      description: "The body of a webhook: the event (a record of checkin.checkins or checkin.checkouts) under `data`."
+      required: [type, timestamp, data]
+      properties:
+        type: {enum: [zone.checkin, zone.checkout], description: "zone. and the event's type (checkin or checkout)"}
+        timestamp: {type: string, format: date-time, description: When the check-in or check-out happened}
+        data: {$ref: "#/components/schemas/CheckEvent"}
     Fix: {$ref: "schemas/fix.schema.json"}
     FixInBatch: {$ref: "schemas/fix.schema.json#/$defs/batchItem"}
     CheckEvent: {$ref: "schemas/event.schema.json"}
@@ -672,6 +680,52 @@ paths:
       responses:
         "200": {description: The JSON Schema, content: {application/schema+json: {schema: {type: object}}}}
         "404": {$ref: "#/components/responses/Problem"}
+webhooks:
+  zone.checkin:
+    post:
+      summary: A device checked in to a zone
+      description: &webhookDelivery |
+        Sent to every enabled endpoint of the project, per endpoint in each device's `sequence`
+        order (a device's later event waits while an earlier one is pending or retrying), signed
+        per Standard Webhooks: `webhook-signature` holds `v1,` and the base64 HMAC-SHA256, with
+        the endpoint's secret (the bytes after `whsec_`, base64-decoded), of
+        `{webhook-id}.{webhook-timestamp}.{body}`; during a secret rotation it holds one
+        signature per secret, separated by spaces. `webhook-id` is the event's `eventId`: the same
+        event delivered again (at least once) carries the same id, so a receiver drops repeats by it.
+        A 2xx answer is success; 410 disables the endpoint; 429 and 503 are retried after
+        Retry-After; anything else (3xx included: redirects are never followed) is retried with
+        exponential back-off and jitter.
+      parameters: &webhookHeaders
+        - {name: webhook-id, in: header, required: true, schema: {type: string}, description: "The event's eventId"}
+        - {name: webhook-timestamp, in: header, required: true, schema: {type: string, pattern: "^[0-9]+$"}, description: Unix seconds when this attempt was signed}
+        - {name: webhook-signature, in: header, required: true, schema: {type: string, pattern: "^v1,[A-Za-z0-9+/=]+( v1,[A-Za-z0-9+/=]+)*$"}}
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              allOf:
+                - {$ref: "#/components/schemas/WebhookPayload"}
+                - {properties: {type: {const: zone.checkin}}}
+      responses: &webhookResponses
+        "200": {description: Received (any 2xx)}
+        "410": {description: The endpoint is gone; it is disabled}
+        "429": {description: Later; retried after Retry-After}
+        "503": {description: Later; retried after Retry-After}
+  zone.checkout:
+    post:
+      summary: A device checked out of a zone (it left, timed out, or lost the beacon)
+      description: *webhookDelivery
+      parameters: *webhookHeaders
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              allOf:
+                - {$ref: "#/components/schemas/WebhookPayload"}
+                - {properties: {type: {const: zone.checkout}}}
+      responses: *webhookResponses
 
 """#
 
