@@ -25,8 +25,8 @@ public final class EvaluatorService: Service, Sendable {
     let lateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "late")])
     let duplicateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "duplicate")])
     let invalidCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "invalid")])
-    let checkInCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkin")])
-    let checkOutCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout")])
+    let checkInCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkin"), ("decided_by", "fix")])
+    let checkOutCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout"), ("decided_by", "fix")])
     let batchTimer = Metrics.Timer(label: "checkin_evaluator_batch_seconds")
     let metrics = EvaluatorMetrics()
 

@@ -29,7 +29,9 @@ public final class StaleCheckOutSweeper: Service, Sendable {
     let consumer: KafkaConsumer
     let logger: Logger
     let batchSize = 200
-    let timeouts = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout-timeout")])
+    /// Check-outs of devices silent past their stale time: events of type `checkout` like the
+    /// others, told apart by who decided them.
+    let timeouts = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout"), ("decided_by", "stale-sweep")])
 
     init(interval: Duration, processor: FixBatchProcessor, consumer: KafkaConsumer, logger: Logger) {
         self.interval = interval

@@ -1,6 +1,7 @@
 import Foundation
 import Geofence
 import Hummingbird
+import ServiceSupport
 import Shared
 import Testing
 
@@ -95,6 +96,8 @@ import Testing
     /// A device that reports into the zone and then goes silent, alone on its partition:
     /// nothing waits in the topic, so the clock decides, `staleAfter` after its last fix.
     @Test func silentDeviceOnAnIdlePartitionTimesOut() async throws {
+        // Bootstrapped before the pipeline makes its counters, which read the factory once.
+        let metrics = MetricsBootstrap.prometheus()
         let harness = {
             var harness = PipelineHarness()
             harness.engine = EngineConfiguration(staleAfter: Self.staleAfter)
@@ -119,6 +122,11 @@ import Testing
             #expect(checkOut.reason == .timeout)
             let checkOutTime = try #require(checkOut.checkOutTime)
             #expect(abs(checkOutTime.timeIntervalSince(lastFix.addingTimeInterval(Self.staleAfter))) < 0.01)
+            // Counted under the event type's one name, told apart by what decided it.
+            let counted = metrics.emitToString().split(separator: "\n")
+                .filter { $0.hasPrefix("checkin_evaluator_events_total{") }
+            #expect(counted.contains { $0.contains(#"type="checkout""#) && $0.contains(#"decided_by="stale-sweep""#) }, "\(counted)")
+            #expect(counted.allSatisfy { $0.contains(#"type="checkin""#) || $0.contains(#"type="checkout""#) }, "\(counted)")
         }
     }
 }
