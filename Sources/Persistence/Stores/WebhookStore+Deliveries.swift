@@ -352,18 +352,21 @@ extension WebhookStore {
         guard !pairs.isEmpty else { return 0 }
         let rows = try await database.client.query(
             """
-            WITH heads AS (
+            WITH heads AS MATERIALIZED (
+                -- One probe of the pending-heads index per pair (not inlined: the planner would
+                -- otherwise repeat the probes for every waiting delivery of the table).
                 SELECT head.id FROM UNNEST(\(pairs.map(\.endpointId))::text[], \(pairs.map(\.deviceId))::text[])
                                     AS s(endpoint_id, device_id)
                  CROSS JOIN LATERAL (
-                     SELECT p.id FROM deliveries p
+                     SELECT p.id, p.next_attempt_at FROM deliveries p
                       WHERE p.endpoint_id = s.endpoint_id AND p.device_id = s.device_id AND p.status = 'pending'
                       ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) head
+                 WHERE head.next_attempt_at = 'infinity'
             ), waiting AS (
                 -- In id order, as every other writer locks them; one locked meanwhile is being
                 -- decided by whoever holds it (let go, or held behind a late predecessor).
-                SELECT d.id FROM deliveries d JOIN heads h ON h.id = d.id
-                 WHERE d.next_attempt_at = 'infinity' AND d.status = 'pending'
+                SELECT d.id FROM deliveries d
+                 WHERE d.id = ANY(ARRAY(SELECT id FROM heads)) AND d.next_attempt_at = 'infinity' AND d.status = 'pending'
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
                    AND NOT EXISTS (SELECT 1 FROM deliveries q
                                     WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
