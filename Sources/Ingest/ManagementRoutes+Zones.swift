@@ -1,6 +1,7 @@
 import Foundation
 import Geofence
 import Hummingbird
+import Logging
 import Persistence
 import ServiceSupport
 import Shared
@@ -28,13 +29,13 @@ struct ZonesDryRun: Encodable {
 
 /// A page of a project's zones versions as the API answers it: newest first, with the cursor
 /// of the next (older) page.
-public struct ZonesVersionPageAnswer: Codable, Sendable {
-    public var versions: [ZonesVersionSummary]
+struct ZonesVersionPageAnswer: Encodable {
+    var versions: [ZonesVersionSummary]
     /// Where the next (older) page starts; absent on the last page.
-    public var nextCursor: String?
-    public var hasMore: Bool
+    var nextCursor: String?
+    var hasMore: Bool
 
-    public init(_ page: ZonesVersionPage) {
+    init(_ page: ZonesVersionPage) {
         versions = page.versions
         nextCursor = page.nextCursor.map(String.init)
         hasMore = page.nextCursor != nil
@@ -146,12 +147,11 @@ extension ManagementRoutes {
             throw Problem.zonesVersionMismatch(expected: expectedVersion ?? 0, current: mismatch.currentVersion)
         }
         let lint = Self.lint(document)
-        logger.info(
-            restoredVersion == nil ? "zones replaced" : "zones restored",
-            metadata: [
-                "projectId": "\(projectId)", "zones": "\(document.zones.count)", "version": "\(version)",
-                "restoredVersion": "\(restoredVersion.map(String.init) ?? "-")", "lintWarnings": "\(lint.total)",
-            ])
+        var metadata: Logger.Metadata = [
+            "projectId": "\(projectId)", "zones": "\(document.zones.count)", "version": "\(version)", "lintWarnings": "\(lint.total)",
+        ]
+        if let restoredVersion { metadata["restoredVersion"] = "\(restoredVersion)" }
+        logger.info(restoredVersion == nil ? "zones replaced" : "zones restored", metadata: metadata)
         return try json(
             ZonesReplaced(zones: document.zones.count, version: version, warnings: lint.warnings, warningCount: lint.total),
             headers: Self.entityTag(version))

@@ -41,6 +41,7 @@ public struct ZoneStore: Sendable {
         let schedules = try zones.map { try json($0.activeSchedule) }
         let beacons = try zones.map { try json($0.beacons) }
         let positions = Array(0..<zones.count)
+        let documentJSON = try json(document)
 
         var fenceZoneIds: [String] = []
         var fenceIds: [String] = []
@@ -108,7 +109,7 @@ public struct ZoneStore: Sendable {
             try await connection.query(
                 """
                 INSERT INTO zone_document_versions (project_id, version, zone_count, document)
-                VALUES (\(projectId), \(version), \(zones.count), \(try json(document))::jsonb)
+                VALUES (\(projectId), \(version), \(zones.count), \(documentJSON)::jsonb)
                 """, logger: logger)
             return version
         }

@@ -145,6 +145,22 @@ import Testing
         }
     }
 
+    /// Two replacements naming the same version at once: one is applied, the other is told the
+    /// version moved on, never both applied one over the other.
+    @Test func ofTwoReplacementsNamingTheSameVersionOnlyOneIsApplied() async throws {
+        try await withZonesAPI { _, _, api in
+            let statuses = try await withThrowingTaskGroup(of: HTTPResponse.Status.self) { group in
+                for document in [Self.threeZones, ZonesDocument(zones: [Self.zone("zone-new", metresEast: 0)])] {
+                    group.addTask { try await api.put(document, ifMatch: "\"1\"").status }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(statuses.map(\.code).sorted() == [200, 412])
+            let listed = try Self.object(try await api.get("/v1/zones/versions"))["versions"] as? [[String: Any]]
+            #expect(listed?.compactMap { $0["version"] as? Int } == [2, 1])
+        }
+    }
+
     /// A dry run validates and lints as a replacement does, answers what would change, and
     /// changes nothing; the replace interval, which spaces out replacements, does not hold it back.
     @Test func aDryRunReportsTheChangesAndWarningsAndChangesNothing() async throws {
