@@ -6,8 +6,8 @@ import Persistence
 import ServiceSupport
 import Shared
 
-/// The management API of a project, authorised by its management key: zones
-/// (import/export as a zones document), webhook endpoints and deliveries.
+/// The management API of a project, authorised by its management key: zones (a zones
+/// document and its versions), webhook endpoints and deliveries.
 struct ManagementRoutes {
     let configuration: IngestConfiguration
     let dependencies: IngestDependencies
@@ -17,12 +17,7 @@ struct ManagementRoutes {
     var maximumBodyBytes: Int { configuration.maximumBodyBytes }
 
     func add(to router: Router<IngestRequestContext>) {
-        router.put("/v1/zones") { request, context in try await replaceZones(request, context: context) }
-        router.get("/v1/zones") { request, context in
-            let projectId = try await keys.project(for: request, context: context, kind: .management)
-            try Self.refuseUnknownParameters(of: request, known: [])
-            return try json(try await dependencies.zones.zones(projectId: projectId))
-        }
+        addZoneRoutes(to: router)
         addWebhookRoutes(to: router)
         addDeviceRoutes(to: router)
         addEventRoutes(to: router)
@@ -59,54 +54,6 @@ struct ManagementRoutes {
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
         router.post("/v1/deliveries/replay") { request, context in try await replayDeliveries(request, context: context) }
-    }
-
-    func replaceZones(_ request: Request, context: IngestRequestContext) async throws -> Response {
-        let projectId = try await keys.project(for: request, context: context, kind: .management)
-        let body = try await request.body.collect(upTo: maximumBodyBytes)
-        let document: ZonesDocument
-        do {
-            document = try WireJSON.decoder().decode(ZonesDocument.self, from: Data(buffer: body))
-        } catch {
-            let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
-            throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))", parameters: parameters)
-        }
-        let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: Data(buffer: body))
-        let problems = ZoneValidator.validate(document)
-        guard problems.isEmpty, unknownMembers.isEmpty else {
-            throw Problem.invalid(
-                "\(problems.count + unknownMembers.count) problem(s) in the zones; nothing was changed",
-                parameters: unknownMembers.map { .init(name: $0, reason: "is not a member of a zones document") }
-                    + problems.map { problem in
-                        .init(
-                            name: "zones[\(problem.zoneId)]" + (problem.fenceId.map { ".fences[\($0)]" } ?? ""),
-                            reason: problem.problem)
-                    })
-        }
-        let quota = configuration.zoneQuota
-        let excess = quota.excess(of: document)
-        guard excess.isEmpty else { throw Problem.zoneQuotaExceeded(excess) }
-        do {
-            try await dependencies.zones.replaceZones(
-                projectId: projectId, with: document, minimumInterval: quota.minimumReplaceInterval)
-        } catch let tooSoon as ZonesReplacedTooSoon {
-            throw Problem.zonesReplacedTooSoon(retryAfter: tooSoon.retryAfter, minimumInterval: quota.minimumReplaceInterval)
-        }
-        // Warnings, not refusals: the zones are stored whatever the lint finds (SPEC 3.9).
-        let lint = (try? FenceLint.check(document)) ?? FenceLintReport(warnings: [], total: 0)
-        logger.info(
-            "zones replaced",
-            metadata: ["projectId": "\(projectId)", "zones": "\(document.zones.count)", "lintWarnings": "\(lint.total)"])
-        return try json(
-            ZonesReplaced(zones: document.zones.count, warnings: lint.warnings, warningCount: lint.total))
-    }
-
-    /// The answer to a zones replacement: how many zones, and the fence lint's warnings
-    /// (the first 100, and how many there are in all).
-    struct ZonesReplaced: Encodable {
-        var zones: Int
-        var warnings: [FenceProximity]
-        var warningCount: Int
     }
 
     /// Several deliveries queued again at once, so that a device's go out in `sequence` order.
@@ -153,9 +100,11 @@ struct ManagementRoutes {
         return try json(ReplayAnswer(replayed), status: .accepted)
     }
 
-    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok) throws -> Response {
-        Response(
-            status: status, headers: [.contentType: "application/json"],
+    func json(_ value: some Encodable, status: HTTPResponse.Status = .ok, headers: HTTPFields = [:]) throws -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json"
+        return Response(
+            status: status, headers: headers,
             body: .init(byteBuffer: ByteBuffer(bytes: try WireJSON.encoder().encode(value))))
     }
 }

@@ -222,6 +222,43 @@ components:
               beacons:
                 type: array
                 items: {type: object, required: [id], properties: {id: {$ref: "#/components/schemas/Identifier"}, name: {type: string, maxLength: 256}, uuid: {type: string}, major: {type: integer}, minor: {type: integer}, eddystoneId: {$ref: "#/components/schemas/Identifier"}, rssiThreshold: {type: integer, default: -80}}}
+    FenceProximity:
+      type: object
+      description: A fence lint warning; it does not stop a replacement.
+      required: [zoneId, fenceId, otherZoneId, otherFenceId, distance, message]
+      properties:
+        zoneId: {type: string}
+        fenceId: {type: string}
+        otherZoneId: {type: string}
+        otherFenceId: {type: string}
+        distance: {type: number, description: "metres, perimeter to perimeter; 0 when they overlap"}
+        message: {type: string}
+    ZonesReplaced:
+      type: object
+      required: [zones, version, warnings, warningCount]
+      properties:
+        zones: {type: integer}
+        version: {type: integer, description: "The version the zones now are (also the ETag)"}
+        warningCount: {type: integer}
+        warnings: {type: array, items: {$ref: "#/components/schemas/FenceProximity"}}
+    ZonesDryRun:
+      type: object
+      required: [dryRun, added, removed, changed, unchanged, warnings, warningCount]
+      properties:
+        dryRun: {const: true}
+        added: {type: array, items: {type: string}, description: Ids of zones only in the document}
+        removed: {type: array, items: {type: string}, description: Ids of zones only in the current zones}
+        changed: {type: array, items: {type: string}, description: Ids of zones in both whose JSON differs}
+        unchanged: {type: integer, description: How many zones are in both with the same JSON}
+        warningCount: {type: integer}
+        warnings: {type: array, items: {$ref: "#/components/schemas/FenceProximity"}}
+    ZonesVersion:
+      type: object
+      required: [version, createdAt, zoneCount]
+      properties:
+        version: {type: integer, description: "1, 2, 3 … per project"}
+        createdAt: {type: string, format: date-time}
+        zoneCount: {type: integer}
     Delivery:
       type: object
       required: [id, endpointId, eventId, eventType, deviceId, status, attempts, createdAt]
@@ -247,6 +284,18 @@ components:
         latencyMilliseconds: {type: number}
         statusCode: {type: integer, description: "The endpoint's answer; absent when there was none (timeout, connection refused)"}
         error: {type: string, description: "What went wrong; absent on success"}
+  headers:
+    ZonesETag:
+      description: 'The version of the zones answered, quoted ("3"); 0 for a project whose zones were never replaced'
+      schema: {type: string}
+  parameters:
+    ZonesIfMatch:
+      name: If-Match
+      in: header
+      description: >-
+        Apply only if the project's zones are at this version ("3" or 3, an ETag this API gave; * matches any);
+        otherwise 412 and nothing changes.
+      schema: {type: string}
   responses:
     Problem:
       description: The request was refused; the body says why.
@@ -264,6 +313,15 @@ components:
         unknown keys in the last minute; try again after Retry-After. A key already in use keeps working meanwhile.
       headers:
         Retry-After: {description: Seconds to wait before the next attempt, schema: {type: integer, minimum: 1}}
+      content:
+        application/problem+json:
+          schema: {$ref: "#/components/schemas/Problem"}
+    VersionMismatch:
+      description: >-
+        If-Match names a version that is no longer the project's current one (type version-mismatch, invalid-params
+        naming If-Match); nothing was changed. ETag is the current version.
+      headers:
+        ETag: {$ref: "#/components/headers/ZonesETag"}
       content:
         application/problem+json:
           schema: {$ref: "#/components/schemas/Problem"}
@@ -305,51 +363,54 @@ paths:
       summary: Export the project's zones
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
-        "200": {description: The zones document, content: {application/json: {schema: {$ref: "#/components/schemas/ZonesDocument"}}}}
+        "200":
+          description: The zones document; ETag is its version
+          headers:
+            ETag: {$ref: "#/components/headers/ZonesETag"}
+          content: {application/json: {schema: {$ref: "#/components/schemas/ZonesDocument"}}}
+        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "500": {$ref: "#/components/responses/InternalError"}
     put:
-      summary: Replace the project's zones (validated, atomic)
+      summary: Replace the project's zones (validated, atomic), or see what a replacement would change
       description: >
+        Every accepted document becomes the project's next version (1, 2, 3 …), kept whole:
+        GET /v1/zones/versions lists them and POST /v1/zones/versions/{version}/restore rolls back.
         A project has a quota: at most CHECKIN_PROJECT_MAX_ZONES zones (100,000),
         CHECKIN_PROJECT_MAX_FENCES fences (1,000,000) and CHECKIN_PROJECT_MAX_POSITIONS positions
         over all its fences (10,000,000; a circle counts one); a document beyond it is answered 413
         (type zone-quota-exceeded, invalid-params naming each quota) and changes nothing. A project's
         zones are replaced at most once every CHECKIN_ZONES_MIN_REPLACE_INTERVAL seconds (5); a
-        replacement sooner is answered 429 (type zones-replaced-too-soon) with Retry-After.
+        replacement sooner is answered 429 (type zones-replaced-too-soon) with Retry-After. With
+        dryRun=true the document is validated exactly as for a replacement (the same 400 and 413),
+        but nothing is applied and no version is stored: the answer says which zones would be added,
+        removed or changed, and the lint's warnings. A dry run is not held to the replace interval.
       security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters:
+        - {$ref: "#/components/parameters/ZonesIfMatch"}
+        - {name: dryRun, in: query, description: "true: validate and compare, apply nothing", schema: {type: boolean, default: false}}
       requestBody:
         required: true
         content: {application/json: {schema: {$ref: "#/components/schemas/ZonesDocument"}}}
       responses:
         "200":
           description: >-
-            Replaced. The fence lint's warnings (fences of restart-capable zones under 500 m apart,
-            measured between enclosing circles) do not stop the replacement: the first 100 are listed,
+            Replaced (ZonesReplaced; ETag is the new version), or, with dryRun=true, what would change (ZonesDryRun;
+            ETag is the version compared with). The fence lint's warnings (fences of restart-capable zones under
+            500 m apart, measured between enclosing circles) do not stop the replacement: the first 100 are listed,
             warningCount counts them all.
+          headers:
+            ETag: {$ref: "#/components/headers/ZonesETag"}
           content:
             application/json:
               schema:
-                type: object
-                required: [zones, warnings, warningCount]
-                properties:
-                  zones: {type: integer}
-                  warningCount: {type: integer}
-                  warnings:
-                    type: array
-                    items:
-                      type: object
-                      required: [zoneId, fenceId, otherZoneId, otherFenceId, distance, message]
-                      properties:
-                        zoneId: {type: string}
-                        fenceId: {type: string}
-                        otherZoneId: {type: string}
-                        otherFenceId: {type: string}
-                        distance: {type: number, description: "metres, perimeter to perimeter; 0 when they overlap"}
-                        message: {type: string}
+                oneOf:
+                  - {$ref: "#/components/schemas/ZonesReplaced"}
+                  - {$ref: "#/components/schemas/ZonesDryRun"}
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "412": {$ref: "#/components/responses/VersionMismatch"}
         "429":
           description: >-
             Too many failed authentications from this client, or the project's zones were replaced
@@ -358,6 +419,72 @@ paths:
             Retry-After: {description: Seconds to wait before the next attempt, schema: {type: integer, minimum: 1}}
           content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}
         "413": {$ref: "#/components/responses/Problem"}
+        "500": {$ref: "#/components/responses/InternalError"}
+  /v1/zones/versions:
+    get:
+      summary: List the project's zones versions
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+      responses:
+        "200":
+          description: A page of versions, newest first
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [versions, hasMore]
+                properties:
+                  versions: {type: array, items: {$ref: "#/components/schemas/ZonesVersion"}}
+                  nextCursor: {type: string, description: Absent on the last page}
+                  hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "500": {$ref: "#/components/responses/InternalError"}
+  /v1/zones/versions/{version}:
+    get:
+      summary: The zones document the project accepted as this version
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{name: version, in: path, required: true, schema: {type: integer}}]
+      responses:
+        "200":
+          description: The version's zones document
+          headers:
+            ETag: {$ref: "#/components/headers/ZonesETag"}
+          content: {application/json: {schema: {$ref: "#/components/schemas/ZonesDocument"}}}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+        "500": {$ref: "#/components/responses/InternalError"}
+  /v1/zones/versions/{version}/restore:
+    post:
+      summary: Make a version's document the project's zones again, as a new version
+      description: >
+        History is never rewritten: the restored document becomes the next version. It is validated
+        again, against today's validator and quota, and the replace interval and If-Match hold as for PUT /v1/zones.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters:
+        - {name: version, in: path, required: true, schema: {type: integer}}
+        - {$ref: "#/components/parameters/ZonesIfMatch"}
+      responses:
+        "200":
+          description: Restored; ETag is the new version
+          headers:
+            ETag: {$ref: "#/components/headers/ZonesETag"}
+          content: {application/json: {schema: {$ref: "#/components/schemas/ZonesReplaced"}}}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {$ref: "#/components/responses/Problem"}
+        "412": {$ref: "#/components/responses/VersionMismatch"}
+        "413": {$ref: "#/components/responses/Problem"}
+        "429":
+          description: Too many failed authentications, or the zones were replaced less than the minimum interval ago
+          headers:
+            Retry-After: {description: Seconds to wait before the next attempt, schema: {type: integer, minimum: 1}}
+          content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}
         "500": {$ref: "#/components/responses/InternalError"}
   /v1/webhooks:
     get:

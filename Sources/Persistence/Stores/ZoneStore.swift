@@ -14,13 +14,16 @@ public struct ZoneStore: Sendable {
         self.logger = logger
     }
 
-    /// Replaces every zone of the project with the document's, in one transaction, and
-    /// moves the project's zones version to the catalog's next one. Throws
+    /// Replaces every zone of the project with the document's, in one transaction, keeps the
+    /// document as the project's next numbered version (returned), and moves the project's
+    /// zones version to the catalog's next one. Throws ``ZonesVersionMismatch`` when
+    /// `expectedVersion` is given and is not the project's current version, and
     /// ``ZonesReplacedTooSoon`` when the project's zones were replaced less than
-    /// `minimumInterval` ago.
+    /// `minimumInterval` ago; either way nothing changes.
+    @discardableResult
     public func replaceZones(
-        projectId: String, with document: ZonesDocument, minimumInterval: Duration = .zero
-    ) async throws {
+        projectId: String, with document: ZonesDocument, minimumInterval: Duration = .zero, expectedVersion: Int64? = nil
+    ) async throws -> Int64 {
         let encoder = WireJSON.encoder()
         func json<T: Encodable>(_ value: T?) throws -> String {
             guard let value else { return "" }
@@ -38,6 +41,7 @@ public struct ZoneStore: Sendable {
         let schedules = try zones.map { try json($0.activeSchedule) }
         let beacons = try zones.map { try json($0.beacons) }
         let positions = Array(0..<zones.count)
+        let documentJSON = try json(document)
 
         var fenceZoneIds: [String] = []
         var fenceIds: [String] = []
@@ -58,17 +62,22 @@ public struct ZoneStore: Sendable {
             }
         }
 
-        try await database.withTransaction { connection in
-            // The project's row is locked first: two replacements of one project take turns.
+        return try await database.withTransaction { connection in
+            // The project's row is locked first: two replacements of one project take turns, so
+            // the version read here is still the current one when the next is written.
             let last = try await connection.query(
                 """
                 SELECT EXTRACT(EPOCH FROM now() - zones_replaced_at)::float8 FROM projects WHERE id = \(projectId) FOR UPDATE
                 """, logger: logger)
-            for try await elapsed in last.decode(Double?.self) {
-                let interval = minimumInterval.seconds
-                if let elapsed, elapsed < interval {
-                    throw ZonesReplacedTooSoon(retryAfter: .milliseconds(Int64(((interval - elapsed) * 1000).rounded(.up))))
-                }
+            var elapsedSinceLastReplacement: Double?
+            for try await elapsed in last.decode(Double?.self) { elapsedSinceLastReplacement = elapsed }
+            let replacedVersion = try await currentVersion(projectId: projectId, on: connection)
+            if let expectedVersion, expectedVersion != replacedVersion {
+                throw ZonesVersionMismatch(currentVersion: replacedVersion)
+            }
+            let interval = minimumInterval.seconds
+            if let elapsed = elapsedSinceLastReplacement, elapsed < interval {
+                throw ZonesReplacedTooSoon(retryAfter: .milliseconds(Int64(((interval - elapsed) * 1000).rounded(.up))))
             }
             try await connection.query("DELETE FROM zones WHERE project_id = \(projectId)", logger: logger)
             try await connection.query(
@@ -96,12 +105,31 @@ public struct ZoneStore: Sendable {
                 UPDATE projects SET zones_version = (SELECT version FROM next), zones_replaced_at = now()
                 WHERE id = \(projectId)
                 """, logger: logger)
+            let version = replacedVersion + 1
+            try await connection.query(
+                """
+                INSERT INTO zone_document_versions (project_id, version, zone_count, document)
+                VALUES (\(projectId), \(version), \(zones.count), \(documentJSON)::jsonb)
+                """, logger: logger)
+            return version
         }
     }
 
     /// The project's zones as a document (the export format).
     public func zones(projectId: String) async throws -> ZonesDocument {
         ZonesDocument(zones: try await snapshot(projectIds: [projectId]).projects.first?.zones ?? [])
+    }
+
+    /// The project's zones as a document with the number of the version they are, read in one
+    /// snapshot: the version always names the zones answered beside it.
+    public func currentZones(projectId: String) async throws -> VersionedZones {
+        try await database.withTransaction { connection in
+            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+            let snapshot = try await loadAll(projectIds: [projectId], on: connection)
+            return VersionedZones(
+                version: try await currentVersion(projectId: projectId, on: connection),
+                document: ZonesDocument(zones: snapshot.projects.first?.zones ?? []))
+        }
     }
 
     /// The minimum retrigger time of each of these zones of the project (zones since

@@ -92,6 +92,16 @@ extension Problem {
             headers: [.retryAfter: String(seconds)])
     }
 
+    /// `If-Match` named a version of the project's zones that is no longer the current one:
+    /// someone else replaced them in between. Nothing was changed; `ETag` is the current version.
+    public static func zonesVersionMismatch(expected: Int64, current: Int64) -> Problem {
+        Problem(
+            status: .preconditionFailed, type: "version-mismatch", title: "The zones are at another version",
+            detail: "If-Match names version \(expected), but the project's zones are at version \(current); nothing was changed",
+            invalidParameters: [InvalidParameter(name: "If-Match", reason: "is not the current version (\(current))")],
+            headers: [.eTag: "\"\(current)\""])
+    }
+
     /// The zones document is beyond the project's quota; nothing was changed.
     public static func zoneQuotaExceeded(_ excess: [String]) -> Problem {
         Problem(

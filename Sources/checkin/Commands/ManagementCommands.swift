@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import Geofence
 import Ingest
 import Logging
 import Persistence
@@ -88,77 +87,6 @@ struct ProjectsCommand: AsyncParsableCommand {
             print(key)
         }
     }
-}
-
-struct ZonesCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "zones", abstract: "Import or export a project's zones document.",
-        subcommands: [Import.self, Export.self])
-
-    struct Import: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Replace a project's zones with those of a zones document (validated first).")
-        @Option(help: "The project id.") var project: String
-        @Argument(help: "The zones document (JSON).") var file: String
-
-        func validate() throws {
-            if let problem = InputLimits.identifierProblem(project) { throw ValidationError("--project \(problem)") }
-        }
-
-        func run() async throws {
-            let document = try loadZonesDocument(path: file)
-            // The operator's import is not spaced out, but the project's quota holds as through the API.
-            let excess = try ZoneQuota(environment: EnvironmentReader()).excess(of: document)
-            guard excess.isEmpty else { throw ValidationError("\(file): beyond the project's quota: " + excess.joined(separator: "; ")) }
-            let project = project
-            try await withDatabase { database, logger in
-                let projects = ProjectStore(database: database, logger: logger)
-                guard try await projects.projectExists(project) else { throw ValidationError("no project '\(project)'") }
-                try await ZoneStore(database: database, logger: logger).replaceZones(projectId: project, with: document)
-            }
-            print(
-                "imported \(document.zones.count) zone(s) with \(document.zones.reduce(0) { $0 + $1.fences.count }) fence(s) into \(project)"
-            )
-            let lint = try FenceLint.check(document)
-            var warnings = lint.warnings.map { "warning: \($0)\n" }.joined()
-            if lint.total > lint.warnings.count {
-                warnings += "warning: \(lint.total - lint.warnings.count) more pair(s) of fences closer than 500 m\n"
-            }
-            FileHandle.standardError.write(Data(warnings.utf8))
-        }
-    }
-
-    struct Export: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "export", abstract: "Print a project's zones document.")
-        @Option(help: "The project id.") var project: String
-
-        func run() async throws {
-            let project = project
-            let document = try await withDatabase { database, logger in
-                try await ZoneStore(database: database, logger: logger).zones(projectId: project)
-            }
-            let encoder = WireJSON.encoder()
-            encoder.outputFormatting.insert(.prettyPrinted)
-            print(String(decoding: try encoder.encode(document), as: UTF8.self))
-        }
-    }
-}
-
-/// Reads and validates a zones document, failing with messages that name the zone, fence and problem.
-func loadZonesDocument(path: String) throws -> ZonesDocument {
-    guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
-    let document: ZonesDocument
-    do {
-        document = try WireJSON.decoder().decode(ZonesDocument.self, from: data)
-    } catch {
-        throw ValidationError("\(path): \(DecodingErrorText.describe(error))")
-    }
-    let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: data)
-    let problems = unknownMembers.map { "\($0): is not a member of a zones document" } + ZoneValidator.validate(document).map { "\($0)" }
-    guard problems.isEmpty else {
-        throw ValidationError("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
-    }
-    return document
 }
 
 struct DeliveriesCommand: AsyncParsableCommand {

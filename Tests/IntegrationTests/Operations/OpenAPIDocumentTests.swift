@@ -57,7 +57,8 @@ import Testing
     @Test func documentDescribesEveryRouteAndItsAuthentication() throws {
         let document = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
         for path in [
-            "/v1/fixes:", "/v1/zones:", "/v1/webhooks:", "/v1/webhooks/{id}:", "/v1/deliveries:",
+            "/v1/fixes:", "/v1/zones:", "/v1/zones/versions:", "/v1/zones/versions/{version}:",
+            "/v1/zones/versions/{version}/restore:", "/v1/webhooks:", "/v1/webhooks/{id}:", "/v1/deliveries:",
             "/v1/deliveries/{id}/replay:", "/v1/devices/{deviceId}:", "/v1/devices/{deviceId}/decisions:", "/v1/events:",
             "/health:", "/ready:", "/metrics:", "/openapi.yaml:",
         ] {

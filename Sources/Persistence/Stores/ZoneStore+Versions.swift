@@ -1,0 +1,87 @@
+import Foundation
+import PostgresNIO
+import Shared
+
+/// A project's zones document with the number of the version it is (0 for a project whose
+/// zones were never replaced).
+public struct VersionedZones: Sendable {
+    public var version: Int64
+    public var document: ZonesDocument
+
+    public init(version: Int64, document: ZonesDocument) {
+        self.version = version
+        self.document = document
+    }
+}
+
+/// One accepted zones document of a project, without the document: what a list of the
+/// project's versions shows.
+public struct ZonesVersionSummary: Sendable, Codable, Equatable {
+    public var version: Int64
+    public var createdAt: Date
+    public var zoneCount: Int
+
+    public init(version: Int64, createdAt: Date, zoneCount: Int) {
+        self.version = version
+        self.createdAt = createdAt
+        self.zoneCount = zoneCount
+    }
+}
+
+/// A page of a project's zones versions, newest first.
+public struct ZonesVersionPage: Sendable {
+    public var versions: [ZonesVersionSummary]
+    /// Where the next (older) page starts: the last version of this page; nil on the last page.
+    public var nextCursor: Int64?
+}
+
+/// A replacement that named the version it replaces (`If-Match`), which is no longer the
+/// current one: someone else replaced the zones in between.
+public struct ZonesVersionMismatch: Error, Sendable, CustomStringConvertible {
+    public var currentVersion: Int64
+
+    public init(currentVersion: Int64) {
+        self.currentVersion = currentVersion
+    }
+
+    public var description: String { "the project's zones are at version \(currentVersion)" }
+}
+
+extension ZoneStore {
+    /// The project's versions older than `cursor` (all of them without), newest first.
+    public func versions(projectId: String, before cursor: Int64?, limit: Int) async throws -> ZonesVersionPage {
+        let rows = try await database.client.query(
+            """
+            SELECT version, created_at, zone_count FROM zone_document_versions
+            WHERE project_id = \(projectId) AND version < \(cursor ?? Int64.max)
+            ORDER BY version DESC LIMIT \(limit + 1)
+            """, logger: logger)
+        var versions: [ZonesVersionSummary] = []
+        for try await (version, createdAt, zoneCount) in rows.decode((Int64, Date, Int).self) {
+            versions.append(ZonesVersionSummary(version: version, createdAt: createdAt, zoneCount: zoneCount))
+        }
+        let more = versions.count > limit
+        if more { versions.removeLast() }
+        return ZonesVersionPage(versions: versions, nextCursor: more ? versions.last?.version : nil)
+    }
+
+    /// The document the project accepted as `version`; nil for a version it does not have.
+    public func document(projectId: String, version: Int64) async throws -> ZonesDocument? {
+        let rows = try await database.client.query(
+            """
+            SELECT document::text FROM zone_document_versions WHERE project_id = \(projectId) AND version = \(version)
+            """, logger: logger)
+        for try await text in rows.decode(String.self) {
+            return try WireJSON.decoder().decode(ZonesDocument.self, from: Data(text.utf8))
+        }
+        return nil
+    }
+
+    /// The number of the project's newest version; 0 when it has none.
+    func currentVersion(projectId: String, on connection: PostgresConnection) async throws -> Int64 {
+        let rows = try await connection.query(
+            "SELECT coalesce(max(version), 0) FROM zone_document_versions WHERE project_id = \(projectId)", logger: logger)
+        for try await version in rows.decode(Int64.self) { return version }
+        return 0
+    }
+}
