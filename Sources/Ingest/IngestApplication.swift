@@ -45,15 +45,17 @@ public func buildIngestApplication(
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     OpenAPIDocument.add(to: router)
     ConsolePage.add(to: router, tiles: configuration.consoleTiles)
+    let usage = KeyUsageRecorder(projects: dependencies.projects, logger: logger)
     let keys = APIKeyResolver(
         projects: dependencies.projects, timeToLive: configuration.apiKeyCacheTimeToLive,
-        failuresPerMinute: configuration.authFailuresPerMinute)
+        failuresPerMinute: configuration.authFailuresPerMinute, operatorKey: configuration.operatorKey, usage: usage)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
     ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
     router.middlewares.add(MethodNotAllowedMiddleware(routes: router.routes))
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),
+        services: [usage],
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
 }

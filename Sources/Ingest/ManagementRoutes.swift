@@ -7,7 +7,8 @@ import ServiceSupport
 import Shared
 
 /// The management API of a project, authorised by its management key: zones
-/// (import/export as a zones document), webhook endpoints and deliveries.
+/// (import/export as a zones document), webhook endpoints, deliveries and API keys; and the
+/// operator's projects.
 struct ManagementRoutes {
     let configuration: IngestConfiguration
     let dependencies: IngestDependencies
@@ -16,7 +17,8 @@ struct ManagementRoutes {
 
     var maximumBodyBytes: Int { configuration.maximumBodyBytes }
 
-    func add(to router: Router<IngestRequestContext>) {
+    func add(to parent: Router<IngestRequestContext>) {
+        let router = parent.group()
         router.put("/v1/zones") { request, context in try await replaceZones(request, context: context) }
         router.get("/v1/zones") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
@@ -24,6 +26,8 @@ struct ManagementRoutes {
             return try json(try await dependencies.zones.zones(projectId: projectId))
         }
         addWebhookRoutes(to: router)
+        addProjectRoutes(to: router)
+        addKeyRoutes(to: router)
         addDeviceRoutes(to: router)
         addEventRoutes(to: router)
         router.get("/v1/deliveries") { request, context in

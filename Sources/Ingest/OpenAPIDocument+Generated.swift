@@ -22,6 +22,7 @@ components:
     deviceKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same device key, in an X-API-Key header instead."}
     managementKey: {type: http, scheme: bearer, description: "A management key of the project (ck_management_…)."}
     managementKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same management key, in an X-API-Key header instead."}
+    operatorKey: {type: http, scheme: bearer, description: "The operator key (CHECKIN_OPERATOR_KEY); also accepted in X-API-Key."}
   schemas:
     WebhookSecret:
       type: string
@@ -39,6 +40,27 @@ components:
         createdAt: {type: string, format: date-time}
         previousSecretExpiresAt: {type: string, format: date-time, description: while a rotation is under way, when the previous secret stops signing}
         secret: {$ref: "#/components/schemas/WebhookSecret"}
+    Project:
+      type: object
+      required: [id, name, createdAt]
+      properties:
+        id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}
+        name: {type: string}
+        createdAt: {type: string, format: date-time}
+    APIKey:
+      type: object
+      required: [id, kind, createdAt]
+      properties:
+        id: {type: string, description: "key_ and 20 characters; names the key, is not the key"}
+        prefix: {type: string, description: "the key's first characters (ck_<kind>_ and 4 more); absent for keys made before prefixes were kept"}
+        kind: {enum: [management, device]}
+        createdAt: {type: string, format: date-time}
+        lastUsedAt: {type: string, format: date-time, description: "when it last authenticated a request, at most about a minute behind"}
+        expiresAt: {type: string, format: date-time, description: "a rotated key's end of overlap"}
+        revokedAt: {type: string, format: date-time}
+        key: {type: string, description: "the key itself: only in the answer that made it"}
+        replacedKeyId: {type: string, description: "on a rotation, the key this one replaces"}
+        replacedKeyExpiresAt: {type: string, format: date-time, description: "on a rotation, when the replaced key stops working"}
     ReplayAnswer:
       type: object
       required: [replayed, disabledEndpoints]
@@ -635,6 +657,108 @@ paths:
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "404": {$ref: "#/components/responses/Problem"}
         "500": {$ref: "#/components/responses/InternalError"}
+  /v1/projects:
+    get:
+      summary: List projects (operator)
+      description: A page of projects in id order. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
+      security: [{operatorKey: []}]
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - {name: cursor, in: query, description: the nextCursor of the previous page, schema: {type: string}}
+      responses:
+        "200":
+          description: A page
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [projects, hasMore]
+                properties:
+                  projects: {type: array, items: {$ref: "#/components/schemas/Project"}}
+                  nextCursor: {type: string}
+                  hasMore: {type: boolean}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: The operator routes are off (CHECKIN_OPERATOR_KEY unset), content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+    post:
+      summary: Create a project with a management key and a device key (operator)
+      description: >
+        The keys are shown in this answer only. A project's management key does not work here, nor the operator
+        key on the project routes. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
+      security: [{operatorKey: []}]
+      requestBody:
+        required: true
+        content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: string, maxLength: 200, description: "the id when absent"}}}}}
+      responses:
+        "201":
+          description: Created
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - {$ref: "#/components/schemas/Project"}
+                  - type: object
+                    required: [managementKey, deviceKey]
+                    properties:
+                      managementKey: {$ref: "#/components/schemas/APIKey"}
+                      deviceKey: {$ref: "#/components/schemas/APIKey"}
+        "400": {description: "The id (invalid-params name `id`) or name (`name`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: The operator routes are off (CHECKIN_OPERATOR_KEY unset), content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The project exists (project-exists)", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /v1/keys:
+    get:
+      summary: List the project's API keys, revoked and expired ones too (never the keys)
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      responses:
+        "200": {description: The keys, oldest first, content: {application/json: {schema: {type: object, required: [keys], properties: {keys: {type: array, items: {$ref: "#/components/schemas/APIKey"}}}}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+    post:
+      summary: Create an API key of the project
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      requestBody:
+        required: true
+        content: {application/json: {schema: {type: object, required: [kind], properties: {kind: {enum: [management, device]}}}}}
+      responses:
+        "201": {description: The key with `key`, shown this once, content: {application/json: {schema: {$ref: "#/components/schemas/APIKey"}}}}
+        "400": {description: "The kind (invalid-params name `kind`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /v1/keys/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    delete:
+      summary: Revoke an API key
+      description: >
+        The key stops working at once on the ingest process that revoked it, and on the others within 30 s (the
+        time they cache a key's answer). Revoking a revoked key changes nothing.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      responses:
+        "204": {description: Revoked}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The project's last working management key (last-management-key): create another first", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /v1/keys/{id}/rotate:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    post:
+      summary: Replace an API key by a new one of the same kind
+      description: >
+        The old key keeps working for `overlapSeconds` (24 h by default; 0 stops it at once), until the
+        answer's `replacedKeyExpiresAt`, so that clients can move to the new key without a gap.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      requestBody:
+        required: false
+        content: {application/json: {schema: {type: object, properties: {overlapSeconds: {type: integer, minimum: 0, maximum: 2592000, default: 86400}}}}}
+      responses:
+        "201": {description: The new key with `key`, shown this once, content: {application/json: {schema: {$ref: "#/components/schemas/APIKey"}}}}
+        "400": {description: "overlapSeconds (invalid-params name `overlapSeconds`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The key is revoked or expired (key-not-active)", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /health:
     get: {summary: Liveness, responses: {"200": {description: alive}}}
   /ready:

@@ -41,7 +41,28 @@ struct MigrateCommand: AsyncParsableCommand {
 struct ProjectsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "projects", abstract: "Manage projects and their API keys.",
-        subcommands: [Create.self, CreateKey.self])
+        subcommands: [Create.self, CreateKey.self, List.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List every project.")
+
+        func run() async throws {
+            let projects = try await withDatabase { database, logger in
+                let store = ProjectStore(database: database, logger: logger)
+                var all: [ProjectRecord] = []
+                var cursor: String?
+                repeat {
+                    let page = try await store.projects(after: cursor, limit: 1000)
+                    all += page.projects
+                    cursor = page.nextCursor
+                } while cursor != nil
+                return all
+            }
+            print(
+                StatusTable.table(
+                    ["ID", "NAME", "CREATED"], projects.map { [$0.id, $0.name, RFC3339.format($0.createdAt)] }), terminator: "")
+        }
+    }
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
