@@ -8,7 +8,7 @@ import Shared
 
 /// The management API of a project, authorised by its management key: zones
 /// (import/export as a zones document), webhook endpoints, deliveries and API keys; and the
-/// operator's projects.
+/// operator's projects. Every route is in one group whose POSTs take an `Idempotency-Key`.
 struct ManagementRoutes {
     let configuration: IngestConfiguration
     let dependencies: IngestDependencies
@@ -19,6 +19,9 @@ struct ManagementRoutes {
 
     func add(to parent: Router<IngestRequestContext>) {
         let router = parent.group()
+            .add(
+                middleware: IdempotencyMiddleware(
+                    store: dependencies.idempotency, keys: keys, maximumBodyBytes: maximumBodyBytes, logger: logger))
         router.put("/v1/zones") { request, context in try await replaceZones(request, context: context) }
         router.get("/v1/zones") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

@@ -14,6 +14,11 @@ info:
     other bad body (malformed JSON, wrong types, invalid UTF-8, NUL bytes, a value beyond a
     limit) 400, with invalid-params naming the field. Ids are 1-128 characters without
     control characters (U+0000-U+001F, U+007F-U+009F).
+
+    Every POST of the management API (not /v1/fixes, whose fixIds make resends harmless)
+    takes an Idempotency-Key: a resend with the same key, method, path and body gets the
+    first answer again, with `Idempotent-Replayed: true`, for 24 hours; an answer that
+    showed a secret once (a webhook secret, a new API key) shows the same secret again.
 servers:
   - url: http://127.0.0.1:8080
 components:
@@ -23,6 +28,17 @@ components:
     managementKey: {type: http, scheme: bearer, description: "A management key of the project (ck_management_…)."}
     managementKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same management key, in an X-API-Key header instead."}
     operatorKey: {type: http, scheme: bearer, description: "The operator key (CHECKIN_OPERATOR_KEY); also accepted in X-API-Key."}
+  parameters:
+    IdempotencyKey:
+      name: Idempotency-Key
+      in: header
+      required: false
+      description: >-
+        1 to 255 characters chosen by the client, one per request it means (a UUID, say). Resent with the same
+        method, path and body within 24 h, the request is not run again: the first answer comes back with
+        `Idempotent-Replayed: true` (refusals too; server errors are not kept, so a resend after one runs again).
+        Keys are the client's own: another project's, or the operator's, never meet them.
+      schema: {type: string, minLength: 1, maxLength: 255}
   schemas:
     WebhookSecret:
       type: string
@@ -280,6 +296,14 @@ components:
       content:
         application/problem+json:
           schema: {$ref: "#/components/schemas/Problem"}
+    IdempotencyConflict:
+      description: >-
+        The Idempotency-Key was used for another request (type idempotency-key-reused), or its first request is
+        still running (idempotency-key-in-progress: resend once that one is answered); for the routes that create,
+        also a conflict of their own (see each).
+      content:
+        application/problem+json:
+          schema: {$ref: "#/components/schemas/Problem"}
     InternalError:
       description: An unexpected failure (Postgres unreachable, …); nothing was changed or the change can be retried.
       content:
@@ -381,6 +405,7 @@ paths:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Add a webhook endpoint
       description: >
         The URL must be https to a public address. Loopback, private (10/8, 172.16/12, 192.168/16,
@@ -396,6 +421,7 @@ paths:
         required: true
         content: {application/json: {schema: {type: object, required: [url], properties: {url: {type: string, format: uri}, secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "201": {description: Created; with `rotate-secret` the only answers that show a secret, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "400": {description: "The URL (invalid-params name `url`) or the secret (`secret`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
@@ -421,6 +447,7 @@ paths:
   /v1/webhooks/{id}/disable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Stop deliveries to an endpoint; its events keep queueing
       description: Disabling a disabled endpoint keeps its first reason and time (the notifier disables an endpoint that answers 410).
       security: [{managementKey: []}, {managementKeyHeader: []}]
@@ -428,6 +455,7 @@ paths:
         required: false
         content: {application/json: {schema: {type: object, properties: {reason: {type: string, maxLength: 1024}}}}}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint, disabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -435,9 +463,11 @@ paths:
   /v1/webhooks/{id}/enable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Let deliveries go to an endpoint again (failed ones are replayed with /v1/deliveries/{id}/replay)
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint, enabled, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -445,6 +475,7 @@ paths:
   /v1/webhooks/{id}/rotate-secret:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Give an endpoint a new secret
       description: >
         The new secret is shown in this answer only. The previous one keeps signing beside it (two
@@ -455,6 +486,7 @@ paths:
         required: false
         content: {application/json: {schema: {type: object, properties: {secret: {$ref: "#/components/schemas/WebhookSecret"}}}}}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint with its new `secret`, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -624,6 +656,7 @@ paths:
                   hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
   /v1/deliveries/replay:
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Queue several deliveries again, together
       description: |
         Deliveries queued together go out in each device's sequence order, whatever order
@@ -641,6 +674,7 @@ paths:
                 status: {enum: [failed]}
                 endpointId: {type: string}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
@@ -650,8 +684,9 @@ paths:
     post:
       summary: Queue a delivery again
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}, {$ref: "#/components/parameters/IdempotencyKey"}]
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -687,6 +722,7 @@ paths:
         The keys are shown in this answer only. A project's management key does not work here, nor the operator
         key on the project routes. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
       security: [{operatorKey: []}]
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       requestBody:
         required: true
         content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: string, maxLength: 200, description: "the id when absent"}}}}}
@@ -706,7 +742,7 @@ paths:
         "400": {description: "The id (invalid-params name `id`) or name (`name`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {description: The operator routes are off (CHECKIN_OPERATOR_KEY unset), content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
-        "409": {description: "The project exists (project-exists)", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The project exists (project-exists), or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /v1/keys:
     get:
@@ -719,6 +755,7 @@ paths:
     post:
       summary: Create an API key of the project
       security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       requestBody:
         required: true
         content: {application/json: {schema: {type: object, required: [kind], properties: {kind: {enum: [management, device]}}}}}
@@ -726,6 +763,7 @@ paths:
         "201": {description: The key with `key`, shown this once, content: {application/json: {schema: {$ref: "#/components/schemas/APIKey"}}}}
         "400": {description: "The kind (invalid-params name `kind`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /v1/keys/{id}:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
@@ -749,6 +787,7 @@ paths:
         The old key keeps working for `overlapSeconds` (24 h by default; 0 stops it at once), until the
         answer's `replacedKeyExpiresAt`, so that clients can move to the new key without a gap.
       security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       requestBody:
         required: false
         content: {application/json: {schema: {type: object, properties: {overlapSeconds: {type: integer, minimum: 0, maximum: 2592000, default: 86400}}}}}
@@ -757,7 +796,7 @@ paths:
         "400": {description: "overlapSeconds (invalid-params name `overlapSeconds`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
-        "409": {description: "The key is revoked or expired (key-not-active)", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The key is revoked or expired (key-not-active), or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /health:
     get: {summary: Liveness, responses: {"200": {description: alive}}}
