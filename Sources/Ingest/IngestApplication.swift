@@ -48,7 +48,7 @@ public func buildIngestApplication(
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     OpenAPIDocument.add(to: router)
     ConsolePage.add(to: router, tiles: configuration.consoleTiles)
-    let usage = KeyUsageRecorder(projects: dependencies.projects, logger: logger)
+    let usage = KeyUsageRecorder(projects: dependencies.projects, interval: configuration.keyUsageInterval, logger: logger)
     let keys = APIKeyResolver(
         projects: dependencies.projects, timeToLive: configuration.apiKeyCacheTimeToLive,
         failuresPerMinute: configuration.authFailuresPerMinute, operatorKey: configuration.operatorKey, usage: usage)

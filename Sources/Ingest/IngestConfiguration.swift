@@ -30,6 +30,8 @@ public struct IngestConfiguration: Sendable {
     public var consoleTiles: String?
     /// The key of the operator routes (`/v1/projects`); nil: those routes answer 404.
     public var operatorKey: String?
+    /// How often the keys used since are written as used (their `lastUsedAt`).
+    public var keyUsageInterval: Duration = .seconds(60)
 
     public static let defaultAuthFailuresPerMinute = 30
 

@@ -126,4 +126,33 @@ import Testing
             #expect(third.status == .conflict)
         }
     }
+
+    /// An answer older than the retention is forgotten: the purge deletes it, and its key
+    /// claimed again runs the request again (even before a purge came by).
+    @Test func answersOlderThanTheRetentionAreForgotten() async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
+            let store = IdempotencyStore(database: database, logger: harness.logger, sealer: harness.sealer)
+            let scope = "project:\(harness.projectId)"
+            let request = IdempotencyStore.Fingerprint(method: "POST", path: "/v1/keys", bodyHash: "h")
+            let answer = IdempotencyStore.Answer(
+                status: 201, contentType: "application/json", location: nil, body: Array(#"{"key":"k"}"#.utf8))
+            for key in ["old", "purged"] {
+                #expect(try await store.claim(scope: scope, key: key, fingerprint: request) == .claimed)
+                try await store.complete(scope: scope, key: key, answer: answer)
+                #expect(try await store.claim(scope: scope, key: key, fingerprint: request) == .replay(answer))
+            }
+            try await database.client.query(
+                "UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE scope = \(scope)", logger: harness.logger)
+            #expect(try await store.claim(scope: scope, key: "old", fingerprint: request) == .claimed)
+            // Only what is older than the retention: other tests' answers stay.
+            #expect(try await store.purge(before: Date() - 86_400) >= 1)
+            let left = try await database.client.query(
+                "SELECT key FROM idempotency_keys WHERE scope = \(scope) ORDER BY key", logger: harness.logger)
+            var keys: [String] = []
+            for try await key in left.decode(String.self) { keys.append(key) }
+            #expect(keys == ["old"])
+        }
+    }
 }

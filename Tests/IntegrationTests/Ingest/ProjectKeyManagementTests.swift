@@ -14,11 +14,13 @@ import Testing
     static let operatorKey = "op_" + String(repeating: "k", count: 40)
 
     func withIngest(
-        operatorKey: String? = Self.operatorKey, _ body: @Sendable (PipelineHarness, any TestClientProtocol) async throws -> Void
+        operatorKey: String? = Self.operatorKey, keyUsageInterval: Duration = .seconds(60),
+        _ body: @Sendable (PipelineHarness, any TestClientProtocol) async throws -> Void
     ) async throws {
         let harness = PipelineHarness()
         try await harness.prepare()
-        let configuration = IngestConfiguration(port: 0, topics: harness.topics, operatorKey: operatorKey)
+        var configuration = IngestConfiguration(port: 0, topics: harness.topics, operatorKey: operatorKey)
+        configuration.keyUsageInterval = keyUsageInterval
         try await withIngestApplication(harness, configuration: configuration) { _, client in try await body(harness, client) }
     }
 
@@ -121,6 +123,24 @@ import Testing
             let bad = try ManagementConventionsTests.problem(
                 try await Self.post(client, "/v1/keys", key: harness.managementKey, #"{"kind": "admin"}"#))
             #expect(bad.status == .badRequest && bad.names == ["kind"])
+        }
+    }
+
+    /// A key's use is written in the background, not by the request: `lastUsedAt` appears
+    /// after the next round, and a key never used has none.
+    @Test func aKeysLastUseIsRecordedInTheBackground() async throws {
+        try await withIngest(keyUsageInterval: .milliseconds(200)) { harness, client in
+            let used = try await Self.newKey(client, harness: harness, kind: "management")
+            let unused = try await Self.newKey(client, harness: harness, kind: "management")
+            #expect(try await Self.get(client, "/v1/zones", key: used.key).status == .ok)
+            var keys: [[String: Any]] = []
+            for _ in 0..<50 {
+                try await Task.sleep(for: .milliseconds(100))
+                keys = try Self.object(try await Self.get(client, "/v1/keys", key: harness.managementKey))["keys"] as? [[String: Any]] ?? []
+                if keys.first(where: { $0["id"] as? String == used.id })?["lastUsedAt"] != nil { break }
+            }
+            #expect(keys.first { $0["id"] as? String == used.id }?["lastUsedAt"] is String, "\(keys)")
+            #expect(keys.first { $0["id"] as? String == unused.id }?["lastUsedAt"] == nil, "\(keys)")
         }
     }
 
