@@ -122,9 +122,6 @@ public final class APIKeyResolver: Sendable {
         caches.withLockedValue { $0.known.removeAll { $0.keyId == keyId } }
     }
 
-    /// Whether the operator routes are on (`CHECKIN_OPERATOR_KEY` is set).
-    var operatorRoutesEnabled: Bool { operatorKeyDigest != nil }
-
     /// Passes a request that carries the operator key; a 404 when the operator routes are
     /// off, a 401 (counted as a failed authentication) for any other key.
     func requireOperator(_ request: Request, context: IngestRequestContext) throws {
