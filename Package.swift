@@ -101,9 +101,11 @@ let package = Package(
             name: "Ingest",
             dependencies: [
                 "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ]
         ),
         .target(

@@ -16,6 +16,7 @@ VENV="$ROOT/.local/api-test-venv"
 [ -x "$VENV/bin/schemathesis" ] || { echo "api-test: $VENV is missing; run scripts/setup.sh" >&2; exit 1; }
 [ -x "$BIN" ] || { echo "api-test: $BIN is not built; run 'make build'" >&2; exit 1; }
 
+"$VENV/bin/python3" "$ROOT/scripts/openapi-lint.py" "$ROOT/openapi.yaml"
 "$VENV/bin/openapi-spec-validator" "$ROOT/openapi.yaml"
 
 PORT="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -14,24 +15,35 @@ import ServiceSupport
 /// its every request to Postgres. Failed authentications are limited per client
 /// (`AuthFailureLimiter`); a client over its limit is answered 429 without a lookup,
 /// except for a key already known to be valid.
+///
+/// A known key is cached until its own expiry if that comes sooner (a rotated key stops on
+/// time). A key revoked or rotated through this process is dropped from its cache at once;
+/// other processes notice within `timeToLive` (30 s).
 public final class APIKeyResolver: Sendable {
     struct Caches: Sendable {
-        var known: ExpiringCache<String>
+        var known: ExpiringCache<KeyMatch>
         var unknown: ExpiringCache<Void>
     }
 
     let projects: ProjectStore
     let timeToLive: Duration
     let failures: AuthFailureLimiter
+    /// The key of the operator routes (projects); nil: those routes are off.
+    let operatorKeyDigest: [UInt8]?
+    /// Collects the keys in use, written to Postgres at most once a minute.
+    let usage: KeyUsageRecorder
     private let caches: NIOLockedValueBox<Caches>
     let unauthorized = Counter(label: "checkin_ingest_auth_failures_total", dimensions: [("result", "unauthorized")])
     let limited = Counter(label: "checkin_ingest_auth_failures_total", dimensions: [("result", "limited")])
 
     public init(
         projects: ProjectStore, timeToLive: Duration = .seconds(30), capacity: Int = 10_000,
-        failuresPerMinute: Int = IngestConfiguration.defaultAuthFailuresPerMinute
+        failuresPerMinute: Int = IngestConfiguration.defaultAuthFailuresPerMinute, operatorKey: String? = nil,
+        usage: KeyUsageRecorder? = nil
     ) {
         self.projects = projects
+        self.operatorKeyDigest = operatorKey.map(Self.digest)
+        self.usage = usage ?? KeyUsageRecorder(projects: projects)
         self.timeToLive = timeToLive
         self.failures = AuthFailureLimiter(failuresPerMinute: failuresPerMinute)
         self.caches = NIOLockedValueBox(
@@ -62,12 +74,19 @@ public final class APIKeyResolver: Sendable {
     /// The project of the request's key of this kind, or a 401 problem (429 when the
     /// client failed too often).
     func project(for request: Request, context: IngestRequestContext, kind: ProjectStore.KeyKind) async throws -> String {
+        try await match(for: request, context: context, kind: kind).projectId
+    }
+
+    /// The working key of this kind the request carries, or a 401 problem (429 when the
+    /// client failed too often).
+    func match(for request: Request, context: IngestRequestContext, kind: ProjectStore.KeyKind) async throws -> KeyMatch {
         let client = ClientAddress(context.remoteAddress)
         let now = ContinuousClock.now
         let key = try Self.key(in: request) ?? ""
         let cacheKey = kind.rawValue + ":" + key
-        if !key.isEmpty, let projectId = caches.withLockedValue({ $0.known.value(for: cacheKey, now: now) }) {
-            return projectId
+        if !key.isEmpty, let match = caches.withLockedValue({ $0.known.value(for: cacheKey, now: now) }) {
+            usage.note(match.keyId)
+            return match
         }
         if let wait = failures.wait(for: client, now: now) {
             limited.increment()
@@ -80,16 +99,57 @@ public final class APIKeyResolver: Sendable {
         if caches.withLockedValue({ $0.unknown.value(for: cacheKey, now: now) }) != nil {
             throw refusal(of: client, now: now, notAKey)
         }
-        let projectId = try await projects.project(forKey: key, kind: kind)
+        let match = try await projects.match(forKey: key, kind: kind)
         caches.withLockedValue { caches in
-            if let projectId {
-                caches.known.insert(projectId, for: cacheKey, expires: now + timeToLive, now: now)
+            if let match {
+                var expires = now + timeToLive
+                if let expiresAt = match.expiresAt {
+                    expires = min(expires, now + .milliseconds(Int64(expiresAt.timeIntervalSinceNow * 1000)))
+                }
+                caches.known.insert(match, for: cacheKey, expires: expires, now: now)
             } else {
                 caches.unknown.insert((), for: cacheKey, expires: now + timeToLive, now: now)
             }
         }
-        guard let projectId else { throw refusal(of: client, now: now, notAKey) }
-        return projectId
+        guard let match else { throw refusal(of: client, now: now, notAKey) }
+        usage.note(match.keyId)
+        return match
+    }
+
+    /// Drops a revoked or rotated key from this process's cache, so that it stops working
+    /// here at once (other processes notice when their cached answer expires).
+    func forget(keyId: String) {
+        caches.withLockedValue { $0.known.removeAll { $0.keyId == keyId } }
+    }
+
+    /// Passes a request that carries the operator key; a 404 when the operator routes are
+    /// off, a 401 (counted as a failed authentication) for any other key.
+    func requireOperator(_ request: Request, context: IngestRequestContext) throws {
+        guard let operatorKeyDigest else {
+            throw Problem(
+                status: .notFound, type: "operator-routes-off", title: "The operator routes are off",
+                detail: "set CHECKIN_OPERATOR_KEY to manage projects through the API")
+        }
+        let key = try Self.key(in: request) ?? ""
+        // Digests compared, so that the time taken says nothing about the key's characters.
+        if !key.isEmpty, Self.digest(key) == operatorKeyDigest { return }
+        let client = ClientAddress(context.remoteAddress)
+        let now = ContinuousClock.now
+        if let wait = failures.wait(for: client, now: now) {
+            limited.increment()
+            throw Problem.tooManyAuthenticationFailures(retryAfter: wait)
+        }
+        throw refusal(of: client, now: now, "send the operator key (CHECKIN_OPERATOR_KEY) as 'Authorization: Bearer <key>'")
+    }
+
+    /// Whether the request carries the operator key (the operator routes being on).
+    func carriesOperatorKey(_ request: Request) -> Bool {
+        guard let operatorKeyDigest, let key = try? Self.key(in: request), !key.isEmpty else { return false }
+        return Self.digest(key) == operatorKeyDigest
+    }
+
+    static func digest(_ key: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data(key.utf8)))
     }
 
     private func refusal(of client: ClientAddress, now: ContinuousClock.Instant, _ detail: String) -> Problem {
@@ -136,5 +196,9 @@ struct ExpiringCache<Value>: Sendable where Value: Sendable {
             }
         }
         entries[key] = (value, expires)
+    }
+
+    mutating func removeAll(where shouldBeRemoved: (Value) -> Bool) {
+        entries = entries.filter { !shouldBeRemoved($0.value.value) }
     }
 }

@@ -15,6 +15,8 @@ public struct IngestDependencies: Sendable {
     public var projects: ProjectStore
     public var zones: ZoneStore
     public var webhooks: WebhookStore
+    /// Answers to requests sent with an `Idempotency-Key`.
+    public var idempotency: IdempotencyStore
     /// Device views and decision records.
     public var insight: DeviceInsight
     public var readiness: Readiness
@@ -22,12 +24,13 @@ public struct IngestDependencies: Sendable {
 
     public init(
         producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, devices: DeviceRecords,
-        readiness: Readiness, registry: PrometheusCollectorRegistry
+        idempotency: IdempotencyStore, readiness: Readiness, registry: PrometheusCollectorRegistry
     ) {
         self.producer = producer
         self.projects = projects
         self.zones = zones
         self.webhooks = webhooks
+        self.idempotency = idempotency
         self.insight = DeviceInsight(records: devices, zones: zones)
         self.readiness = readiness
         self.registry = registry
@@ -45,15 +48,23 @@ public func buildIngestApplication(
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     OpenAPIDocument.add(to: router)
     ConsolePage.add(to: router, tiles: configuration.consoleTiles)
+    let usage = KeyUsageRecorder(projects: dependencies.projects, interval: configuration.keyUsageInterval, logger: logger)
     let keys = APIKeyResolver(
         projects: dependencies.projects, timeToLive: configuration.apiKeyCacheTimeToLive,
-        failuresPerMinute: configuration.authFailuresPerMinute)
+        failuresPerMinute: configuration.authFailuresPerMinute, operatorKey: configuration.operatorKey, usage: usage)
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
     ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
     router.middlewares.add(MethodNotAllowedMiddleware(routes: router.routes))
     return Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),
+        services: [
+            usage,
+            RetentionService(name: "idempotency keys", metric: "checkin_ingest_idempotency_keys_purged_total", logger: logger) {
+                [idempotency = dependencies.idempotency] now in
+                try await idempotency.purge(before: now - Double(IdempotencyStore.retention.components.seconds))
+            },
+        ],
         onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
         logger: logger)
 }

@@ -28,6 +28,10 @@ public struct IngestConfiguration: Sendable {
     /// A map tile URL template (`https://tiles.example/{z}/{x}/{y}.png`) the console draws
     /// under the zones; nil: no tiles, nothing fetched beyond this service.
     public var consoleTiles: String?
+    /// The key of the operator routes (`/v1/projects`); nil: those routes answer 404.
+    public var operatorKey: String?
+    /// How often the keys used since are written as used (their `lastUsedAt`).
+    public var keyUsageInterval: Duration = .seconds(60)
 
     public static let defaultAuthFailuresPerMinute = 30
 
@@ -36,7 +40,7 @@ public struct IngestConfiguration: Sendable {
         maximumBodyBytes: Int = InputLimits.maximumRequestBodyBytes, limits: InputLimits = InputLimits(),
         requireAPIKey: Bool = true, topics: Topics = Topics(), webhookURLPolicy: WebhookURLPolicy = .strict,
         secretRotationWindow: Duration = .seconds(86_400), authFailuresPerMinute: Int = defaultAuthFailuresPerMinute,
-        apiKeyCacheTimeToLive: Duration = .seconds(30), zoneQuota: ZoneQuota = ZoneQuota()
+        apiKeyCacheTimeToLive: Duration = .seconds(30), zoneQuota: ZoneQuota = ZoneQuota(), operatorKey: String? = nil
     ) {
         self.host = host
         self.port = port
@@ -50,6 +54,7 @@ public struct IngestConfiguration: Sendable {
         self.authFailuresPerMinute = authFailuresPerMinute
         self.apiKeyCacheTimeToLive = apiKeyCacheTimeToLive
         self.zoneQuota = zoneQuota
+        self.operatorKey = operatorKey
     }
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
@@ -77,6 +82,15 @@ public struct IngestConfiguration: Sendable {
                     variable: "CHECKIN_CONSOLE_TILES", value: tiles, expected: "an http(s) URL template with {z}, {x} and {y}")
             }
             consoleTiles = tiles
+        }
+        let operatorKey = environment.string("CHECKIN_OPERATOR_KEY", default: "")
+        if !operatorKey.isEmpty {
+            // Guessable operator keys would hand out every project.
+            guard operatorKey.count >= 32, !operatorKey.contains(where: \.isWhitespace) else {
+                throw ConfigurationError(
+                    variable: "CHECKIN_OPERATOR_KEY", value: "(hidden)", expected: "at least 32 characters without spaces")
+            }
+            self.operatorKey = operatorKey
         }
     }
 }

@@ -51,7 +51,7 @@ public struct DecisionPageAnswer: Codable, Sendable {
 extension ManagementRoutes {
     static let decisionPageLimits = 1...1000
 
-    func addDeviceRoutes(to router: Router<IngestRequestContext>) {
+    func addDeviceRoutes(to router: RouterGroup<IngestRequestContext>) {
         router.get("/v1/devices/:deviceId") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
@@ -85,7 +85,7 @@ extension ManagementRoutes {
         }
     }
 
-    func addEventRoutes(to router: Router<IngestRequestContext>) {
+    func addEventRoutes(to router: RouterGroup<IngestRequestContext>) {
         router.get("/v1/events") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let query = request.uri.queryParameters

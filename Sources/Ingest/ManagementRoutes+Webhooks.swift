@@ -8,7 +8,7 @@ import Shared
 /// state, disable and enable, rotate the secret, remove. A secret is in the answer
 /// that created it and nowhere else.
 extension ManagementRoutes {
-    func addWebhookRoutes(to router: Router<IngestRequestContext>) {
+    func addWebhookRoutes(to router: RouterGroup<IngestRequestContext>) {
         router.post("/v1/webhooks") { request, context in try await addEndpoint(request, context: context) }
         router.get("/v1/webhooks") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

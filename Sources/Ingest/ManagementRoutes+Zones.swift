@@ -45,7 +45,7 @@ struct ZonesVersionPageAnswer: Encodable {
 extension ManagementRoutes {
     /// A project's zones are one document, replaced whole; every accepted document is kept as a
     /// numbered version, which `ETag` names and `If-Match` guards.
-    func addZoneRoutes(to router: Router<IngestRequestContext>) {
+    func addZoneRoutes(to router: RouterGroup<IngestRequestContext>) {
         router.get("/v1/zones") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])

@@ -7,7 +7,8 @@ import ServiceSupport
 import Shared
 
 /// The management API of a project, authorised by its management key: zones (a zones
-/// document and its versions), webhook endpoints and deliveries.
+/// document and its versions), webhook endpoints, deliveries and API keys; and the
+/// operator's projects. Every route is in one group whose POSTs take an `Idempotency-Key`.
 struct ManagementRoutes {
     let configuration: IngestConfiguration
     let dependencies: IngestDependencies
@@ -16,9 +17,15 @@ struct ManagementRoutes {
 
     var maximumBodyBytes: Int { configuration.maximumBodyBytes }
 
-    func add(to router: Router<IngestRequestContext>) {
+    func add(to parent: Router<IngestRequestContext>) {
+        let router = parent.group()
+            .add(
+                middleware: IdempotencyMiddleware(
+                    store: dependencies.idempotency, keys: keys, maximumBodyBytes: maximumBodyBytes, logger: logger))
         addZoneRoutes(to: router)
         addWebhookRoutes(to: router)
+        addProjectRoutes(to: router)
+        addKeyRoutes(to: router)
         addDeviceRoutes(to: router)
         addEventRoutes(to: router)
         router.get("/v1/deliveries") { request, context in

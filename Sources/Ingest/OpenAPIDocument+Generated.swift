@@ -14,6 +14,11 @@ info:
     other bad body (malformed JSON, wrong types, invalid UTF-8, NUL bytes, a value beyond a
     limit) 400, with invalid-params naming the field. Ids are 1-128 characters without
     control characters (U+0000-U+001F, U+007F-U+009F).
+
+    Every POST of the management API (not /v1/fixes, whose fixIds make resends harmless)
+    takes an Idempotency-Key: a resend with the same key, method, path and body gets the
+    first answer again, with `Idempotent-Replayed: true`, for 24 hours; an answer that
+    showed a secret once (a webhook secret, a new API key) shows the same secret again.
 servers:
   - url: http://127.0.0.1:8080
 components:
@@ -22,6 +27,25 @@ components:
     deviceKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same device key, in an X-API-Key header instead."}
     managementKey: {type: http, scheme: bearer, description: "A management key of the project (ck_management_…)."}
     managementKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same management key, in an X-API-Key header instead."}
+    operatorKey: {type: http, scheme: bearer, description: "The operator key (CHECKIN_OPERATOR_KEY); also accepted in X-API-Key."}
+  parameters:
+    IdempotencyKey:
+      name: Idempotency-Key
+      in: header
+      required: false
+      description: >-
+        1 to 255 characters chosen by the client, one per request it means (a UUID, say). Resent with the same
+        method, path and body within 24 h, the request is not run again: the first answer comes back with
+        `Idempotent-Replayed: true` (refusals too; server errors are not kept, so a resend after one runs again).
+        Keys are the client's own: another project's, or the operator's, never meet them.
+      schema: {type: string, minLength: 1, maxLength: 255}
+    ZonesIfMatch:
+      name: If-Match
+      in: header
+      description: >-
+        Apply only if the project's zones are at this version ("3" or 3, an ETag this API gave; * matches any);
+        otherwise 412 and nothing changes.
+      schema: {type: string}
   schemas:
     WebhookSecret:
       type: string
@@ -37,8 +61,29 @@ components:
         disabledReason: {type: string, description: "why it was disabled (by an operator, or `HTTP 410` from the partner)"}
         disabledAt: {type: string, format: date-time}
         createdAt: {type: string, format: date-time}
-        previousSecretExpiresAt: {type: string, format: date-time, description: while a rotation is under way, when the previous secret stops signing}
+        previousSecretExpiresAt: {type: string, format: date-time, description: "while a rotation is under way, when the previous secret stops signing"}
         secret: {$ref: "#/components/schemas/WebhookSecret"}
+    Project:
+      type: object
+      required: [id, name, createdAt]
+      properties:
+        id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}
+        name: {type: string}
+        createdAt: {type: string, format: date-time}
+    APIKey:
+      type: object
+      required: [id, kind, createdAt]
+      properties:
+        id: {type: string, description: "key_ and 20 characters; names the key, is not the key"}
+        prefix: {type: string, description: "the key's first characters (ck_<kind>_ and 4 more); absent for keys made before prefixes were kept"}
+        kind: {enum: [management, device]}
+        createdAt: {type: string, format: date-time}
+        lastUsedAt: {type: string, format: date-time, description: "when it last authenticated a request, at most about a minute behind"}
+        expiresAt: {type: string, format: date-time, description: "a rotated key's end of overlap"}
+        revokedAt: {type: string, format: date-time}
+        key: {type: string, description: "the key itself: only in the answer that made it"}
+        replacedKeyId: {type: string, description: "on a rotation, the key this one replaces"}
+        replacedKeyExpiresAt: {type: string, format: date-time, description: "on a rotation, when the replaced key stops working"}
     ReplayAnswer:
       type: object
       required: [replayed, disabledEndpoints]
@@ -288,14 +333,6 @@ components:
     ZonesETag:
       description: 'The version of the zones answered, quoted ("3"); 0 for a project whose zones were never replaced'
       schema: {type: string}
-  parameters:
-    ZonesIfMatch:
-      name: If-Match
-      in: header
-      description: >-
-        Apply only if the project's zones are at this version ("3" or 3, an ETag this API gave; * matches any);
-        otherwise 412 and nothing changes.
-      schema: {type: string}
   responses:
     Problem:
       description: The request was refused; the body says why.
@@ -322,6 +359,11 @@ components:
         naming If-Match); nothing was changed. ETag is the current version.
       headers:
         ETag: {$ref: "#/components/headers/ZonesETag"}
+    IdempotencyConflict:
+      description: >-
+        The Idempotency-Key was used for another request (type idempotency-key-reused), or its first request is
+        still running (idempotency-key-in-progress: resend once that one is answered); for the routes that create,
+        also a conflict of their own (see each).
       content:
         application/problem+json:
           schema: {$ref: "#/components/schemas/Problem"}
@@ -495,6 +537,7 @@ paths:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Add a webhook endpoint
       description: >
         The URL must be https to a public address. Loopback, private (10/8, 172.16/12, 192.168/16,
@@ -510,6 +553,7 @@ paths:
         required: true
         content: {application/json: {schema: {type: object, required: [url], properties: {url: {type: string, format: uri}, secret: {anyOf: [{$ref: "#/components/schemas/WebhookSecret"}, {type: "null"}], description: A new one is made when absent or null}}}}}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "201": {description: Created; with `rotate-secret` the only answers that show a secret, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
         "400": {description: "The URL (invalid-params name `url`) or the secret (`secret`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
@@ -535,6 +579,7 @@ paths:
   /v1/webhooks/{id}/disable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Stop deliveries to an endpoint; its events keep queueing
       description: Disabling a disabled endpoint keeps its first reason and time (the notifier disables an endpoint that answers 410).
       security: [{managementKey: []}, {managementKeyHeader: []}]
@@ -542,6 +587,7 @@ paths:
         required: false
         content: {application/json: {schema: {type: object, properties: {reason: {type: [string, "null"], maxLength: 1024}}}}}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: "The endpoint, disabled", content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -550,9 +596,11 @@ paths:
   /v1/webhooks/{id}/enable:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Let deliveries go to an endpoint again (failed ones are replayed with /v1/deliveries/{id}/replay)
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: "The endpoint, enabled", content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -560,6 +608,7 @@ paths:
   /v1/webhooks/{id}/rotate-secret:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Give an endpoint a new secret
       description: >
         The new secret is shown in this answer only. The previous one keeps signing beside it (two
@@ -570,6 +619,7 @@ paths:
         required: false
         content: {application/json: {schema: {type: object, properties: {secret: {anyOf: [{$ref: "#/components/schemas/WebhookSecret"}, {type: "null"}], description: A new one is made when absent or null}}}}}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint with its new `secret`, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -739,6 +789,7 @@ paths:
                   hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
   /v1/deliveries/replay:
     post:
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       summary: Queue several deliveries again, together
       description: |
         Deliveries queued together go out in each device's sequence order, whatever order
@@ -761,6 +812,7 @@ paths:
                     status: {enum: [failed]}
                     endpointId: {type: [string, "null"], description: Only this endpoint's failed deliveries}
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
@@ -770,13 +822,120 @@ paths:
     post:
       summary: Queue a delivery again
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}, {$ref: "#/components/parameters/IdempotencyKey"}]
       responses:
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "404": {$ref: "#/components/responses/Problem"}
         "500": {$ref: "#/components/responses/InternalError"}
+  /v1/projects:
+    get:
+      summary: List projects (operator)
+      description: A page of projects in id order. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
+      security: [{operatorKey: []}]
+      parameters:
+        - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
+        - {name: cursor, in: query, description: the nextCursor of the previous page, schema: {type: string}}
+      responses:
+        "200":
+          description: A page
+          content:
+            application/json:
+              schema:
+                type: object
+                required: [projects, hasMore]
+                properties:
+                  projects: {type: array, items: {$ref: "#/components/schemas/Project"}}
+                  nextCursor: {type: string}
+                  hasMore: {type: boolean}
+        "400": {$ref: "#/components/responses/Problem"}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: The operator routes are off (CHECKIN_OPERATOR_KEY unset), content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+    post:
+      summary: Create a project with a management key and a device key (operator)
+      description: >
+        The keys are shown in this answer only. A project's management key does not work here, nor the operator
+        key on the project routes. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
+      security: [{operatorKey: []}]
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
+      requestBody:
+        required: true
+        content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: string, maxLength: 200, description: "the id when absent"}}}}}
+      responses:
+        "201":
+          description: Created
+          content:
+            application/json:
+              schema:
+                allOf:
+                  - {$ref: "#/components/schemas/Project"}
+                  - type: object
+                    required: [managementKey, deviceKey]
+                    properties:
+                      managementKey: {$ref: "#/components/schemas/APIKey"}
+                      deviceKey: {$ref: "#/components/schemas/APIKey"}
+        "400": {description: "The id (invalid-params name `id`) or name (`name`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: The operator routes are off (CHECKIN_OPERATOR_KEY unset), content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The project exists (project-exists), or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /v1/keys:
+    get:
+      summary: List the project's API keys, revoked and expired ones too (never the keys)
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      responses:
+        "200": {description: "The keys, oldest first", content: {application/json: {schema: {type: object, required: [keys], properties: {keys: {type: array, items: {$ref: "#/components/schemas/APIKey"}}}}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+    post:
+      summary: Create an API key of the project
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
+      requestBody:
+        required: true
+        content: {application/json: {schema: {type: object, required: [kind], properties: {kind: {enum: [management, device]}}}}}
+      responses:
+        "201": {description: "The key with `key`, shown this once", content: {application/json: {schema: {$ref: "#/components/schemas/APIKey"}}}}
+        "400": {description: "The kind (invalid-params name `kind`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "409": {$ref: "#/components/responses/IdempotencyConflict"}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /v1/keys/{id}:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    delete:
+      summary: Revoke an API key
+      description: >
+        The key stops working at once on the ingest process that revoked it, and on the others within 30 s (the
+        time they cache a key's answer). Revoking a revoked key changes nothing.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      responses:
+        "204": {description: Revoked}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The project's last working management key (last-management-key): create another first", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /v1/keys/{id}/rotate:
+    parameters: [{name: id, in: path, required: true, schema: {type: string}}]
+    post:
+      summary: Replace an API key by a new one of the same kind
+      description: >
+        The old key keeps working for `overlapSeconds` (24 h by default; 0 stops it at once), until the
+        answer's `replacedKeyExpiresAt`, so that clients can move to the new key without a gap.
+      security: [{managementKey: []}, {managementKeyHeader: []}]
+      parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
+      requestBody:
+        required: false
+        content: {application/json: {schema: {type: object, properties: {overlapSeconds: {type: integer, minimum: 0, maximum: 2592000, default: 86400}}}}}
+      responses:
+        "201": {description: "The new key with `key`, shown this once", content: {application/json: {schema: {$ref: "#/components/schemas/APIKey"}}}}
+        "400": {description: "overlapSeconds (invalid-params name `overlapSeconds`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "401": {$ref: "#/components/responses/Unauthorized"}
+        "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "The key is revoked or expired (key-not-active), or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /health:
     get: {summary: Liveness, responses: {"200": {description: alive}}}
   /ready:

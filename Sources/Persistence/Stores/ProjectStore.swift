@@ -6,7 +6,7 @@ import PostgresNIO
 /// Tenants and their API keys. Keys are shown once at creation and stored only as
 /// SHA-256 hashes, so a database leak does not leak working keys.
 public struct ProjectStore: Sendable {
-    public enum KeyKind: String, Sendable {
+    public enum KeyKind: String, Sendable, Codable, CaseIterable {
         /// Sends fixes for the project's devices.
         case device
         /// Changes the project's zones and webhook endpoints.
@@ -37,27 +37,37 @@ public struct ProjectStore: Sendable {
 
     /// Returns the new key; only its hash is kept.
     public func createKey(projectId: String, kind: KeyKind) async throws -> String {
-        let key = "ck_\(kind.rawValue)_" + Self.randomToken()
-        try await addKey(key, projectId: projectId, kind: kind)
-        return key
+        try await issueKey(projectId: projectId, kind: kind).key
     }
 
     /// Registers a key chosen by the caller (used to provision known keys in local set-ups).
     public func addKey(_ key: String, projectId: String, kind: KeyKind) async throws {
         try await database.client.query(
             """
-            INSERT INTO api_keys (key_hash, project_id, kind) VALUES (\(Self.hash(key)), \(projectId), \(kind.rawValue))
+            INSERT INTO api_keys (key_hash, id, prefix, project_id, kind)
+            VALUES (\(Self.hash(key)), \(Self.newKeyId()), \(Self.prefix(of: key, kind: kind)), \(projectId), \(kind.rawValue))
             ON CONFLICT (key_hash) DO NOTHING
             """, logger: logger)
     }
 
-    /// The project a key belongs to, when it is a key of that kind.
-    public func project(forKey key: String, kind: KeyKind) async throws -> String? {
+    /// The project and id of a key of that kind that is neither revoked nor expired.
+    public func match(forKey key: String, kind: KeyKind) async throws -> KeyMatch? {
         let rows = try await database.client.query(
-            "SELECT project_id FROM api_keys WHERE key_hash = \(Self.hash(key)) AND kind = \(kind.rawValue)",
+            """
+            SELECT project_id, id, expires_at FROM api_keys
+            WHERE key_hash = \(Self.hash(key)) AND kind = \(kind.rawValue)
+              AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())
+            """,
             logger: logger)
-        for try await projectId in rows.decode(String.self) { return projectId }
+        for try await (projectId, id, expiresAt) in rows.decode((String, String, Date?).self) {
+            return KeyMatch(projectId: projectId, keyId: id, expiresAt: expiresAt)
+        }
         return nil
+    }
+
+    /// The project a key belongs to, when it is a working key of that kind.
+    public func project(forKey key: String, kind: KeyKind) async throws -> String? {
+        try await match(forKey: key, kind: kind)?.projectId
     }
 
     static func hash(_ key: String) -> String {

@@ -40,29 +40,47 @@ struct MigrateCommand: AsyncParsableCommand {
 struct ProjectsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "projects", abstract: "Manage projects and their API keys.",
-        subcommands: [Create.self, CreateKey.self])
+        subcommands: [Create.self, CreateKey.self, List.self])
+
+    struct List: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List every project.")
+
+        func run() async throws {
+            let projects = try await withDatabase { database, logger in
+                let store = ProjectStore(database: database, logger: logger)
+                var all: [ProjectRecord] = []
+                var cursor: String?
+                repeat {
+                    let page = try await store.projects(after: cursor, limit: 1000)
+                    all += page.projects
+                    cursor = page.nextCursor
+                } while cursor != nil
+                return all
+            }
+            print(
+                StatusTable.table(
+                    ["ID", "NAME", "CREATED"], projects.map { [$0.id, $0.name, RFC3339.format($0.createdAt)] }), terminator: "")
+        }
+    }
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "create", abstract: "Create a project and print a device key and a management key.",
-            discussion: "A project that exists is refused: `projects create-key` gives it another key.")
+            discussion: "A project that exists is refused: `keys create` gives it another key.")
         @Argument(help: "The project id.") var id: String
         @Option(help: "A display name.") var name: String?
 
         func run() async throws {
             let (id, name) = (id, name)
             let (deviceKey, managementKey) = try await withDatabase { database, logger in
+                // Run twice, it used to make a second key pair without a word; the project and
+                // its keys are made together, so a failure leaves no project without keys.
                 let projects = ProjectStore(database: database, logger: logger)
-                // Run twice, it used to make a second key pair without a word.
-                guard try await !projects.projectExists(id) else {
+                guard let created = try await projects.createProjectWithKeys(id: id, name: name ?? id) else {
                     throw ValidationError(
-                        "project '\(id)' exists; `checkin projects create-key \(id) --kind device|management` gives it another key")
+                        "project '\(id)' exists; `checkin keys create --project \(id) --kind device|management` gives it another key")
                 }
-                try await projects.createProject(id: id, name: name ?? id)
-                return (
-                    try await projects.createKey(projectId: id, kind: .device),
-                    try await projects.createKey(projectId: id, kind: .management)
-                )
+                return (created.deviceKey.key, created.managementKey.key)
             }
             print("project:        \(id)\ndevice key:     \(deviceKey)\nmanagement key: \(managementKey)")
             print("(keys are shown only now; store them)")

@@ -83,7 +83,8 @@ struct Pipeline {
                 producer: producer, projects: ProjectStore(database: database, logger: logger),
                 zones: ZoneStore(database: database, logger: logger),
                 webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
-                devices: DeviceRecords(database: database, logger: logger), readiness: readiness, registry: registry)
+                devices: DeviceRecords(database: database, logger: logger),
+                idempotency: IdempotencyStore(database: database, logger: logger, sealer: sealer), readiness: readiness, registry: registry)
             services.append(
                 buildIngestApplication(
                     configuration: configuration, dependencies: dependencies, logger: logger,

@@ -22,7 +22,8 @@ func withIngestApplication(
         producer: producer, projects: ProjectStore(database: database, logger: harness.logger),
         zones: ZoneStore(database: database, logger: harness.logger),
         webhooks: WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer),
-        devices: DeviceRecords(database: database, logger: harness.logger), readiness: Readiness(),
+        devices: DeviceRecords(database: database, logger: harness.logger),
+        idempotency: IdempotencyStore(database: database, logger: harness.logger, sealer: harness.sealer), readiness: Readiness(),
         registry: MetricsBootstrap.prometheus())
     let app = buildIngestApplication(configuration: configuration, dependencies: dependencies, logger: harness.logger)
     try await withServicesRunning([database, producer]) {

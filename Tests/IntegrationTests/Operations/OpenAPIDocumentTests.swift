@@ -26,7 +26,9 @@ import Testing
             producer: producer, projects: ProjectStore(database: database, logger: logger),
             zones: ZoneStore(database: database, logger: logger),
             webhooks: WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer),
-            devices: DeviceRecords(database: database, logger: logger), readiness: Readiness(), registry: MetricsBootstrap.prometheus())
+            devices: DeviceRecords(database: database, logger: logger),
+            idempotency: IdempotencyStore(database: database, logger: logger, sealer: PipelineHarness().sealer), readiness: Readiness(),
+            registry: MetricsBootstrap.prometheus())
         let app = buildIngestApplication(configuration: IngestConfiguration(port: 0), dependencies: dependencies, logger: logger)
         try await app.test(.router) { client in
             try await client.execute(uri: "/openapi.yaml", method: .get) { response in

@@ -174,7 +174,9 @@ struct PipelineHarness {
             producer: producer, projects: ProjectStore(database: database, logger: logger),
             zones: ZoneStore(database: database, logger: logger),
             webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
-            devices: DeviceRecords(database: database, logger: logger), readiness: Readiness(), registry: MetricsBootstrap.prometheus())
+            devices: DeviceRecords(database: database, logger: logger),
+            idempotency: IdempotencyStore(database: database, logger: logger, sealer: sealer), readiness: Readiness(),
+            registry: MetricsBootstrap.prometheus())
         let ingest = buildIngestApplication(
             configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
             dependencies: dependencies, logger: logger,

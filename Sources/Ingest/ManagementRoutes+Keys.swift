@@ -1,0 +1,191 @@
+import Foundation
+import Hummingbird
+import Persistence
+import ServiceSupport
+import Shared
+
+/// Projects (operator key) and a project's API keys (its management key). A key is in the
+/// answer that made it and nowhere else; lists show its first characters only.
+extension ManagementRoutes {
+    func addProjectRoutes(to router: RouterGroup<IngestRequestContext>) {
+        router.post("/v1/projects") { request, context in try await createProject(request, context: context) }
+        router.get("/v1/projects") { request, context in
+            try keys.requireOperator(request, context: context)
+            try Self.refuseUnknownParameters(of: request, known: ["limit", "cursor"])
+            let limit = try Self.limit(request.uri.queryParameters.get("limit"), default: 100, within: 1...1000)
+            let cursor = try request.uri.queryParameters.get("cursor").map { text in
+                guard Self.projectIdProblem(String(text)) == nil else {
+                    throw Problem.invalid(
+                        "unknown cursor", parameters: [.init(name: "cursor", reason: "must be a nextCursor this API returned")])
+                }
+                return String(text)
+            }
+            let page = try await dependencies.projects.projects(after: cursor, limit: limit)
+            return try json(ProjectPageAnswer(projects: page.projects, nextCursor: page.nextCursor, hasMore: page.nextCursor != nil))
+        }
+    }
+
+    func addKeyRoutes(to router: RouterGroup<IngestRequestContext>) {
+        router.get("/v1/keys") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
+            return try json(KeyListAnswer(keys: try await dependencies.projects.keys(projectId: projectId)))
+        }
+        router.post("/v1/keys") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
+            let kindText = try await optionalBody(NewKeyRequest.self, of: request)?.kind
+            guard let kind = kindText.flatMap(ProjectStore.KeyKind.init(rawValue:)) else {
+                throw Problem.invalid(
+                    "the body must be {\"kind\": \"management\" or \"device\"}",
+                    parameters: [.init(name: "kind", reason: "must be management or device")])
+            }
+            let issued = try await dependencies.projects.issueKey(projectId: projectId, kind: kind)
+            logger.info("API key created", metadata: ["projectId": "\(projectId)", "keyId": "\(issued.record.id)"])
+            return try json(KeyView(issued.record, key: issued.key), status: .created)
+        }
+        router.delete("/v1/keys/:id") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
+            let id = try context.parameters.require("id")
+            switch try await dependencies.projects.revokeKey(id: id, projectId: projectId) {
+            case .revoked:
+                keys.forget(keyId: id)
+                logger.info("API key revoked", metadata: ["projectId": "\(projectId)", "keyId": "\(id)"])
+                return Response(status: .noContent)
+            case .notFound:
+                throw Problem.notFound("no key \(id) in this project")
+            case .lastManagementKey:
+                throw Problem(
+                    status: .conflict, type: "last-management-key", title: "The project's last management key",
+                    detail: "create another management key (POST /v1/keys) before revoking this one, or rotate it")
+            }
+        }
+        router.post("/v1/keys/:id/rotate") { request, context in
+            let projectId = try await keys.project(for: request, context: context, kind: .management)
+            let id = try context.parameters.require("id")
+            let overlap =
+                try await optionalBody(RotateRequest.self, of: request)?.overlapSeconds ?? ProjectStore.defaultRotationOverlapSeconds
+            guard (0...ProjectStore.maximumRotationOverlapSeconds).contains(overlap) else {
+                throw Problem.invalid(
+                    "overlapSeconds out of range",
+                    parameters: [
+                        .init(
+                            name: "overlapSeconds", reason: "must be a whole number from 0 to \(ProjectStore.maximumRotationOverlapSeconds)"
+                        )
+                    ])
+            }
+            switch try await dependencies.projects.rotateKey(id: id, projectId: projectId, overlap: .seconds(overlap)) {
+            case .rotated(let new, let old):
+                // The old key's cached answer would outlive its new expiry here.
+                keys.forget(keyId: id)
+                logger.info("API key rotated", metadata: ["projectId": "\(projectId)", "keyId": "\(id)", "newKeyId": "\(new.record.id)"])
+                var view = KeyView(new.record, key: new.key)
+                view.replacedKeyId = old.id
+                view.replacedKeyExpiresAt = old.expiresAt
+                return try json(view, status: .created)
+            case .notFound:
+                throw Problem.notFound("no key \(id) in this project")
+            case .notActive:
+                throw Problem(
+                    status: .conflict, type: "key-not-active", title: "The key is revoked or expired",
+                    detail: "only a working key can be rotated; create a new one with POST /v1/keys")
+            }
+        }
+    }
+
+    func createProject(_ request: Request, context: IngestRequestContext) async throws -> Response {
+        try keys.requireOperator(request, context: context)
+        guard let body = try await optionalBody(NewProjectRequest.self, of: request), let id = body.id else {
+            throw Problem.invalid("the body must be {\"id\": …, \"name\"?: …}", parameters: [.init(name: "id", reason: "is required")])
+        }
+        if let problem = Self.projectIdProblem(id) {
+            throw Problem.invalid("bad project id", parameters: [.init(name: "id", reason: problem)])
+        }
+        let name = body.name ?? id
+        if let problem = InputLimits.textProblem(name, maximumLength: 200) {
+            throw Problem.invalid("bad project name", parameters: [.init(name: "name", reason: problem)])
+        }
+        guard let created = try await dependencies.projects.createProjectWithKeys(id: id, name: name) else {
+            throw Problem(
+                status: .conflict, type: "project-exists", title: "The project exists",
+                detail: "project '\(id)' exists; its keys are managed with its management key (/v1/keys)")
+        }
+        logger.info("project created", metadata: ["projectId": "\(id)"])
+        return try json(NewProjectAnswer(created), status: .created)
+    }
+
+    /// Why a project id is refused, or nil: 1 to 64 letters, digits, `-`, `_` and `.`,
+    /// starting with a letter or digit, so that it reads the same in URLs, logs and shells.
+    static func projectIdProblem(_ id: String) -> String? {
+        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
+        guard (1...64).contains(id.count), id.allSatisfy(allowed.contains), let first = id.first, first.isLetter || first.isNumber
+        else {
+            return "must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit"
+        }
+        return nil
+    }
+
+    struct NewProjectRequest: Decodable {
+        var id: String?
+        var name: String?
+    }
+
+    struct NewKeyRequest: Decodable {
+        var kind: String?
+    }
+
+    struct RotateRequest: Decodable {
+        var overlapSeconds: Int?
+    }
+
+    struct ProjectPageAnswer: Encodable {
+        var projects: [ProjectRecord]
+        var nextCursor: String?
+        var hasMore: Bool
+    }
+
+    struct KeyListAnswer: Encodable {
+        var keys: [APIKeyRecord]
+    }
+
+    /// A key as the API shows it; `key` only in the answer that made it.
+    struct KeyView: Encodable {
+        var id: String
+        var prefix: String?
+        var kind: ProjectStore.KeyKind
+        var createdAt: Date
+        var lastUsedAt: Date?
+        var expiresAt: Date?
+        var revokedAt: Date?
+        var key: String?
+        /// On a rotation: the key this one replaces, and when that stops working.
+        var replacedKeyId: String?
+        var replacedKeyExpiresAt: Date?
+
+        init(_ record: APIKeyRecord, key: String? = nil) {
+            id = record.id
+            prefix = record.prefix
+            kind = record.kind
+            createdAt = record.createdAt
+            lastUsedAt = record.lastUsedAt
+            expiresAt = record.expiresAt
+            revokedAt = record.revokedAt
+            self.key = key
+        }
+    }
+
+    struct NewProjectAnswer: Encodable {
+        var id: String
+        var name: String
+        var createdAt: Date
+        var managementKey: KeyView
+        var deviceKey: KeyView
+
+        init(_ created: NewProject) {
+            id = created.project.id
+            name = created.project.name
+            createdAt = created.project.createdAt
+            managementKey = KeyView(created.managementKey.record, key: created.managementKey.key)
+            deviceKey = KeyView(created.deviceKey.record, key: created.deviceKey.key)
+        }
+    }
+}
