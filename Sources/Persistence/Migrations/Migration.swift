@@ -13,7 +13,7 @@ extension Migration {
     public static let all: [Migration] = [
         initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex, dueDeliveriesOrder,
         staleCheckOutByStream, projectZoneVersions, eventOutbox, binaryDeviceState, pipelineStageTimes,
-        consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns,
+        consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns, deliveryReplays,
     ]
 }
 
