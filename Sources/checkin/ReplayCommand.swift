@@ -54,10 +54,11 @@ struct ReplayCommand: ParsableCommand {
 
     func validate() throws {
         if let receivedAt, RFC3339.parse(receivedAt) == nil {
-            throw ValidationError("--received-at '\(receivedAt)' is not an RFC 3339 timestamp (e.g. 2026-11-22T10:00:00Z)")
+            throw CommandFailure(
+                "--received-at '\(receivedAt)' is not an RFC 3339 timestamp (e.g. 2026-11-22T10:00:00Z)", helpOf: Self.self)
         }
         guard maxClockSkew.isFinite, maxClockSkew >= 0 else {
-            throw ValidationError("--max-clock-skew must be zero or more seconds")
+            throw CommandFailure("--max-clock-skew must be zero or more seconds", helpOf: Self.self)
         }
     }
 
@@ -66,7 +67,7 @@ struct ReplayCommand: ParsableCommand {
         do {
             zonesData = try Data(contentsOf: URL(fileURLWithPath: zones))
         } catch {
-            throw ValidationError("cannot read the zones file '\(zones)': \(error.localizedDescription)")
+            throw CommandFailure("cannot read the zones file '\(zones)': \(error.localizedDescription)")
         }
         let fixesText: String
         if fixes == "-" {
@@ -75,7 +76,7 @@ struct ReplayCommand: ParsableCommand {
             do {
                 fixesText = String(decoding: try Data(contentsOf: URL(fileURLWithPath: fixes)), as: UTF8.self)
             } catch {
-                throw ValidationError("cannot read the fixes file '\(fixes)': \(error.localizedDescription)")
+                throw CommandFailure("cannot read the fixes file '\(fixes)': \(error.localizedDescription)")
             }
         }
         let configuration = EngineConfiguration(
@@ -104,7 +105,7 @@ struct ReplayCommand: ParsableCommand {
             for problem in error.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             throw ExitCode(2)
         } catch let error as Replay.ZonesError {
-            throw ValidationError(error.description)
+            throw CommandFailure(error.description)
         }
         FileHandle.standardOutput.write(Data(output.utf8))
         FileHandle.standardError.write(Data("\(summary)\n".utf8))

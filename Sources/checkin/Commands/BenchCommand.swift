@@ -50,7 +50,7 @@ struct NotifierBench: AsyncParsableCommand {
             try await database.waitUntilReachable(timeout: .seconds(10))
             try await Migrator(database: database, logger: logger).migrate()
             var ports = port.stream.makeAsyncIterator()
-            guard let partnerPort = await ports.next() else { throw ValidationError("the partner did not start") }
+            guard let partnerPort = await ports.next() else { throw CommandFailure("the partner did not start") }
             let run = String(UUID().uuidString.prefix(8)).lowercased()
             // The bench's endpoints live only for the run: a key of its own seals their secrets.
             let webhooks = WebhookStore(
@@ -149,7 +149,7 @@ struct NotifierBench: AsyncParsableCommand {
             }
         }
         let latencies = partner.latencies(path: path).sorted()
-        guard !latencies.isEmpty else { throw ValidationError("nothing reached \(path)") }
+        guard !latencies.isEmpty else { throw CommandFailure("nothing reached \(path)") }
         func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000 }
         return (percentile(0.5), percentile(0.99))
     }

@@ -40,7 +40,9 @@ struct DevicesCommand: AsyncParsableCommand {
                     records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)
                 ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
             }
-            guard let erasure else { throw ValidationError("nothing is kept about device \(device) in project \(project)") }
+            guard let erasure else {
+                throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
+            }
             print(
                 "erased device \(device): \(erasure.states) state, \(erasure.decisionRecords) decision records, \(erasure.loggedEvents) logged events, \(erasure.unpublishedEvents) unpublished events, \(erasure.deliveriesErased) delivery payloads (\(erasure.deliveriesCancelled) undelivered, cancelled)"
             )
@@ -58,7 +60,7 @@ struct DevicesCommand: AsyncParsableCommand {
         func run() async throws {
             let (project, device) = (project, device)
             guard let view = try await withDeviceInsight({ try await $0.view(projectId: project, deviceId: device) }) else {
-                throw ValidationError("nothing is kept about device \(device) in project \(project)")
+                throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
             }
             if json { return try printWireJSON(view) }
             print(DeviceText.describe(view))
@@ -75,7 +77,7 @@ struct DevicesCommand: AsyncParsableCommand {
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be from 1 to 1000", helpOf: Self.self) }
         }
 
         func run() async throws {
@@ -176,11 +178,11 @@ struct EventsCommand: AsyncParsableCommand {
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
-            if let type, EventType(rawValue: type) == nil { throw ValidationError("--type must be checkin or checkout") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be from 1 to 1000", helpOf: Self.self) }
+            if let type, EventType(rawValue: type) == nil { throw CommandFailure("--type must be checkin or checkout", helpOf: Self.self) }
             for (name, value) in [("--from", from), ("--until", until)] {
                 if let value, RFC3339.parse(value) == nil {
-                    throw ValidationError("\(name) '\(value)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)")
+                    throw CommandFailure("\(name) '\(value)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)", helpOf: Self.self)
                 }
             }
         }

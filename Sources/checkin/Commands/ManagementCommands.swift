@@ -56,8 +56,9 @@ struct ProjectsCommand: AsyncParsableCommand {
                 let projects = ProjectStore(database: database, logger: logger)
                 // Run twice, it used to make a second key pair without a word.
                 guard try await !projects.projectExists(id) else {
-                    throw ValidationError(
-                        "project '\(id)' exists; `checkin projects create-key \(id) --kind device|management` gives it another key")
+                    throw CommandFailure(
+                        "project '\(id)' exists; `checkin projects create-key \(id) --kind device|management` gives it another key",
+                        helpOf: Self.self)
                 }
                 try await projects.createProject(id: id, name: name ?? id)
                 return (
@@ -77,12 +78,12 @@ struct ProjectsCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard let kind = ProjectStore.KeyKind(rawValue: kind) else {
-                throw ValidationError("--kind must be device or management")
+                throw CommandFailure("--kind must be device or management", helpOf: Self.self)
             }
             let id = id
             let key = try await withDatabase { database, logger in
                 let projects = ProjectStore(database: database, logger: logger)
-                guard try await projects.projectExists(id) else { throw ValidationError("no project '\(id)'") }
+                guard try await projects.projectExists(id) else { throw CommandFailure("no project '\(id)'", helpOf: Self.self) }
                 return try await projects.createKey(projectId: id, kind: kind)
             }
             print(key)
@@ -102,18 +103,20 @@ struct ZonesCommand: AsyncParsableCommand {
         @Argument(help: "The zones document (JSON).") var file: String
 
         func validate() throws {
-            if let problem = InputLimits.identifierProblem(project) { throw ValidationError("--project \(problem)") }
+            if let problem = InputLimits.identifierProblem(project) { throw CommandFailure("--project \(problem)", helpOf: Self.self) }
         }
 
         func run() async throws {
             let document = try loadZonesDocument(path: file)
             // The operator's import is not spaced out, but the project's quota holds as through the API.
             let excess = try ZoneQuota(environment: EnvironmentReader()).excess(of: document)
-            guard excess.isEmpty else { throw ValidationError("\(file): beyond the project's quota: " + excess.joined(separator: "; ")) }
+            guard excess.isEmpty else { throw CommandFailure("\(file): beyond the project's quota: " + excess.joined(separator: "; ")) }
             let project = project
             try await withDatabase { database, logger in
                 let projects = ProjectStore(database: database, logger: logger)
-                guard try await projects.projectExists(project) else { throw ValidationError("no project '\(project)'") }
+                guard try await projects.projectExists(project) else {
+                    throw CommandFailure("--project: no project '\(project)'", helpOf: Self.self)
+                }
                 try await ZoneStore(database: database, logger: logger).replaceZones(projectId: project, with: document)
             }
             print(
@@ -146,17 +149,17 @@ struct ZonesCommand: AsyncParsableCommand {
 
 /// Reads and validates a zones document, failing with messages that name the zone, fence and problem.
 func loadZonesDocument(path: String) throws -> ZonesDocument {
-    guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+    guard let data = FileManager.default.contents(atPath: path) else { throw CommandFailure("cannot read \(path)") }
     let document: ZonesDocument
     do {
         document = try WireJSON.decoder().decode(ZonesDocument.self, from: data)
     } catch {
-        throw ValidationError("\(path): \(DecodingErrorText.describe(error))")
+        throw CommandFailure("\(path): \(DecodingErrorText.describe(error))")
     }
     let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: data)
     let problems = unknownMembers.map { "\($0): is not a member of a zones document" } + ZoneValidator.validate(document).map { "\($0)" }
     guard problems.isEmpty else {
-        throw ValidationError("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
+        throw CommandFailure("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
     }
     return document
 }
@@ -174,13 +177,13 @@ struct DeliveriesCommand: AsyncParsableCommand {
         @Option(help: "Older than this delivery id (the `--cursor` a previous page printed).") var cursor: Int64?
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be between 1 and 1000", helpOf: Self.self) }
         }
 
         func run() async throws {
             let filter = try status.map { text in
                 guard let filter = DeliveryListFilter(text) else {
-                    throw ValidationError("--status must be \(DeliveryListFilter.names)")
+                    throw CommandFailure("--status must be \(DeliveryListFilter.names)", helpOf: Self.self)
                 }
                 return filter
             }
@@ -188,7 +191,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
             // An empty list must mean no deliveries, not a misspelt project.
             try await withDatabase { database, logger in
                 guard try await ProjectStore(database: database, logger: logger).projectExists(project) else {
-                    throw ValidationError("no project '\(project)'")
+                    throw CommandFailure("--project: no project '\(project)'", helpOf: Self.self)
                 }
             }
             let cursor = cursor
@@ -220,7 +223,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
             let detail = try await withWebhookStore { webhooks in
                 try await webhooks.delivery(id: id, projectId: project)
             }
-            guard let detail else { throw ValidationError("no delivery \(id) in project \(project)") }
+            guard let detail else { throw CommandFailure("no delivery \(id) in project \(project)", helpOf: Self.self) }
             let delivery = detail.delivery
             print(
                 "delivery \(delivery.id): \(delivery.status.rawValue), \(delivery.eventType) \(delivery.eventId) of \(delivery.deviceId) (sequence \(delivery.sequence.map(String.init) ?? "-")) to \(delivery.endpointId)"
@@ -244,7 +247,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
         @Argument(help: "Delivery ids.") var ids: [Int64] = []
 
         func validate() throws {
-            guard failed != !ids.isEmpty else { throw ValidationError("give delivery ids or --failed, not both") }
+            guard failed != !ids.isEmpty else { throw CommandFailure("give delivery ids or --failed, not both", helpOf: Self.self) }
         }
 
         func run() async throws {
@@ -256,7 +259,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
             }
             let count = replayed.ids.count
             if !failed && count < ids.count {
-                throw ValidationError("\(ids.count - count) of the deliveries are not in project \(project); \(count) queued again")
+                throw CommandFailure(
+                    "\(ids.count - count) of the deliveries are not in project \(project); \(count) queued again", helpOf: Self.self)
             }
             print("\(count) deliveries queued again")
             if !replayed.disabledEndpoints.isEmpty {

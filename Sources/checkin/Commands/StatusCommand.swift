@@ -39,10 +39,10 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Exit 1 on warnings too.") var strict = false
 
     func validate() throws {
-        guard maxLag >= 0 else { throw ValidationError("--max-lag must be 0 or more") }
-        guard maxFixAge >= 0 else { throw ValidationError("--max-fix-age must be 0 or more") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
-        guard (1...65_533).contains(localPort) else { throw ValidationError("--local-port must be between 1 and 65533") }
+        guard maxLag >= 0 else { throw CommandFailure("--max-lag must be 0 or more", helpOf: Self.self) }
+        guard maxFixAge >= 0 else { throw CommandFailure("--max-fix-age must be 0 or more", helpOf: Self.self) }
+        guard timeout > 0 else { throw CommandFailure("--timeout must be positive", helpOf: Self.self) }
+        guard (1...65_533).contains(localPort) else { throw CommandFailure("--local-port must be between 1 and 65533", helpOf: Self.self) }
     }
 
     func run() async throws {

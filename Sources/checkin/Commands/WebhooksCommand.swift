@@ -43,9 +43,9 @@ struct WebhooksCommand: AsyncParsableCommand {
                 let hint =
                     local || (policy.allowHTTP && policy.allowPrivateAddresses)
                     ? "" : " (for a local set-up such as checkin dev, add --local)"
-                throw ValidationError("--url \(url) is not allowed: \(error.reason)\(hint)")
+                throw CommandFailure("--url \(url) is not allowed: \(error.reason)\(hint)", helpOf: Self.self)
             }
-            let secret = try newSecret(secret)
+            let secret = try newSecret(secret, helpOf: Self.self)
             let (project, url) = (project, url)
             let endpoint = try await withWebhookStore { webhooks in
                 try await webhooks.addEndpoint(projectId: project, url: url, secrets: [secret])
@@ -79,7 +79,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             let endpoint = try await withWebhookStore { webhooks in
                 try await webhooks.disableEndpoint(id: id, projectId: project, reason: reason)
             }
-            guard let endpoint else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print(describe(endpoint))
         }
     }
@@ -93,7 +93,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let (project, id) = (project, id)
             let endpoint = try await withWebhookStore { webhooks in try await webhooks.enableEndpoint(id: id, projectId: project) }
-            guard let endpoint else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print(describe(endpoint))
         }
     }
@@ -109,12 +109,12 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let window = try EnvironmentReader().secretRotationWindow()
-            let secret = try newSecret(secret)
+            let secret = try newSecret(secret, helpOf: Self.self)
             let (project, id) = (project, id)
             let rotation = try await withWebhookStore { webhooks in
                 try await webhooks.rotateSecret(id: id, projectId: project, newSecret: secret, window: window)
             }
-            guard let rotation else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            guard let rotation else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print("endpoint: \(id)\nsecret:   \(rotation.secret)")
             if let expires = rotation.endpoint.previousSecretExpiresAt {
                 print("(the previous secret signs too until \(RFC3339.format(expires)); the new one is shown only now)")
@@ -130,7 +130,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let (project, id) = (project, id)
             guard try await withWebhookStore({ try await $0.removeEndpoint(id: id, projectId: project) }) else {
-                throw ValidationError("no endpoint \(id) in project \(project); nothing removed")
+                throw CommandFailure("no endpoint \(id) in project \(project); nothing removed", helpOf: Self.self)
             }
             print("endpoint \(id) removed")
         }
@@ -138,10 +138,10 @@ struct WebhooksCommand: AsyncParsableCommand {
 }
 
 /// The given secret if it is a valid new one, or a generated one.
-private func newSecret(_ given: String?) throws -> String {
+private func newSecret(_ given: String?, helpOf command: any ParsableCommand.Type) throws -> String {
     guard let given else { return WebhookSecret.generate() }
     guard (try? WebhookSecret.validateNew(given)) != nil else {
-        throw ValidationError("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes")
+        throw CommandFailure("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes", helpOf: command)
     }
     return given
 }
