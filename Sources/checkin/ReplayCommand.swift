@@ -8,8 +8,9 @@ import Shared
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
-        abstract: "Evaluate a file of fixes against a zones file offline and print the events as JSON Lines.",
+        abstract: "Evaluate a file of fixes offline, against zones.",
         discussion: """
+            Prints the events a file of fixes causes with a zones file, as JSON Lines. \
             Events go to stdout in decision order (with --explain, each fix's decision record instead: \
             the entries and reasons the evaluator would record, SPEC section 6). Lines that are not valid \
             fixes are reported on stderr with their line number and skipped, and make the command exit 1 \

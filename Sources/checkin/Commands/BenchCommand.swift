@@ -10,7 +10,8 @@ import Synchronization
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmarks of pipeline stages against the configured Postgres.",
+        commandName: "bench", abstract: "Benchmark pipeline stages.",
+        discussion: "Against the configured Postgres (CHECKIN_DATABASE_URL).",
         subcommands: [NotifierBench.self, EvaluatorBench.self])
 }
 
@@ -21,7 +22,8 @@ struct BenchCommand: AsyncParsableCommand {
 struct NotifierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notifier",
-        abstract: "Measure the webhook dispatcher: throughput, and latency beside an endpoint that times out.")
+        abstract: "Measure the webhook dispatcher.",
+        discussion: "Its throughput, and a healthy endpoint's latency alone and beside an endpoint that times out.")
 
     @Option(help: "Deliveries in the throughput run.") var deliveries = 20_000
     @Option(help: "Distinct devices (a device's deliveries go one after another).") var devices = 2_000

@@ -13,11 +13,11 @@ import Shared
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run the whole pipeline locally and watch a device trip become check-in and check-out webhooks.",
+        abstract: "Watch a device trip become webhooks, locally.",
         discussion: """
-            Starts ingest, evaluator and notifier in this process, creates a demo project with a zone carrying
-            custom data, registers a local partner endpoint that verifies every signature, sends a short trip
-            through POST /v1/fixes, and prints the webhooks as the partner receives them. Keeps running until
+            Starts ingest, evaluator and notifier in this process, creates a demo project with a zone carrying \
+            custom data, registers a local partner endpoint that verifies every signature, sends a short trip \
+            through POST /v1/fixes, and prints the webhooks as the partner receives them. Keeps running until \
             Ctrl-C, or exits after the trip with --once.
             """)
 

@@ -22,14 +22,18 @@ func printWireJSON(_ value: some Encodable) throws {
 
 struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "devices", abstract: "Why a device did or did not check in: its state and its decision records.",
+        commandName: "devices", abstract: "Why a device did or did not check in.",
+        discussion: "Its state, and the decision records of its recent fixes.",
         subcommands: [Show.self, Decisions.self, Erase.self])
 
     struct Erase: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "erase",
-            abstract: "Erase what is kept about a device: state, decision records, logged events, delivery payloads.",
-            discussion: "Undelivered deliveries are cancelled. The device starts afresh if it reports again.")
+            abstract: "Erase what is kept about a device.",
+            discussion: """
+                Its state, decision records, logged events and delivery payloads. Undelivered deliveries \
+                are cancelled. The device starts afresh if it reports again.
+                """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
 
@@ -52,7 +56,11 @@ struct DevicesCommand: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
-            abstract: "What a device is now: last fix, open check-ins, zones inside without one and why, MRTs, stale deadline.")
+            abstract: "What a device is now.",
+            discussion: """
+                Its last fix, open check-ins, the zones it is inside without a check-in and why, \
+                minimum retrigger times, and when its check-ins time out if it stays silent.
+                """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
         @Flag(help: "Print the JSON the API answers.") var json = false
@@ -69,7 +77,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
     struct Decisions: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "decisions", abstract: "The decision records of a device's recent fixes, newest first.")
+            commandName: "decisions", abstract: "A device's recent decision records, newest first.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
         @Option(help: "How many fixes (1 to 1000).") var limit: Int = 20
@@ -161,12 +169,13 @@ enum DeviceText {
 
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "events", abstract: "The event log: what was decided, and where each delivery stands.",
+        commandName: "events", abstract: "The event log and where each delivery stands.",
         subcommands: [List.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "A project's events, newest first, with each endpoint's delivery state.")
+            commandName: "list", abstract: "A project's events, newest first.",
+            discussion: "Each event with the state of its delivery to each endpoint.")
         @Option(help: "The project id.") var project: String
         @Option(help: "Only this device's.") var device: String?
         @Option(help: "Only this zone's.") var zone: String?

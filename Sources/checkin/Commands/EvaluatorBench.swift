@@ -15,11 +15,12 @@ import Shared
 struct EvaluatorBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evaluator",
-        abstract: "Measure evaluator processes on a backlog of a generated world: fixes/s, batch time, WAL per fix, events/s.",
+        abstract: "Measure evaluator processes on a backlog.",
         discussion: """
-            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). --fsync on
-            runs with Postgres's durable defaults (fsync, synchronous_commit and full_page_writes on), --fsync off
-            with all three off (the local development cluster's settings); either is set through
+            Fixes/s, batch time, WAL per fix and events/s on the backlog of a generated world. \
+            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). --fsync on \
+            runs with Postgres's durable defaults (fsync, synchronous_commit and full_page_writes on), --fsync off \
+            with all three off (the local development cluster's settings); either is set through \
             --admin-database-url (a superuser; by default the same URL as the postgres user) and put back afterwards.
             """)
 

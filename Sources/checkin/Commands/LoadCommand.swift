@@ -7,15 +7,16 @@ import Shared
 struct LoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "load",
-        abstract: "Send generated device trips to an ingest service and report throughput and latency.",
+        abstract: "Load an ingest service; report speed and latency.",
         discussion: """
-            Bounded: it sends exactly --fixes fixes and stops. Closed loop by default (--concurrency requests in
-            flight); with --rate it sends on a fixed schedule whatever the answers take (open loop), and a
-            request's latency counts from when it was due. With --metrics it then waits until the evaluator's
-            checkin_evaluator_fixes_total has grown by that many, to measure the pipeline end to end. With
-            --receive it registers a webhook endpoint of its own for the project (in CHECKIN_DATABASE_URL's
-            database), verifies every webhook's signature, and reports how long each event took from the
-            acceptance of the fix that decided it to its webhook. Meant for a pipeline on this machine
+            Sends generated device trips and reports throughput and latency. \
+            Bounded: it sends exactly --fixes fixes and stops. Closed loop by default (--concurrency requests in \
+            flight); with --rate it sends on a fixed schedule whatever the answers take (open loop), and a \
+            request's latency counts from when it was due. With --metrics it then waits until the evaluator's \
+            checkin_evaluator_fixes_total has grown by that many, to measure the pipeline end to end. With \
+            --receive it registers a webhook endpoint of its own for the project (in CHECKIN_DATABASE_URL's \
+            database), verifies every webhook's signature, and reports how long each event took from the \
+            acceptance of the fix that decided it to its webhook. Meant for a pipeline on this machine \
             (checkin dev or the three services, webhooks to this machine allowed).
             """)
 

@@ -25,7 +25,8 @@ func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async t
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "migrate", abstract: "Apply the database migrations that CHECKIN_DATABASE_URL lacks.")
+        commandName: "migrate", abstract: "Apply the database migrations.",
+        discussion: "Those that the database of CHECKIN_DATABASE_URL lacks.")
 
     func run() async throws {
         let logger = ProcessBootstrap.logger("checkin.migrate")
@@ -45,8 +46,11 @@ struct ProjectsCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "create", abstract: "Create a project and print a device key and a management key.",
-            discussion: "A project that exists is refused: `projects create-key` gives it another key.")
+            commandName: "create", abstract: "Create a project and print its two keys.",
+            discussion: """
+                Prints a device key and a management key. A project that exists is refused: \
+                `projects create-key` gives it another key.
+                """)
         @Argument(help: "The project id.") var id: String
         @Option(help: "A display name.") var name: String?
 
@@ -98,7 +102,8 @@ struct ZonesCommand: AsyncParsableCommand {
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Replace a project's zones with those of a zones document (validated first).")
+            commandName: "import", abstract: "Replace a project's zones with a zones document.",
+            discussion: "The document is validated first: one with a problem changes nothing.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The zones document (JSON).") var file: String
 

@@ -57,7 +57,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List a project's endpoints with their state (never their secrets).")
+            commandName: "list", abstract: "List a project's endpoints and their state.",
+            discussion: "Secrets are never shown: they are printed only when made.")
         @Option(help: "The project id.") var project: String
 
         func run() async throws {
@@ -69,7 +70,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "disable", abstract: "Stop deliveries to an endpoint; its events keep queueing.")
+            commandName: "disable", abstract: "Stop deliveries to an endpoint.",
+            discussion: "Its events keep queueing; they go out once it is enabled again.")
         @Option(help: "The project id.") var project: String
         @Option(help: "Why, for whoever lists the endpoints later.") var reason: String = "disabled with the checkin CLI"
         @Argument(help: "The endpoint id.") var id: String
@@ -86,7 +88,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     struct Enable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "enable", abstract: "Let deliveries go to an endpoint again (replay failed ones with `deliveries replay`).")
+            commandName: "enable", abstract: "Let deliveries go to an endpoint again.",
+            discussion: "Failed deliveries stay failed: `checkin deliveries replay --failed` queues them again.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The endpoint id.") var id: String
 
@@ -101,8 +104,9 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct RotateSecret: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-secret",
-            abstract: "Give an endpoint a new secret and print it; the old one keeps signing for the rotation window.",
-            discussion: "The window is CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW seconds (default 86400).")
+            abstract: "Give an endpoint a new secret and print it.",
+            discussion:
+                "The old secret keeps signing for the rotation window: CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW seconds (default 86400).")
         @Option(help: "The project id.") var project: String
         @Option(help: "A whsec_… secret of 24 to 64 bytes (default: a new random one).") var secret: String?
         @Argument(help: "The endpoint id.") var id: String
