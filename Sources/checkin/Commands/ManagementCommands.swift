@@ -219,9 +219,16 @@ struct DeliveriesCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show a delivery and every attempt made.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show a delivery and every attempt made.",
+            discussion: """
+                A replay counts the attempts from 1 again (the retry back-off starts over), so the \
+                attempts of a replayed delivery are shown in rounds: round 1 from when it was queued, \
+                each later round from a replay. The payload is the exact body every attempt sends.
+                """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The delivery id.") var id: Int64
+        @Flag(help: "Print only the payload, byte for byte (to pipe into jq or check a signature).") var payload = false
 
         func run() async throws {
             let (project, id) = (project, id)
@@ -229,16 +236,11 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 try await webhooks.delivery(id: id, projectId: project)
             }
             guard let detail else { throw CommandFailure("no delivery \(id) in project \(project)", helpOf: Self.self) }
-            let delivery = detail.delivery
-            print(
-                "delivery \(delivery.id): \(delivery.status.rawValue), \(delivery.eventType) \(delivery.eventId) of \(delivery.deviceId) (sequence \(delivery.sequence.map(String.init) ?? "-")) to \(delivery.endpointId)"
-            )
-            for attempt in detail.attemptLog {
-                let outcome = attempt.error ?? "HTTP \(attempt.statusCode ?? 0)"
-                print(
-                    "  attempt \(attempt.attempt)  \(RFC3339.format(attempt.startedAt))  \(String(format: "%.1f", attempt.latencyMilliseconds)) ms  \(outcome)"
-                )
+            if payload {
+                guard let body = detail.payload else { throw CommandFailure("delivery \(id): its payload was erased with its device") }
+                return print(body)
             }
+            print(DeliveryText.describe(detail))
         }
     }
 
