@@ -6,14 +6,16 @@ import Shared
 enum DeliveryText {
     static func describe(_ detail: DeliveryDetail) -> String {
         let delivery = detail.delivery
-        var lines = ["delivery \(delivery.id): \(delivery.status.rawValue)"]
+        var title = "delivery \(delivery.id): \(delivery.status.rawValue)"
+        // A pending delivery's first line says what it waits for, what an operator asks first.
+        if let waitingFor = detail.waitingFor { title += ", " + next(waitingFor, at: detail.nextAttemptAt) }
+        var lines = [title]
         func field(_ name: String, _ value: String) { lines.append("  " + name.padding(toLength: 11, withPad: " ", startingAt: 0) + value) }
         field("event", "\(delivery.eventType) \(delivery.eventId)")
         field("device", "\(delivery.deviceId), sequence \(delivery.sequence.map(String.init) ?? "-")")
         field("endpoint", "\(delivery.endpointId) \(detail.endpointUrl)")
         field("queued", RFC3339.format(delivery.createdAt))
         if let deliveredAt = delivery.deliveredAt { field("delivered", RFC3339.format(deliveredAt)) }
-        if let waitingFor = detail.waitingFor { field("next", next(waitingFor, at: detail.nextAttemptAt)) }
         if delivery.status != .delivered, let error = delivery.lastError { field("last error", error) }
         field("payload", detail.payload ?? "(erased with the device)")
         lines.append("attempts:")

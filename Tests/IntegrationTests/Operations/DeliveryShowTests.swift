@@ -83,12 +83,13 @@ import Testing
         ] {
             #expect(first.contains(part), "\(part) in \(first)")
         }
-        let next = try #require(first.split(separator: "\n").first { $0.contains("next attempt at ") }, "\(first)")
+        let next = try #require(first.split(separator: "\n").first, "\(first)")
+        #expect(next.hasPrefix("delivery \(ids[0]): pending, next attempt at "), "\(first)")
         let due = try #require(RFC3339.parse(String(next.split(separator: " ").last ?? "")), "\(next)")
         #expect(due > Date().addingTimeInterval(3000) && due < Date().addingTimeInterval(3700), "\(next)")
 
         let second = try await show(ids[1]).standardOutput
-        #expect(second.contains("waiting for the device's earlier delivery"), "\(second)")
+        #expect(second.hasPrefix("delivery \(ids[1]): pending, waiting for the device's earlier delivery"), "\(second)")
 
         // The payload alone is the exact body, for jq or a signature check.
         #expect(try await show(ids[0], ["--payload"]).standardOutput == payload + "\n")
@@ -98,7 +99,8 @@ import Testing
             _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
         }
         let disabled = try await show(ids[0]).standardOutput
-        #expect(disabled.contains("endpoint disabled") && !disabled.contains("next attempt at"), "\(disabled)")
+        #expect(disabled.hasPrefix("delivery \(ids[0]): pending, endpoint disabled"), "\(disabled)")
+        #expect(!disabled.contains("next attempt at"), "\(disabled)")
     }
 
     /// One attempt of the delivery as the notifier makes it: claimed (its attempt count
