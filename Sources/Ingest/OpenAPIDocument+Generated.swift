@@ -322,9 +322,10 @@ components:
         deliveredAt: {type: string, format: date-time}
     DeliveryAttempt:
       type: object
-      required: [attempt, startedAt, latencyMilliseconds]
+      required: [round, attempt, startedAt, latencyMilliseconds]
       properties:
-        attempt: {type: integer, description: "1 for the first attempt (again 1 after a replay)"}
+        round: {type: integer, description: "1 until the delivery is replayed, 2 after its first replay, and so on"}
+        attempt: {type: integer, description: "1 for the first attempt of its round (a replay starts the back-off over)"}
         startedAt: {type: string, format: date-time}
         latencyMilliseconds: {type: number}
         statusCode: {type: integer, description: "The endpoint's answer; absent when there was none (timeout, connection refused)"}
@@ -661,14 +662,26 @@ paths:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200":
-          description: The delivery and its attempt log, oldest first
+          description: The delivery, where it goes, what it sends and waits for, its replays and its attempt log, oldest first
           content:
             application/json:
               schema:
                 type: object
-                required: [delivery, attemptLog]
+                required: [delivery, endpointUrl, replays, attemptLog]
                 properties:
                   delivery: {$ref: "#/components/schemas/Delivery"}
+                  endpointUrl: {type: string}
+                  payload: {type: string, description: "The exact body every attempt sends; absent once the device was erased"}
+                  waitingFor:
+                    enum: [nextAttempt, attemptInFlight, earlierDelivery, endpointEnabled]
+                    description: >-
+                      A pending delivery's wait: its next attempt (at nextAttemptAt), the attempt being made, the
+                      device's earlier delivery to the endpoint, or the endpoint's enabling
+                  nextAttemptAt: {type: string, format: date-time}
+                  replays:
+                    type: array
+                    items: {type: string, format: date-time}
+                    description: When it was replayed, oldest first; round n + 1 of the attempt log began at the n-th
                   attemptLog: {type: array, items: {$ref: "#/components/schemas/DeliveryAttempt"}}
         "404": {$ref: "#/components/responses/Problem"}
   /v1/events:

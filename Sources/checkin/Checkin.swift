@@ -5,9 +5,10 @@ import ArgumentParser
 struct Checkin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "checkin",
-        abstract: "Server-side geofence check-ins: location fixes in, signed check-in/check-out webhooks out.",
+        abstract: "Geofence check-ins: fixes in, signed webhooks out.",
         discussion: """
-            Configuration is read from environment variables (CHECKIN_KAFKA_BROKERS, CHECKIN_DATABASE_URL,
+            Devices send location fixes; partners receive signed check-in and check-out webhooks. \
+            Configuration is read from environment variables (CHECKIN_KAFKA_BROKERS, CHECKIN_DATABASE_URL, \
             CHECKIN_HTTP_PORT, …); see the README for the full list.
             """,
         subcommands: [

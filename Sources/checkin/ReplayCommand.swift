@@ -8,8 +8,9 @@ import Shared
 struct ReplayCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "replay",
-        abstract: "Evaluate a file of fixes against a zones file offline and print the events as JSON Lines.",
+        abstract: "Evaluate a file of fixes offline, against zones.",
         discussion: """
+            Prints the events a file of fixes causes with a zones file, as JSON Lines. \
             Events go to stdout in decision order (with --explain, each fix's decision record instead: \
             the entries and reasons the evaluator would record, SPEC section 6). Lines that are not valid \
             fixes are reported on stderr with their line number and skipped, and make the command exit 1 \
@@ -54,10 +55,11 @@ struct ReplayCommand: ParsableCommand {
 
     func validate() throws {
         if let receivedAt, RFC3339.parse(receivedAt) == nil {
-            throw ValidationError("--received-at '\(receivedAt)' is not an RFC 3339 timestamp (e.g. 2026-11-22T10:00:00Z)")
+            throw CommandFailure(
+                "--received-at '\(receivedAt)' is not an RFC 3339 timestamp (e.g. 2026-11-22T10:00:00Z)", helpOf: Self.self)
         }
         guard maxClockSkew.isFinite, maxClockSkew >= 0 else {
-            throw ValidationError("--max-clock-skew must be zero or more seconds")
+            throw CommandFailure("--max-clock-skew must be zero or more seconds", helpOf: Self.self)
         }
     }
 
@@ -66,7 +68,7 @@ struct ReplayCommand: ParsableCommand {
         do {
             zonesData = try Data(contentsOf: URL(fileURLWithPath: zones))
         } catch {
-            throw ValidationError("cannot read the zones file '\(zones)': \(error.localizedDescription)")
+            throw CommandFailure("cannot read the zones file '\(zones)': \(error.localizedDescription)")
         }
         let fixesText: String
         if fixes == "-" {
@@ -75,7 +77,7 @@ struct ReplayCommand: ParsableCommand {
             do {
                 fixesText = String(decoding: try Data(contentsOf: URL(fileURLWithPath: fixes)), as: UTF8.self)
             } catch {
-                throw ValidationError("cannot read the fixes file '\(fixes)': \(error.localizedDescription)")
+                throw CommandFailure("cannot read the fixes file '\(fixes)': \(error.localizedDescription)")
             }
         }
         let configuration = EngineConfiguration(
@@ -104,7 +106,7 @@ struct ReplayCommand: ParsableCommand {
             for problem in error.problems { FileHandle.standardError.write(Data("\(problem)\n".utf8)) }
             throw ExitCode(2)
         } catch let error as Replay.ZonesError {
-            throw ValidationError(error.description)
+            throw CommandFailure(error.description)
         }
         FileHandle.standardOutput.write(Data(output.utf8))
         FileHandle.standardError.write(Data("\(summary)\n".utf8))

@@ -183,6 +183,10 @@ public struct DeliveryRecord: Sendable, Codable, Equatable {
 
 /// One attempt of a delivery, as kept for operators.
 public struct DeliveryAttemptRecord: Sendable, Codable, Equatable {
+    /// 1 until the delivery is replayed, 2 after its first replay, and so on: a replay counts
+    /// the attempts from 1 again (the back-off starts over), so `attempt` alone repeats.
+    public var round: Int
+    /// Its number within the round.
     public var attempt: Int
     public var startedAt: Date
     public var latencyMilliseconds: Double
@@ -190,9 +194,31 @@ public struct DeliveryAttemptRecord: Sendable, Codable, Equatable {
     public var error: String?
 }
 
-/// A delivery with every attempt made so far, oldest first.
+/// What a pending delivery waits for before its next attempt.
+public enum DeliveryWait: String, Sendable, Codable {
+    /// Its time, `nextAttemptAt`: the first attempt, a retry's back-off, or a gap's hold.
+    case nextAttempt
+    /// The attempt being made now.
+    case attemptInFlight
+    /// The device's earlier delivery to the same endpoint, which goes first.
+    case earlierDelivery
+    /// Its endpoint being enabled again.
+    case endpointEnabled
+}
+
+/// A delivery with what it sends, where, what it waits for, its replays and every attempt
+/// made so far (oldest first): what an operator asks about one delivery.
 public struct DeliveryDetail: Sendable, Codable, Equatable {
     public var delivery: DeliveryRecord
+    public var endpointUrl: String
+    /// The exact body every attempt sends; nil once the device's data was erased.
+    public var payload: String?
+    /// For a pending delivery only.
+    public var waitingFor: DeliveryWait?
+    /// When it is due (with `waitingFor` `nextAttempt`).
+    public var nextAttemptAt: Date?
+    /// When it was queued again, oldest first: round `n + 1` of the attempt log began at `replays[n - 1]`.
+    public var replays: [Date]
     public var attemptLog: [DeliveryAttemptRecord]
 }
 
@@ -602,8 +628,10 @@ extension WebhookStore {
                      WHERE d.id = r.id AND d.lease_owner = \(owner)
                     RETURNING d.id, d.status = 'pending' AS retrying, d.endpoint_id, d.device_id
                 ), logged AS (
-                    INSERT INTO delivery_attempts (delivery_id, attempt, started_at, latency_ms, status_code, error)
-                    SELECT r.id, r.attempt, r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
+                    -- An attempt counts in the round begun by the delivery's latest replay.
+                    INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
+                    SELECT r.id, (SELECT count(*) + 1 FROM delivery_replays p WHERE p.delivery_id = r.id), r.attempt,
+                           r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
                       FROM r JOIN deliveries d ON d.id = r.id
                 )
                 SELECT id, retrying, endpoint_id, device_id FROM updated
@@ -774,28 +802,63 @@ extension WebhookStore {
         return DeliveryPage(deliveries: result, nextCursor: more ? result.last?.id : nil)
     }
 
-    /// One delivery of the project with its attempt log; nil if the project has no such delivery.
+    /// One delivery of the project with its endpoint, payload, what it waits for, replays and
+    /// attempt log; nil if the project has no such delivery.
     public func delivery(id: Int64, projectId: String) async throws -> DeliveryDetail? {
         let rows = try await database.client.query(
-            "SELECT \(unescaped: DeliveryRecord.columns) FROM deliveries WHERE id = \(id) AND project_id = \(projectId)",
-            logger: logger)
-        var found: DeliveryRecord?
-        for try await row in rows { found = try DeliveryRecord(row: row) }
-        guard let found else { return nil }
+            """
+            SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, d.payload,
+                   d.leased_until > now(), NULLIF(d.next_attempt_at, 'infinity')
+              FROM deliveries d
+              -- Only the endpoint's url and enabled, so that the delivery's columns stay unambiguous.
+              JOIN LATERAL (SELECT url, enabled FROM webhook_endpoints WHERE id = d.endpoint_id) e ON true
+             WHERE d.id = \(id) AND d.project_id = \(projectId)
+            """, logger: logger)
+        var found: DeliveryDetail?
+        for try await row in rows {
+            let record = try DeliveryRecord(row: row)
+            let columns = row.makeRandomAccess()
+            let (url, enabled, kept, payload) = (
+                try columns[12].decode(String.self), try columns[13].decode(Bool.self), try columns[14].decode(Bool.self),
+                try columns[15].decode(String.self)
+            )
+            // Nil at 'infinity': waiting behind the device's earlier delivery (or a disabled endpoint).
+            let (inFlight, next) = (try columns[16].decode(Bool?.self) ?? false, try columns[17].decode(Date?.self))
+            // In this order: a disabled endpoint's deliveries may wait at 'infinity' or at a
+            // time that has passed, and wait for nothing but its enabling either way.
+            let waitingFor: DeliveryWait?
+            if record.status != .pending {
+                waitingFor = nil
+            } else if inFlight {
+                waitingFor = .attemptInFlight
+            } else if !enabled {
+                waitingFor = .endpointEnabled
+            } else if next == nil {
+                waitingFor = .earlierDelivery
+            } else {
+                waitingFor = .nextAttempt
+            }
+            found = DeliveryDetail(
+                delivery: record, endpointUrl: url, payload: kept ? payload : nil, waitingFor: waitingFor,
+                nextAttemptAt: waitingFor == .nextAttempt ? next : nil, replays: [], attemptLog: [])
+        }
+        guard var found else { return nil }
+        let replays = try await database.client.query(
+            "SELECT replayed_at FROM delivery_replays WHERE delivery_id = \(id) ORDER BY id", logger: logger)
+        for try await replayedAt in replays.decode(Date.self) { found.replays.append(replayedAt) }
         let attempts = try await database.client.query(
             """
-            SELECT attempt, started_at, latency_ms, status_code, error FROM delivery_attempts
-             WHERE delivery_id = \(id) ORDER BY id
+            SELECT round, attempt, started_at, latency_ms, status_code, error FROM delivery_attempts
+             WHERE delivery_id = \(id) ORDER BY round, id
             """, logger: logger)
-        var log: [DeliveryAttemptRecord] = []
-        for try await (attempt, startedAt, latency, code, error) in attempts.decode((Int, Date, Double, Int?, String?).self) {
-            log.append(
+        for try await (round, attempt, startedAt, latency, code, error) in attempts.decode((Int, Int, Date, Double, Int?, String?).self) {
+            found.attemptLog.append(
                 DeliveryAttemptRecord(
-                    attempt: attempt, startedAt: startedAt,
+                    round: round, attempt: attempt, startedAt: startedAt,
                     // To a tenth of a millisecond: the rest is the clock's noise, not the partner's.
                     latencyMilliseconds: (latency * 10).rounded() / 10, statusCode: code, error: error))
         }
-        return DeliveryDetail(delivery: found, attemptLog: log)
+        return found
     }
 
     /// Queues deliveries again (after a partner fixed its endpoint), all in one statement, so
@@ -805,11 +868,17 @@ extension WebhookStore {
         return try await Self.replayed(
             try await database.client.query(
                 """
-                UPDATE deliveries
-                   SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
-                       lease_owner = NULL, leased_until = NULL
-                 WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
-                RETURNING id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id)
+                WITH replayed AS (
+                    UPDATE deliveries
+                       SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
+                           lease_owner = NULL, leased_until = NULL
+                     WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
+                    RETURNING id, endpoint_id
+                ), logged AS (
+                    INSERT INTO delivery_replays (delivery_id) SELECT id FROM replayed
+                )
+                SELECT id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = replayed.endpoint_id)
+                  FROM replayed
                 """, logger: logger))
     }
 
@@ -819,10 +888,16 @@ extension WebhookStore {
         return try await Self.replayed(
             try await database.client.query(
                 """
-                UPDATE deliveries
-                   SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, leased_until = NULL
-                 WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
-                RETURNING id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = deliveries.endpoint_id)
+                WITH replayed AS (
+                    UPDATE deliveries
+                       SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, leased_until = NULL
+                     WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
+                    RETURNING id, endpoint_id
+                ), logged AS (
+                    INSERT INTO delivery_replays (delivery_id) SELECT id FROM replayed
+                )
+                SELECT id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = replayed.endpoint_id)
+                  FROM replayed
                 """, logger: logger))
     }
 

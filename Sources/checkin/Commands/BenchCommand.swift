@@ -10,7 +10,8 @@ import Synchronization
 
 struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmarks of pipeline stages against the configured Postgres.",
+        commandName: "bench", abstract: "Benchmark pipeline stages.",
+        discussion: "Against the configured Postgres (CHECKIN_DATABASE_URL).",
         subcommands: [NotifierBench.self, EvaluatorBench.self])
 }
 
@@ -21,7 +22,8 @@ struct BenchCommand: AsyncParsableCommand {
 struct NotifierBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "notifier",
-        abstract: "Measure the webhook dispatcher: throughput, and latency beside an endpoint that times out.")
+        abstract: "Measure the webhook dispatcher.",
+        discussion: "Its throughput, and a healthy endpoint's latency alone and beside an endpoint that times out.")
 
     @Option(help: "Deliveries in the throughput run.") var deliveries = 20_000
     @Option(help: "Distinct devices (a device's deliveries go one after another).") var devices = 2_000
@@ -50,7 +52,7 @@ struct NotifierBench: AsyncParsableCommand {
             try await database.waitUntilReachable(timeout: .seconds(10))
             try await Migrator(database: database, logger: logger).migrate()
             var ports = port.stream.makeAsyncIterator()
-            guard let partnerPort = await ports.next() else { throw ValidationError("the partner did not start") }
+            guard let partnerPort = await ports.next() else { throw CommandFailure("the partner did not start") }
             let run = String(UUID().uuidString.prefix(8)).lowercased()
             // The bench's endpoints live only for the run: a key of its own seals their secrets.
             let webhooks = WebhookStore(
@@ -149,7 +151,7 @@ struct NotifierBench: AsyncParsableCommand {
             }
         }
         let latencies = partner.latencies(path: path).sorted()
-        guard !latencies.isEmpty else { throw ValidationError("nothing reached \(path)") }
+        guard !latencies.isEmpty else { throw CommandFailure("nothing reached \(path)") }
         func percentile(_ p: Double) -> Double { latencies[min(latencies.count - 1, Int(Double(latencies.count) * p))] * 1000 }
         return (percentile(0.5), percentile(0.99))
     }

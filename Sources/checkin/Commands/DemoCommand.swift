@@ -13,11 +13,11 @@ import Shared
 struct DemoCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "demo",
-        abstract: "Run the whole pipeline locally and watch a device trip become check-in and check-out webhooks.",
+        abstract: "Watch a device trip become webhooks, locally.",
         discussion: """
-            Starts ingest, evaluator and notifier in this process, creates a demo project with a zone carrying
-            custom data, registers a local partner endpoint that verifies every signature, sends a short trip
-            through POST /v1/fixes, and prints the webhooks as the partner receives them. Keeps running until
+            Starts ingest, evaluator and notifier in this process, creates a demo project with a zone carrying \
+            custom data, registers a local partner endpoint that verifies every signature, sends a short trip \
+            through POST /v1/fixes, and prints the webhooks as the partner receives them. Keeps running until \
             Ctrl-C, or exits after the trip with --once.
             """)
 
@@ -82,7 +82,7 @@ struct DemoCommand: AsyncParsableCommand {
             }
             tasks.addTask {
                 try await Task.sleep(for: .seconds(limit))
-                throw ValidationError("no check-in and check-out webhooks within \(limit) s: see the logs above (CHECKIN_LOG_LEVEL=info)")
+                throw CommandFailure("no check-in and check-out webhooks within \(limit) s: see the logs above (CHECKIN_LOG_LEVEL=info)")
             }
             try await tasks.next()
             tasks.cancelAll()
@@ -204,7 +204,7 @@ struct DemoScript {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let answer = try await response.body.collect(upTo: 1 << 20)
         print("• POST /v1/fixes with \(fixes.count) fixes of \(deviceId) → HTTP \(response.status.code) \(String(buffer: answer))")
-        guard response.status == .accepted else { throw ValidationError("ingest refused the trip") }
+        guard response.status == .accepted else { throw CommandFailure("ingest refused the trip") }
         return deviceId
     }
 }

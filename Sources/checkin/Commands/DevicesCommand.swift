@@ -22,14 +22,18 @@ func printWireJSON(_ value: some Encodable) throws {
 
 struct DevicesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "devices", abstract: "Why a device did or did not check in: its state and its decision records.",
+        commandName: "devices", abstract: "Why a device did or did not check in.",
+        discussion: "Its state, and the decision records of its recent fixes.",
         subcommands: [Show.self, Decisions.self, Erase.self])
 
     struct Erase: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "erase",
-            abstract: "Erase what is kept about a device: state, decision records, logged events, delivery payloads.",
-            discussion: "Undelivered deliveries are cancelled. The device starts afresh if it reports again.")
+            abstract: "Erase what is kept about a device.",
+            discussion: """
+                Its state, decision records, logged events and delivery payloads. Undelivered deliveries \
+                are cancelled. The device starts afresh if it reports again.
+                """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
 
@@ -40,7 +44,9 @@ struct DevicesCommand: AsyncParsableCommand {
                     records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)
                 ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
             }
-            guard let erasure else { throw ValidationError("nothing is kept about device \(device) in project \(project)") }
+            guard let erasure else {
+                throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
+            }
             print(
                 "erased device \(device): \(erasure.states) state, \(erasure.decisionRecords) decision records, \(erasure.loggedEvents) logged events, \(erasure.unpublishedEvents) unpublished events, \(erasure.deliveriesErased) delivery payloads (\(erasure.deliveriesCancelled) undelivered, cancelled)"
             )
@@ -50,7 +56,11 @@ struct DevicesCommand: AsyncParsableCommand {
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "show",
-            abstract: "What a device is now: last fix, open check-ins, zones inside without one and why, MRTs, stale deadline.")
+            abstract: "What a device is now.",
+            discussion: """
+                Its last fix, open check-ins, the zones it is inside without a check-in and why, \
+                minimum retrigger times, and when its check-ins time out if it stays silent.
+                """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
         @Flag(help: "Print the JSON the API answers.") var json = false
@@ -58,7 +68,7 @@ struct DevicesCommand: AsyncParsableCommand {
         func run() async throws {
             let (project, device) = (project, device)
             guard let view = try await withDeviceInsight({ try await $0.view(projectId: project, deviceId: device) }) else {
-                throw ValidationError("nothing is kept about device \(device) in project \(project)")
+                throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
             }
             if json { return try printWireJSON(view) }
             print(DeviceText.describe(view))
@@ -67,7 +77,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
     struct Decisions: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "decisions", abstract: "The decision records of a device's recent fixes, newest first.")
+            commandName: "decisions", abstract: "A device's recent decision records, newest first.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
         @Option(help: "How many fixes (1 to 1000).") var limit: Int = 20
@@ -75,7 +85,7 @@ struct DevicesCommand: AsyncParsableCommand {
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be from 1 to 1000", helpOf: Self.self) }
         }
 
         func run() async throws {
@@ -159,12 +169,13 @@ enum DeviceText {
 
 struct EventsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "events", abstract: "The event log: what was decided, and where each delivery stands.",
+        commandName: "events", abstract: "The event log and where each delivery stands.",
         subcommands: [List.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "A project's events, newest first, with each endpoint's delivery state.")
+            commandName: "list", abstract: "A project's events, newest first.",
+            discussion: "Each event with the state of its delivery to each endpoint.")
         @Option(help: "The project id.") var project: String
         @Option(help: "Only this device's.") var device: String?
         @Option(help: "Only this zone's.") var zone: String?
@@ -176,11 +187,11 @@ struct EventsCommand: AsyncParsableCommand {
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be from 1 to 1000") }
-            if let type, EventType(rawValue: type) == nil { throw ValidationError("--type must be checkin or checkout") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be from 1 to 1000", helpOf: Self.self) }
+            if let type, EventType(rawValue: type) == nil { throw CommandFailure("--type must be checkin or checkout", helpOf: Self.self) }
             for (name, value) in [("--from", from), ("--until", until)] {
                 if let value, RFC3339.parse(value) == nil {
-                    throw ValidationError("\(name) '\(value)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)")
+                    throw CommandFailure("\(name) '\(value)' is not an RFC 3339 time (e.g. 2026-11-22T10:00:00Z)", helpOf: Self.self)
                 }
             }
         }

@@ -15,11 +15,12 @@ import Shared
 struct EvaluatorBench: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "evaluator",
-        abstract: "Measure evaluator processes on a backlog of a generated world: fixes/s, batch time, WAL per fix, events/s.",
+        abstract: "Measure evaluator processes on a backlog.",
         discussion: """
-            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). --fsync on
-            runs with Postgres's durable defaults (fsync, synchronous_commit and full_page_writes on), --fsync off
-            with all three off (the local development cluster's settings); either is set through
+            Fixes/s, batch time, WAL per fix and events/s on the backlog of a generated world. \
+            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). --fsync on \
+            runs with Postgres's durable defaults (fsync, synchronous_commit and full_page_writes on), --fsync off \
+            with all three off (the local development cluster's settings); either is set through \
             --admin-database-url (a superuser; by default the same URL as the postgres user) and put back afterwards.
             """)
 
@@ -40,9 +41,11 @@ struct EvaluatorBench: AsyncParsableCommand {
 
     func validate() throws {
         guard fixes >= 1_000, devices > 0, fences > 0, evaluators > 0 else {
-            throw ValidationError("--fixes must be at least 1000; --devices, --fences and --evaluators positive")
+            throw CommandFailure("--fixes must be at least 1000; --devices, --fences and --evaluators positive", helpOf: Self.self)
         }
-        guard ["on", "off", "unchanged"].contains(fsync) else { throw ValidationError("--fsync must be on, off or unchanged") }
+        guard ["on", "off", "unchanged"].contains(fsync) else {
+            throw CommandFailure("--fsync must be on, off or unchanged", helpOf: Self.self)
+        }
     }
 
     func run() async throws {
@@ -163,7 +166,7 @@ struct EvaluatorBench: AsyncParsableCommand {
             if let start, committed >= high {
                 guard committed > start.committed else {
                     // One batch took the backlog from under 10 % past 90 %: there is no window to time.
-                    throw ValidationError(
+                    throw CommandFailure(
                         "the backlog was committed in too few batches to time (\(committed) fixes at once); give more --fixes")
                 }
                 let end = try await reading(committed: committed, database: database, ports: ports, client: client, logger: logger)
@@ -171,7 +174,7 @@ struct EvaluatorBench: AsyncParsableCommand {
             }
             try await Task.sleep(for: .milliseconds(50))
         }
-        throw ValidationError("the evaluators did not commit 90 % of the backlog within \(timeout) s")
+        throw CommandFailure("the evaluators did not commit 90 % of the backlog within \(timeout) s")
     }
 
     private func committedOffsets(_ database: Database, group: String, topic: String, logger: Logger) async throws -> Int64 {

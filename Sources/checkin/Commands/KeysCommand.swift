@@ -9,17 +9,17 @@ import Shared
 /// answer for the key expires (at most 30 s).
 struct KeysCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "keys", abstract: "List, create, revoke and rotate a project's API keys.",
+        commandName: "keys", abstract: "A project's API keys: list, create, revoke, rotate.",
         subcommands: [List.self, Create.self, Revoke.self, Rotate.self])
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List a project's keys (their first characters, never the keys).")
+            commandName: "list", abstract: "List a project's keys (never the keys themselves).")
         @Option(help: "The project id.") var project: String
 
         func run() async throws {
             let project = project
-            let keys = try await withProjects(project) { projects in try await projects.keys(projectId: project) }
+            let keys = try await withProjects(project, of: Self.self) { projects in try await projects.keys(projectId: project) }
             print(
                 StatusTable.table(
                     ["ID", "PREFIX", "KIND", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
@@ -39,12 +39,16 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "device or management.") var kind: String
 
         func validate() throws {
-            guard ProjectStore.KeyKind(rawValue: kind) != nil else { throw ValidationError("--kind must be device or management") }
+            guard ProjectStore.KeyKind(rawValue: kind) != nil else {
+                throw CommandFailure("--kind must be device or management", helpOf: Self.self)
+            }
         }
 
         func run() async throws {
             let (project, kind) = (project, ProjectStore.KeyKind(rawValue: kind) ?? .device)
-            let issued = try await withProjects(project) { projects in try await projects.issueKey(projectId: project, kind: kind) }
+            let issued = try await withProjects(project, of: Self.self) { projects in
+                try await projects.issueKey(projectId: project, kind: kind)
+            }
             print("id:   \(issued.record.id)\nkind: \(kind.rawValue)\nkey:  \(issued.key)")
             print("(the key is shown only now; store it)")
         }
@@ -52,18 +56,21 @@ struct KeysCommand: AsyncParsableCommand {
 
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "revoke", abstract: "Revoke a key: it stops working (within 30 s on running ingest processes).")
+            commandName: "revoke", abstract: "Revoke a key: it stops working.",
+            discussion: "Running ingest processes refuse it within 30 s (the time they cache a key's answer).")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The key id (key_…).") var id: String
 
         func run() async throws {
             let (project, id) = (project, id)
-            let outcome = try await withProjects(project) { projects in try await projects.revokeKey(id: id, projectId: project) }
+            let outcome = try await withProjects(project, of: Self.self) { projects in
+                try await projects.revokeKey(id: id, projectId: project)
+            }
             switch outcome {
             case .revoked: print("revoked \(id)")
-            case .notFound: throw ValidationError("no key '\(id)' in project '\(project)'")
+            case .notFound: throw CommandFailure("no key '\(id)' in project '\(project)'", helpOf: Self.self)
             case .lastManagementKey:
-                throw ValidationError(
+                throw CommandFailure(
                     "'\(id)' is the last management key of '\(project)'; `checkin keys create --project \(project) --kind management` first"
                 )
             }
@@ -72,7 +79,8 @@ struct KeysCommand: AsyncParsableCommand {
 
     struct Rotate: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "rotate", abstract: "Replace a key by a new one of the same kind; the old one works for the overlap.")
+            commandName: "rotate", abstract: "Replace a key by a new one of the same kind.",
+            discussion: "The old key keeps working for --overlap seconds, so that clients can move without a gap.")
         @Option(help: "The project id.") var project: String
         @Option(help: "Seconds the old key keeps working (0: it stops at once).")
         var overlap: Int = ProjectStore.defaultRotationOverlapSeconds
@@ -80,13 +88,13 @@ struct KeysCommand: AsyncParsableCommand {
 
         func validate() throws {
             guard (0...ProjectStore.maximumRotationOverlapSeconds).contains(overlap) else {
-                throw ValidationError("--overlap must be between 0 and \(ProjectStore.maximumRotationOverlapSeconds)")
+                throw CommandFailure("--overlap must be between 0 and \(ProjectStore.maximumRotationOverlapSeconds)", helpOf: Self.self)
             }
         }
 
         func run() async throws {
             let (project, id, overlap) = (project, id, overlap)
-            let outcome = try await withProjects(project) { projects in
+            let outcome = try await withProjects(project, of: Self.self) { projects in
                 try await projects.rotateKey(id: id, projectId: project, overlap: .seconds(overlap))
             }
             switch outcome {
@@ -94,8 +102,9 @@ struct KeysCommand: AsyncParsableCommand {
                 print("id:   \(new.record.id)\nkind: \(new.record.kind.rawValue)\nkey:  \(new.key)")
                 print("(the key is shown only now; store it)")
                 print("\(old.id) works until \(old.expiresAt.map(RFC3339.format) ?? "-")")
-            case .notFound: throw ValidationError("no key '\(id)' in project '\(project)'")
-            case .notActive: throw ValidationError("key '\(id)' is revoked or expired; `checkin keys create` makes a new one")
+            case .notFound: throw CommandFailure("no key '\(id)' in project '\(project)'", helpOf: Self.self)
+            case .notActive:
+                throw CommandFailure("key '\(id)' is revoked or expired; `checkin keys create` makes a new one", helpOf: Self.self)
             }
         }
     }
@@ -103,10 +112,12 @@ struct KeysCommand: AsyncParsableCommand {
 
 /// Runs `body` with the project store, once the project is known to exist: an unknown
 /// project is named, never taken for one without keys.
-func withProjects<Result: Sendable>(_ project: String, _ body: @Sendable (ProjectStore) async throws -> Result) async throws -> Result {
+func withProjects<Result: Sendable>(
+    _ project: String, of command: any ParsableCommand.Type, _ body: @Sendable (ProjectStore) async throws -> Result
+) async throws -> Result {
     try await withDatabase { database, logger in
         let projects = ProjectStore(database: database, logger: logger)
-        guard try await projects.projectExists(project) else { throw ValidationError("no project '\(project)'") }
+        guard try await projects.projectExists(project) else { throw CommandFailure("--project: no project '\(project)'", helpOf: command) }
         return try await body(projects)
     }
 }

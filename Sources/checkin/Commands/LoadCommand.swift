@@ -7,15 +7,16 @@ import Shared
 struct LoadCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "load",
-        abstract: "Send generated device trips to an ingest service and report throughput and latency.",
+        abstract: "Load an ingest service; report speed and latency.",
         discussion: """
-            Bounded: it sends exactly --fixes fixes and stops. Closed loop by default (--concurrency requests in
-            flight); with --rate it sends on a fixed schedule whatever the answers take (open loop), and a
-            request's latency counts from when it was due. With --metrics it then waits until the evaluator's
-            checkin_evaluator_fixes_total has grown by that many, to measure the pipeline end to end. With
-            --receive it registers a webhook endpoint of its own for the project (in CHECKIN_DATABASE_URL's
-            database), verifies every webhook's signature, and reports how long each event took from the
-            acceptance of the fix that decided it to its webhook. Meant for a pipeline on this machine
+            Sends generated device trips and reports throughput and latency. \
+            Bounded: it sends exactly --fixes fixes and stops. Closed loop by default (--concurrency requests in \
+            flight); with --rate it sends on a fixed schedule whatever the answers take (open loop), and a \
+            request's latency counts from when it was due. With --metrics it then waits until the evaluator's \
+            checkin_evaluator_fixes_total has grown by that many, to measure the pipeline end to end. With \
+            --receive it registers a webhook endpoint of its own for the project (in CHECKIN_DATABASE_URL's \
+            database), verifies every webhook's signature, and reports how long each event took from the \
+            acceptance of the fix that decided it to its webhook. Meant for a pipeline on this machine \
             (checkin dev or the three services, webhooks to this machine allowed).
             """)
 
@@ -42,13 +43,16 @@ struct LoadCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard fixes > 0, devices > 0, batch > 0, concurrency > 0, rate >= 0 else {
-            throw ValidationError("--fixes, --devices, --batch and --concurrency must be positive, --rate zero or more")
+            throw CommandFailure("--fixes, --devices, --batch and --concurrency must be positive, --rate zero or more", helpOf: Self.self)
         }
-        guard batch <= 1000 else { throw ValidationError("--batch must be at most 1000 (the ingest limit)") }
-        guard (1...100).contains(endpoints) else { throw ValidationError("--endpoints must be between 1 and 100") }
-        guard (0...1).contains(webhooksPerFix) else { throw ValidationError("--webhooks-per-fix must be between 0 and 1") }
+        guard batch <= 1000 else { throw CommandFailure("--batch must be at most 1000 (the ingest limit)", helpOf: Self.self) }
+        guard (1...100).contains(endpoints) else { throw CommandFailure("--endpoints must be between 1 and 100", helpOf: Self.self) }
+        guard (0...1).contains(webhooksPerFix) else {
+            throw CommandFailure("--webhooks-per-fix must be between 0 and 1", helpOf: Self.self)
+        }
         guard !printZones || webhooksPerFix > 0 else {
-            throw ValidationError("--print-zones needs --webhooks-per-fix: the example trip's zones are examples/zones.json")
+            throw CommandFailure(
+                "--print-zones needs --webhooks-per-fix: the example trip's zones are examples/zones.json", helpOf: Self.self)
         }
     }
 
@@ -135,7 +139,7 @@ struct LoadCommand: AsyncParsableCommand {
         let deadline = ContinuousClock.now + .seconds(timeout)
         while try await evaluatedCount(client: client, url: metrics) - before < Double(fixes) {
             guard ContinuousClock.now < deadline else {
-                throw ValidationError("the evaluator did not count \(fixes) more fixes within \(timeout) s")
+                throw CommandFailure("the evaluator did not count \(fixes) more fixes within \(timeout) s")
             }
             try await Task.sleep(for: .milliseconds(100))
         }
@@ -153,7 +157,7 @@ struct LoadCommand: AsyncParsableCommand {
         let response = try await client.execute(request, timeout: .seconds(60))
         let answer = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .accepted else {
-            throw ValidationError("ingest answered \(response.status.code): \(String(buffer: answer))")
+            throw CommandFailure("ingest answered \(response.status.code): \(String(buffer: answer))")
         }
         return (ContinuousClock.now - due).seconds
     }

@@ -88,7 +88,7 @@ final class LoadReceiver: Sendable {
         receiver.group.withLock { $0 = group }
         receiver.running.withLock { $0 = Task { try await group.run() } }
         var iterator = ports.stream.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw ValidationError("the webhook receiver did not start") }
+        guard let port = await iterator.next() else { throw CommandFailure("the webhook receiver did not start") }
         let ids = try await withWebhookStore { webhooks in
             var ids: [String] = []
             for index in 0..<endpoints {

@@ -24,7 +24,8 @@ func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async t
 
 struct MigrateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "migrate", abstract: "Apply the database migrations that CHECKIN_DATABASE_URL lacks.")
+        commandName: "migrate", abstract: "Apply the database migrations.",
+        discussion: "Those that the database of CHECKIN_DATABASE_URL lacks.")
 
     func run() async throws {
         let logger = ProcessBootstrap.logger("checkin.migrate")
@@ -65,8 +66,11 @@ struct ProjectsCommand: AsyncParsableCommand {
 
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "create", abstract: "Create a project and print a device key and a management key.",
-            discussion: "A project that exists is refused: `keys create` gives it another key.")
+            commandName: "create", abstract: "Create a project and print its two keys.",
+            discussion: """
+                Prints a device key and a management key. A project that exists is refused: \
+                `keys create` gives it another key.
+                """)
         @Argument(help: "The project id.") var id: String
         @Option(help: "A display name.") var name: String?
 
@@ -77,8 +81,9 @@ struct ProjectsCommand: AsyncParsableCommand {
                 // its keys are made together, so a failure leaves no project without keys.
                 let projects = ProjectStore(database: database, logger: logger)
                 guard let created = try await projects.createProjectWithKeys(id: id, name: name ?? id) else {
-                    throw ValidationError(
-                        "project '\(id)' exists; `checkin keys create --project \(id) --kind device|management` gives it another key")
+                    throw CommandFailure(
+                        "project '\(id)' exists; `checkin keys create --project \(id) --kind device|management` gives it another key",
+                        helpOf: Self.self)
                 }
                 return (created.deviceKey.key, created.managementKey.key)
             }
@@ -94,12 +99,12 @@ struct ProjectsCommand: AsyncParsableCommand {
 
         func run() async throws {
             guard let kind = ProjectStore.KeyKind(rawValue: kind) else {
-                throw ValidationError("--kind must be device or management")
+                throw CommandFailure("--kind must be device or management", helpOf: Self.self)
             }
             let id = id
             let key = try await withDatabase { database, logger in
                 let projects = ProjectStore(database: database, logger: logger)
-                guard try await projects.projectExists(id) else { throw ValidationError("no project '\(id)'") }
+                guard try await projects.projectExists(id) else { throw CommandFailure("no project '\(id)'", helpOf: Self.self) }
                 return try await projects.createKey(projectId: id, kind: kind)
             }
             print(key)
@@ -120,13 +125,13 @@ struct DeliveriesCommand: AsyncParsableCommand {
         @Option(help: "Older than this delivery id (the `--cursor` a previous page printed).") var cursor: Int64?
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be between 1 and 1000", helpOf: Self.self) }
         }
 
         func run() async throws {
             let filter = try status.map { text in
                 guard let filter = DeliveryListFilter(text) else {
-                    throw ValidationError("--status must be \(DeliveryListFilter.names)")
+                    throw CommandFailure("--status must be \(DeliveryListFilter.names)", helpOf: Self.self)
                 }
                 return filter
             }
@@ -134,7 +139,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
             // An empty list must mean no deliveries, not a misspelt project.
             try await withDatabase { database, logger in
                 guard try await ProjectStore(database: database, logger: logger).projectExists(project) else {
-                    throw ValidationError("no project '\(project)'")
+                    throw CommandFailure("--project: no project '\(project)'", helpOf: Self.self)
                 }
             }
             let cursor = cursor
@@ -157,26 +162,28 @@ struct DeliveriesCommand: AsyncParsableCommand {
     }
 
     struct Show: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "show", abstract: "Show a delivery and every attempt made.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Show a delivery and every attempt made.",
+            discussion: """
+                A replay counts the attempts from 1 again (the retry back-off starts over), so the \
+                attempts of a replayed delivery are shown in rounds: round 1 from when it was queued, \
+                each later round from a replay. The payload is the exact body every attempt sends.
+                """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The delivery id.") var id: Int64
+        @Flag(help: "Print only the payload, byte for byte (to pipe into jq or check a signature).") var payload = false
 
         func run() async throws {
             let (project, id) = (project, id)
             let detail = try await withWebhookStore { webhooks in
                 try await webhooks.delivery(id: id, projectId: project)
             }
-            guard let detail else { throw ValidationError("no delivery \(id) in project \(project)") }
-            let delivery = detail.delivery
-            print(
-                "delivery \(delivery.id): \(delivery.status.rawValue), \(delivery.eventType) \(delivery.eventId) of \(delivery.deviceId) (sequence \(delivery.sequence.map(String.init) ?? "-")) to \(delivery.endpointId)"
-            )
-            for attempt in detail.attemptLog {
-                let outcome = attempt.error ?? "HTTP \(attempt.statusCode ?? 0)"
-                print(
-                    "  attempt \(attempt.attempt)  \(RFC3339.format(attempt.startedAt))  \(String(format: "%.1f", attempt.latencyMilliseconds)) ms  \(outcome)"
-                )
+            guard let detail else { throw CommandFailure("no delivery \(id) in project \(project)", helpOf: Self.self) }
+            if payload {
+                guard let body = detail.payload else { throw CommandFailure("delivery \(id): its payload was erased with its device") }
+                return print(body)
             }
+            print(DeliveryText.describe(detail))
         }
     }
 
@@ -190,7 +197,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
         @Argument(help: "Delivery ids.") var ids: [Int64] = []
 
         func validate() throws {
-            guard failed != !ids.isEmpty else { throw ValidationError("give delivery ids or --failed, not both") }
+            guard failed != !ids.isEmpty else { throw CommandFailure("give delivery ids or --failed, not both", helpOf: Self.self) }
         }
 
         func run() async throws {
@@ -202,7 +209,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
             }
             let count = replayed.ids.count
             if !failed && count < ids.count {
-                throw ValidationError("\(ids.count - count) of the deliveries are not in project \(project); \(count) queued again")
+                throw CommandFailure(
+                    "\(ids.count - count) of the deliveries are not in project \(project); \(count) queued again", helpOf: Self.self)
             }
             print("\(count) deliveries queued again")
             if !replayed.disabledEndpoints.isEmpty {

@@ -8,8 +8,9 @@ import Persistence
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Is the pipeline healthy? Readiness, lag, dead letters and deliveries in one table.",
+        abstract: "Is the pipeline healthy? Why not?",
         discussion: """
+            Readiness, lag, dead letters and deliveries in one table. \
             Asks each service's /ready, the broker (CHECKIN_KAFKA_BROKERS) for end offsets and dead letters, and \
             Postgres (CHECKIN_DATABASE_URL) for the evaluators' offsets and the deliveries; topic and group names \
             come from the same variables as the services'. Exits 1 when something is unhealthy (a service not \
@@ -39,10 +40,10 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Exit 1 on warnings too.") var strict = false
 
     func validate() throws {
-        guard maxLag >= 0 else { throw ValidationError("--max-lag must be 0 or more") }
-        guard maxFixAge >= 0 else { throw ValidationError("--max-fix-age must be 0 or more") }
-        guard timeout > 0 else { throw ValidationError("--timeout must be positive") }
-        guard (1...65_533).contains(localPort) else { throw ValidationError("--local-port must be between 1 and 65533") }
+        guard maxLag >= 0 else { throw CommandFailure("--max-lag must be 0 or more", helpOf: Self.self) }
+        guard maxFixAge >= 0 else { throw CommandFailure("--max-fix-age must be 0 or more", helpOf: Self.self) }
+        guard timeout > 0 else { throw CommandFailure("--timeout must be positive", helpOf: Self.self) }
+        guard (1...65_533).contains(localPort) else { throw CommandFailure("--local-port must be between 1 and 65533", helpOf: Self.self) }
     }
 
     func run() async throws {
@@ -50,7 +51,8 @@ struct StatusCommand: AsyncParsableCommand {
         logger.logLevel = .critical
         let settings = try ProcessSettings()
         let reader = PipelineStatusReader(
-            readyURLs: readyURLs.isEmpty ? nil : readyURLs, localPort: localPort, brokers: settings.brokers, kafkaProperties: settings.environment.kafkaProperties,
+            readyURLs: readyURLs.isEmpty ? nil : readyURLs, localPort: localPort, brokers: settings.brokers,
+            kafkaProperties: settings.environment.kafkaProperties,
             database: settings.database, topics: settings.topics,
             evaluatorGroup: settings.environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"),
             notifierGroup: settings.environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier"),

@@ -43,9 +43,9 @@ struct WebhooksCommand: AsyncParsableCommand {
                 let hint =
                     local || (policy.allowHTTP && policy.allowPrivateAddresses)
                     ? "" : " (for a local set-up such as checkin dev, add --local)"
-                throw ValidationError("--url \(url) is not allowed: \(error.reason)\(hint)")
+                throw CommandFailure("--url \(url) is not allowed: \(error.reason)\(hint)", helpOf: Self.self)
             }
-            let secret = try newSecret(secret)
+            let secret = try newSecret(secret, helpOf: Self.self)
             let (project, url) = (project, url)
             let endpoint = try await withWebhookStore { webhooks in
                 try await webhooks.addEndpoint(projectId: project, url: url, secrets: [secret])
@@ -57,7 +57,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "list", abstract: "List a project's endpoints with their state (never their secrets).")
+            commandName: "list", abstract: "List a project's endpoints and their state.",
+            discussion: "Secrets are never shown: they are printed only when made.")
         @Option(help: "The project id.") var project: String
 
         func run() async throws {
@@ -69,7 +70,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
     struct Disable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "disable", abstract: "Stop deliveries to an endpoint; its events keep queueing.")
+            commandName: "disable", abstract: "Stop deliveries to an endpoint.",
+            discussion: "Its events keep queueing; they go out once it is enabled again.")
         @Option(help: "The project id.") var project: String
         @Option(help: "Why, for whoever lists the endpoints later.") var reason: String = "disabled with the checkin CLI"
         @Argument(help: "The endpoint id.") var id: String
@@ -79,21 +81,22 @@ struct WebhooksCommand: AsyncParsableCommand {
             let endpoint = try await withWebhookStore { webhooks in
                 try await webhooks.disableEndpoint(id: id, projectId: project, reason: reason)
             }
-            guard let endpoint else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print(describe(endpoint))
         }
     }
 
     struct Enable: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "enable", abstract: "Let deliveries go to an endpoint again (replay failed ones with `deliveries replay`).")
+            commandName: "enable", abstract: "Let deliveries go to an endpoint again.",
+            discussion: "Failed deliveries stay failed: `checkin deliveries replay --failed` queues them again.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The endpoint id.") var id: String
 
         func run() async throws {
             let (project, id) = (project, id)
             let endpoint = try await withWebhookStore { webhooks in try await webhooks.enableEndpoint(id: id, projectId: project) }
-            guard let endpoint else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print(describe(endpoint))
         }
     }
@@ -101,20 +104,21 @@ struct WebhooksCommand: AsyncParsableCommand {
     struct RotateSecret: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "rotate-secret",
-            abstract: "Give an endpoint a new secret and print it; the old one keeps signing for the rotation window.",
-            discussion: "The window is CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW seconds (default 86400).")
+            abstract: "Give an endpoint a new secret and print it.",
+            discussion:
+                "The old secret keeps signing for the rotation window: CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW seconds (default 86400).")
         @Option(help: "The project id.") var project: String
         @Option(help: "A whsec_… secret of 24 to 64 bytes (default: a new random one).") var secret: String?
         @Argument(help: "The endpoint id.") var id: String
 
         func run() async throws {
             let window = try EnvironmentReader().secretRotationWindow()
-            let secret = try newSecret(secret)
+            let secret = try newSecret(secret, helpOf: Self.self)
             let (project, id) = (project, id)
             let rotation = try await withWebhookStore { webhooks in
                 try await webhooks.rotateSecret(id: id, projectId: project, newSecret: secret, window: window)
             }
-            guard let rotation else { throw ValidationError("no endpoint \(id) in project \(project)") }
+            guard let rotation else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print("endpoint: \(id)\nsecret:   \(rotation.secret)")
             if let expires = rotation.endpoint.previousSecretExpiresAt {
                 print("(the previous secret signs too until \(RFC3339.format(expires)); the new one is shown only now)")
@@ -130,7 +134,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         func run() async throws {
             let (project, id) = (project, id)
             guard try await withWebhookStore({ try await $0.removeEndpoint(id: id, projectId: project) }) else {
-                throw ValidationError("no endpoint \(id) in project \(project); nothing removed")
+                throw CommandFailure("no endpoint \(id) in project \(project); nothing removed", helpOf: Self.self)
             }
             print("endpoint \(id) removed")
         }
@@ -138,10 +142,10 @@ struct WebhooksCommand: AsyncParsableCommand {
 }
 
 /// The given secret if it is a valid new one, or a generated one.
-private func newSecret(_ given: String?) throws -> String {
+private func newSecret(_ given: String?, helpOf command: any ParsableCommand.Type) throws -> String {
     guard let given else { return WebhookSecret.generate() }
     guard (try? WebhookSecret.validateNew(given)) != nil else {
-        throw ValidationError("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes")
+        throw CommandFailure("--secret must be whsec_ followed by the base64 of 24 to 64 random bytes", helpOf: command)
     }
     return given
 }

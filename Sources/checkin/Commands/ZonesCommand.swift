@@ -8,13 +8,14 @@ import Shared
 
 struct ZonesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "zones", abstract: "Import, export and roll back a project's zones document.",
+        commandName: "zones", abstract: "A project's zones: import, export, versions.",
         discussion: "Every import is kept as a numbered version of the project's zones, which `zones restore` makes current again.",
         subcommands: [Import.self, Export.self, Versions.self, Show.self, Restore.self])
 
     struct Import: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "import", abstract: "Replace a project's zones with those of a zones document (validated first).")
+            commandName: "import", abstract: "Replace a project's zones with a document.",
+            discussion: "The document is validated first: one with a problem changes nothing.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The zones document (JSON).") var file: String
         @Flag(help: "Print what the import would add, remove and change, and the lint's warnings, without applying it.")
@@ -23,18 +24,20 @@ struct ZonesCommand: AsyncParsableCommand {
         var ifVersion: Int64?
 
         func validate() throws {
-            if let problem = InputLimits.identifierProblem(project) { throw ValidationError("--project \(problem)") }
+            if let problem = InputLimits.identifierProblem(project) { throw CommandFailure("--project \(problem)", helpOf: Self.self) }
         }
 
         func run() async throws {
             let document = try loadZonesDocument(path: file)
             // The operator's import is not spaced out, but the project's quota holds as through the API.
             let excess = try ZoneQuota(environment: EnvironmentReader()).excess(of: document)
-            guard excess.isEmpty else { throw ValidationError("\(file): beyond the project's quota: " + excess.joined(separator: "; ")) }
+            guard excess.isEmpty else {
+                throw CommandFailure("\(file): beyond the project's quota: " + excess.joined(separator: "; "), helpOf: Self.self)
+            }
             let (project, expectedVersion) = (project, ifVersion)
             if dryRun {
                 let (changes, version) = try await withDatabase { database, logger in
-                    try await requireProject(project, database: database, logger: logger)
+                    try await requireProject(project, of: Self.self, database: database, logger: logger)
                     let current = try await ZoneStore(database: database, logger: logger).currentZones(projectId: project)
                     if let expectedVersion, expectedVersion != current.version {
                         throw versionMismatch(expectedVersion, current: current.version, project: project)
@@ -48,7 +51,7 @@ struct ZonesCommand: AsyncParsableCommand {
                 print("unchanged: \(changes.unchanged)")
             } else {
                 let version = try await withDatabase { database, logger in
-                    try await requireProject(project, database: database, logger: logger)
+                    try await requireProject(project, of: Self.self, database: database, logger: logger)
                     return try await replaceZones(
                         of: project, with: document, expectedVersion: expectedVersion, database: database, logger: logger)
                 }
@@ -81,14 +84,14 @@ struct ZonesCommand: AsyncParsableCommand {
         @Option(help: "Older than this version (the `--cursor` a previous page printed).") var cursor: Int64?
 
         func validate() throws {
-            guard (1...1000).contains(limit) else { throw ValidationError("--limit must be between 1 and 1000") }
+            guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be between 1 and 1000", helpOf: Self.self) }
         }
 
         func run() async throws {
             let (project, limit, cursor) = (project, limit, cursor)
             let page = try await withDatabase { database, logger in
                 // An empty list must mean no versions, not a misspelt project.
-                try await requireProject(project, database: database, logger: logger)
+                try await requireProject(project, of: Self.self, database: database, logger: logger)
                 return try await ZoneStore(database: database, logger: logger).versions(projectId: project, before: cursor, limit: limit)
             }
             print(
@@ -102,16 +105,16 @@ struct ZonesCommand: AsyncParsableCommand {
 
     struct Show: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "show", abstract: "Print the zones document a project accepted as one of its versions.")
+            commandName: "show", abstract: "Print one version of a project's zones.")
         @Option(help: "The project id.") var project: String
         @Option(help: "The version (`zones versions` lists them).") var version: Int64
 
         func run() async throws {
             let (project, version) = (project, version)
             let document = try await withDatabase { database, logger in
-                try await requireProject(project, database: database, logger: logger)
+                try await requireProject(project, of: Self.self, database: database, logger: logger)
                 guard let document = try await ZoneStore(database: database, logger: logger).document(projectId: project, version: version)
-                else { throw ValidationError("--version \(version): project \(project) has no such zones version") }
+                else { throw CommandFailure("--version \(version): project \(project) has no such zones version", helpOf: Self.self) }
                 return document
             }
             try printDocument(document)
@@ -120,7 +123,7 @@ struct ZonesCommand: AsyncParsableCommand {
 
     struct Restore: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
-            commandName: "restore", abstract: "Make one of a project's zones versions its zones again, as a new version.",
+            commandName: "restore", abstract: "Make an old version current, as a new version.",
             discussion: "The version is validated again (with today's validator and quota) before it is applied.")
         @Option(help: "The project id.") var project: String
         @Option(help: "The version to restore (`zones versions` lists them).") var version: Int64
@@ -130,14 +133,16 @@ struct ZonesCommand: AsyncParsableCommand {
             let (project, restoredVersion, expectedVersion) = (project, version, ifVersion)
             let quota = try ZoneQuota(environment: EnvironmentReader())
             let (document, version) = try await withDatabase { database, logger in
-                try await requireProject(project, database: database, logger: logger)
+                try await requireProject(project, of: Self.self, database: database, logger: logger)
                 guard
                     let document = try await ZoneStore(database: database, logger: logger).document(
                         projectId: project, version: restoredVersion)
-                else { throw ValidationError("--version \(restoredVersion): project \(project) has no such zones version") }
+                else {
+                    throw CommandFailure("--version \(restoredVersion): project \(project) has no such zones version", helpOf: Self.self)
+                }
                 let problems = ZoneValidator.validate(document).map { "\($0)" } + quota.excess(of: document)
                 guard problems.isEmpty else {
-                    throw ValidationError(
+                    throw CommandFailure(
                         "--version \(restoredVersion) is not valid today; nothing was changed:\n"
                             + problems.map { "  \($0)" }.joined(separator: "\n"))
                 }
@@ -152,9 +157,11 @@ struct ZonesCommand: AsyncParsableCommand {
 }
 
 /// An empty answer must mean nothing there, not a misspelt project.
-private func requireProject(_ project: String, database: Database, logger: Logger) async throws {
+private func requireProject(
+    _ project: String, of command: any ParsableCommand.Type, database: Database, logger: Logger
+) async throws {
     guard try await ProjectStore(database: database, logger: logger).projectExists(project) else {
-        throw ValidationError("no project '\(project)'")
+        throw CommandFailure("--project: no project '\(project)'", helpOf: command)
     }
 }
 
@@ -171,8 +178,8 @@ private func replaceZones(
     }
 }
 
-private func versionMismatch(_ expected: Int64, current: Int64, project: String) -> ValidationError {
-    ValidationError("--if-version \(expected): the zones of \(project) are at version \(current); nothing was changed")
+private func versionMismatch(_ expected: Int64, current: Int64, project: String) -> CommandFailure {
+    CommandFailure("--if-version \(expected): the zones of \(project) are at version \(current); nothing was changed")
 }
 
 private func printDocument(_ document: ZonesDocument) throws {
@@ -193,17 +200,17 @@ private func printLintWarnings(_ document: ZonesDocument) throws {
 
 /// Reads and validates a zones document, failing with messages that name the zone, fence and problem.
 func loadZonesDocument(path: String) throws -> ZonesDocument {
-    guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+    guard let data = FileManager.default.contents(atPath: path) else { throw CommandFailure("cannot read \(path)") }
     let document: ZonesDocument
     do {
         document = try WireJSON.decoder().decode(ZonesDocument.self, from: data)
     } catch {
-        throw ValidationError("\(path): \(DecodingErrorText.describe(error))")
+        throw CommandFailure("\(path): \(DecodingErrorText.describe(error))")
     }
     let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: data)
     let problems = unknownMembers.map { "\($0): is not a member of a zones document" } + ZoneValidator.validate(document).map { "\($0)" }
     guard problems.isEmpty else {
-        throw ValidationError("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
+        throw CommandFailure("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
     }
     return document
 }

@@ -113,7 +113,10 @@ struct PipelineStatusReader {
             status.deliveries = backlog
             if let fixLag {
                 status.lag += fixLag.partitions.map { row(group: evaluatorGroup, $0) }
-                status.oldestUnprocessedFixAgeSeconds = fixLag.oldestUnprocessedFix.map { max(Date().timeIntervalSince($0), 0) }
+                // To the millisecond: `--json` readers get 12.345, not 12.345678901234.
+                status.oldestUnprocessedFixAgeSeconds = fixLag.oldestUnprocessedFix.map {
+                    (max(Date().timeIntervalSince($0), 0) * 1000).rounded() / 1000
+                }
             }
         case .failure(let error):
             status.problems.append("could not read the evaluators' offsets and the deliveries: \(error)")

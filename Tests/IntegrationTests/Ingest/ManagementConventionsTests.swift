@@ -162,6 +162,12 @@ import Testing
                 uri: "/v1/deliveries/\(id)/replay", method: .post, headers: headers, body: ByteBuffer())
             let object = try JSONSerialization.jsonObject(with: Data(buffer: enabled.body)) as? [String: Any]
             #expect(object?["disabledEndpoints"] as? [String] == [])
+
+            // Each replay is kept: the delivery's attempt log shows where each round began.
+            let shown = try await client.execute(uri: "/v1/deliveries/\(id)", method: .get, headers: headers)
+            let detail = try WireJSON.decoder().decode(DeliveryDetail.self, from: Data(buffer: shown.body))
+            #expect(detail.replays.count == 3 && detail.replays == detail.replays.sorted(), "\(String(buffer: shown.body))")
+            #expect(detail.endpointUrl == "http://127.0.0.1:9/hooks" && detail.payload == "{}")
         }
     }
 

@@ -141,6 +141,9 @@ import Testing
             let detail = try #require(try await webhooks.delivery(id: claimed[0].id, projectId: projectId))
             #expect(detail.attemptLog.map(\.statusCode) == [204, 500, 503, 204])
             #expect(detail.attemptLog.map(\.attempt) == [1, 1, 2, 1])
+            // The replay began a second round: its "attempt 1" is told apart from the first.
+            #expect(detail.attemptLog.map(\.round) == [1, 1, 1, 2])
+            #expect(detail.replays.count == 1)
             // Latencies to a tenth of a millisecond, not 2.0149529999999998.
             #expect(detail.attemptLog.map(\.latencyMilliseconds) == [2.0, 2.0, 2.0, 2.0])
             #expect(try await webhooks.delivery(id: claimed[0].id, projectId: "another-project") == nil)

@@ -1,0 +1,67 @@
+import Foundation
+import Testing
+
+/// What every `checkin` command keeps to at a terminal: a refusal is one error line and
+/// where to read more, not forty lines of usage; help reads whole at 80 columns.
+@Suite struct CommandLineConventionsTests {
+    let harness = PipelineHarness()
+    var environment: [String: String] { ["CHECKIN_SECRET_KEY": harness.secretKey.base64] }
+
+    /// A request a command refuses prints `Error: <what is wrong, naming it>` and a pointer
+    /// to the command's help, and exits non-zero.
+    @Test func aRefusalIsOneErrorLineAndAHintWithoutTheUsage() async throws {
+        try await harness.prepare()
+        let nosuch = "nosuch-\(harness.suffix)"
+        let zones = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../../../examples/zones.json")
+        let refusals: [([String], String, String)] = [
+            (["deliveries", "list", "--project", nosuch], "--project: no project '\(nosuch)'", "deliveries list"),
+            (["deliveries", "list", "--project", harness.projectId, "--status", "bogus"], "--status must be", "deliveries list"),
+            (["deliveries", "list", "--project", harness.projectId, "--limit", "0"], "--limit must be", "deliveries list"),
+            (["deliveries", "show", "--project", harness.projectId, "0"], "no delivery 0 in project", "deliveries show"),
+            (["webhooks", "add", "--project", harness.projectId, "--url", "ftp://example.com"], "--url ftp://example.com", "webhooks add"),
+            (["zones", "import", "--project", nosuch, zones.path], "--project: no project '\(nosuch)'", "zones import"),
+        ]
+        for (arguments, message, command) in refusals {
+            let outcome = try await CommandOutcome.run(arguments, environment: environment)
+            let lines = outcome.standardError.split(separator: "\n").map(String.init)
+            #expect(outcome.exitCode != 0, "\(arguments)")
+            #expect(lines.count == 2, "\(arguments): \(outcome.standardError)")
+            #expect(lines.first?.hasPrefix("Error: \(message)") == true, "\(arguments): \(outcome.standardError)")
+            #expect(lines.last == "See 'checkin \(command) --help'.", "\(arguments): \(outcome.standardError)")
+            #expect(!outcome.standardError.contains("USAGE"), "\(arguments): \(outcome.standardError)")
+        }
+    }
+
+    /// Each command's abstract is one line, in its own help and in its parent's list of
+    /// subcommands, and no line of any help is wider than the terminal: explanations are in
+    /// the discussion, wrapped to the terminal, not in an abstract cut mid-sentence.
+    @Test func everyHelpReadsWholeAt80Columns() async throws {
+        var pending: [[String]] = [[]]
+        var seen = 0
+        while let path = pending.popLast() {
+            seen += 1
+            let help = try await CommandOutcome.run(path + ["--help"], environment: ["COLUMNS": "80"])
+            let lines = help.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+            let name = (["checkin"] + path).joined(separator: " ")
+            #expect(help.exitCode == 0, "\(name): \(help.standardError)")
+            // Except the usage synopsis, which argument-parser prints on one line whatever the width.
+            for line in lines where line.count > 80 && !line.hasPrefix("USAGE:") {
+                Issue.record("\(name) --help: wider than 80 columns: \(line)")
+            }
+            if let overview = lines.firstIndex(where: { $0.hasPrefix("OVERVIEW:") }), overview + 1 < lines.count {
+                #expect(lines[overview + 1].isEmpty, "\(name): the abstract wraps: \(lines[overview...overview + 1])")
+            }
+            guard let start = lines.firstIndex(of: "SUBCOMMANDS:") else { continue }
+            for line in lines[(start + 1)...].prefix(while: { !$0.isEmpty }) {
+                // A continuation line starts in the abstract column, not with a name.
+                guard line.hasPrefix("  "), line.dropFirst(2).first != " " else {
+                    Issue.record("\(name) --help: a subcommand's abstract wraps: \(line)")
+                    continue
+                }
+                let subcommand = line.split(separator: " ").first.map(String.init) ?? ""
+                if subcommand != "help" { pending.append(path + [subcommand]) }
+            }
+        }
+        #expect(seen > 30)
+    }
+}
