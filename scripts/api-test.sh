@@ -32,7 +32,9 @@ MANAGEMENT_KEY="$(key management api)"
 
 # The requests without a key (or with a made-up one) are many and from one address: with the
 # limit on, they would be answered 429 instead of the 401 they are tested for.
-CHECKIN_HTTP_PORT="$PORT" CHECKIN_AUTH_FAILURES_PER_MINUTE=0 "$BIN" dev >"$WORK/dev.log" 2>&1 &
+OPERATOR_KEY="operator-$(python3 -c 'import secrets; print(secrets.token_hex(24))')"
+CHECKIN_HTTP_PORT="$PORT" CHECKIN_AUTH_FAILURES_PER_MINUTE=0 CHECKIN_OPERATOR_KEY="$OPERATOR_KEY" \
+    "$BIN" dev >"$WORK/dev.log" 2>&1 &
 pid=$!
 cleanup() {
     kill -TERM "$pid" 2>/dev/null || true
@@ -62,7 +64,10 @@ run() {
     "$VENV/bin/schemathesis" --config-file "$ROOT/scripts/schemathesis.toml" run "$BASE/openapi.yaml" --checks all --max-examples "$examples" --seed 1 \
         --workers 2 --no-color --suppress-health-check all "$@"
 }
-# The device route with a device key, every other route with the management key (in both
-# headers, as a client may send it: the same key twice is one key).
+# The device route with a device key, the operator's with the operator key, every other
+# route with the management key (in both headers, as a client may send it: the same key
+# twice is one key).
 run "device routes" --include-path /v1/fixes -H "Authorization: Bearer $DEVICE_KEY" -H "X-API-Key: $DEVICE_KEY" "$@"
-run "management and service routes" --exclude-path /v1/fixes -H "Authorization: Bearer $MANAGEMENT_KEY" -H "X-API-Key: $MANAGEMENT_KEY" "$@"
+run "operator routes" --include-path /v1/projects -H "Authorization: Bearer $OPERATOR_KEY" -H "X-API-Key: $OPERATOR_KEY" "$@"
+run "management and service routes" --exclude-path /v1/fixes --exclude-path /v1/projects \
+    -H "Authorization: Bearer $MANAGEMENT_KEY" -H "X-API-Key: $MANAGEMENT_KEY" "$@"

@@ -34,9 +34,13 @@ struct IdempotencyMiddleware: RouterMiddleware {
                 "bad Idempotency-Key",
                 parameters: [.init(name: "Idempotency-Key", reason: "must be 1 to \(Self.maximumKeyLength) characters")])
         }
+        // The operator's routes with another key: the route refuses it (401), whatever was
+        // kept under that key for its project.
+        let operatorRequest = keys.carriesOperatorKey(request)
+        if request.uri.path.hasPrefix("/v1/projects") && !operatorRequest { return try await next(request, context) }
         // The scope is the key's owner: two projects may well pick the same idempotency key.
         let scope =
-            keys.carriesOperatorKey(request)
+            operatorRequest
             ? "operator" : "project:" + (try await keys.project(for: request, context: context, kind: .management))
         var request = request
         let body = try await request.collectBody(upTo: maximumBodyBytes)

@@ -34,8 +34,9 @@ extension ManagementRoutes {
             let id = try endpointId(context)
             let body = try await optionalBody(DisableRequest.self, of: request)
             let reason = body?.reason ?? "disabled through the management API"
-            guard reason.count <= 1024 else {
-                throw Problem.invalid("reason is too long", parameters: [.init(name: "reason", reason: "must be at most 1024 characters")])
+            // Counted in code points, as the document's maxLength is; no control characters (Postgres cannot store NUL).
+            if let problem = InputLimits.textProblem(reason, maximumLength: 1024) {
+                throw Problem.invalid("bad reason", parameters: [.init(name: "reason", reason: problem)])
             }
             let endpoint = try await dependencies.webhooks.disableEndpoint(id: id, projectId: projectId, reason: reason)
             return try json(EndpointView(try existing(endpoint, id)))

@@ -27,7 +27,8 @@ components:
     deviceKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same device key, in an X-API-Key header instead."}
     managementKey: {type: http, scheme: bearer, description: "A management key of the project (ck_management_…)."}
     managementKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same management key, in an X-API-Key header instead."}
-    operatorKey: {type: http, scheme: bearer, description: "The operator key (CHECKIN_OPERATOR_KEY); also accepted in X-API-Key."}
+    operatorKey: {type: http, scheme: bearer, description: "The operator key (CHECKIN_OPERATOR_KEY)."}
+    operatorKeyHeader: {type: apiKey, in: header, name: X-API-Key, description: "The same operator key, in an X-API-Key header instead."}
   parameters:
     IdempotencyKey:
       name: Idempotency-Key
@@ -38,14 +39,14 @@ components:
         method, path and body within 24 h, the request is not run again: the first answer comes back with
         `Idempotent-Replayed: true` (refusals too; server errors are not kept, so a resend after one runs again).
         Keys are the client's own: another project's, or the operator's, never meet them.
-      schema: {type: string, minLength: 1, maxLength: 255}
+      schema: {type: string, minLength: 1, maxLength: 255, pattern: "\\S"}
     ZonesIfMatch:
       name: If-Match
       in: header
       description: >-
         Apply only if the project's zones are at this version ("3" or 3, an ETag this API gave; * matches any);
         otherwise 412 and nothing changes.
-      schema: {type: string}
+      schema: {type: string, pattern: "^(\\*|[0-9]{1,18}|\"[0-9]{1,18}\")$"}
   schemas:
     WebhookSecret:
       type: string
@@ -469,7 +470,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters:
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
-        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string}}
+        - {name: cursor, in: query, description: A nextCursor of an earlier page, schema: {type: string, pattern: "^[1-9][0-9]{0,17}$"}}
       responses:
         "200":
           description: A page of versions, newest first
@@ -490,7 +491,7 @@ paths:
     get:
       summary: The zones document the project accepted as this version
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: version, in: path, required: true, schema: {type: integer}}]
+      parameters: [{name: version, in: path, required: true, schema: {type: integer, minimum: 1, maximum: 9223372036854775807}}]
       responses:
         "200":
           description: The version's zones document
@@ -510,7 +511,7 @@ paths:
         again, against today's validator and quota, and the replace interval and If-Match hold as for PUT /v1/zones.
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters:
-        - {name: version, in: path, required: true, schema: {type: integer}}
+        - {name: version, in: path, required: true, schema: {type: integer, minimum: 1, maximum: 9223372036854775807}}
         - {$ref: "#/components/parameters/ZonesIfMatch"}
       responses:
         "200":
@@ -586,7 +587,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: false
-        content: {application/json: {schema: {type: object, properties: {reason: {type: [string, "null"], maxLength: 1024}}}}}
+        content: {application/json: {schema: {type: object, properties: {reason: {type: [string, "null"], maxLength: 1024, pattern: "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$"}}}}}
       responses:
         "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
@@ -601,6 +602,7 @@ paths:
       summary: Let deliveries go to an endpoint again (failed ones are replayed with /v1/deliveries/{id}/replay)
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -657,7 +659,7 @@ paths:
     get:
       summary: A delivery and every attempt made
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      parameters: [{name: id, in: path, required: true, schema: {type: integer, minimum: 1, maximum: 9223372036854775807}}]
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -818,12 +820,13 @@ paths:
                 - type: object
                   required: [ids]
                   properties:
-                    ids: {type: array, items: {type: integer}, minItems: 1, maxItems: 10000}
+                    ids: {type: array, items: {type: integer, minimum: 1, maximum: 9223372036854775807}, minItems: 1, maxItems: 10000}
+                    status: false
                 - type: object
                   required: [status]
                   properties:
                     status: {enum: [failed]}
-                    endpointId: {type: [string, "null"], description: Only this endpoint's failed deliveries}
+                    endpointId: {anyOf: [{$ref: "#/components/schemas/Identifier"}, {type: "null"}], description: Only this endpoint's failed deliveries}
       responses:
         "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "401": {$ref: "#/components/responses/Unauthorized"}
@@ -835,8 +838,9 @@ paths:
     post:
       summary: Queue a delivery again
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {type: integer}}, {$ref: "#/components/parameters/IdempotencyKey"}]
+      parameters: [{name: id, in: path, required: true, schema: {type: integer, minimum: 1, maximum: 9223372036854775807}}, {$ref: "#/components/parameters/IdempotencyKey"}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "409": {$ref: "#/components/responses/IdempotencyConflict"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
@@ -847,10 +851,10 @@ paths:
     get:
       summary: List projects (operator)
       description: A page of projects in id order. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
-      security: [{operatorKey: []}]
+      security: [{operatorKey: []}, {operatorKeyHeader: []}]
       parameters:
         - {name: limit, in: query, schema: {type: integer, minimum: 1, maximum: 1000, default: 100}}
-        - {name: cursor, in: query, description: the nextCursor of the previous page, schema: {type: string}}
+        - {name: cursor, in: query, description: the nextCursor of the previous page, schema: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}}
       responses:
         "200":
           description: A page
@@ -872,11 +876,11 @@ paths:
       description: >
         The keys are shown in this answer only. A project's management key does not work here, nor the operator
         key on the project routes. Answers 404 (operator-routes-off) while CHECKIN_OPERATOR_KEY is unset.
-      security: [{operatorKey: []}]
+      security: [{operatorKey: []}, {operatorKeyHeader: []}]
       parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       requestBody:
         required: true
-        content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: string, maxLength: 200, description: "the id when absent"}}}}}
+        content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: string, maxLength: 200, pattern: "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$", description: "the id when absent; no control characters but tab and line breaks"}}}}}
       responses:
         "201":
           description: Created

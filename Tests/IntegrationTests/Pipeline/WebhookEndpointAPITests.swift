@@ -118,6 +118,12 @@ import Testing
             #expect(enabledView.enabled && enabledView.disabledReason == nil)
 
             #expect(try await post(Data(), to: "\(base)/webhooks/we_none/disable", key: key).status == 404)
+            // A reason Postgres cannot store (NUL), or of more code points than documented (1,024
+            // combining accents are one character to Swift), is refused naming it.
+            for reason in ["a\u{0}b", "e" + String(repeating: "\u{301}", count: 1024)] {
+                let refused = try await post(try body(["reason": reason]), to: "\(base)/webhooks/\(endpoint.id)/disable", key: key)
+                #expect(refused.status == 400 && refused.body.contains(#""name":"reason""#), "\(refused.status) \(refused.body)")
+            }
             #expect(try await post(Data(), to: "\(base)/webhooks/we_none/rotate-secret", key: key).status == 404)
             let shortSecret = "whsec_" + Data(repeating: 1, count: 16).base64EncodedString()
             let refusedRotation = try await post(
