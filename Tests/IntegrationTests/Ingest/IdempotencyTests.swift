@@ -115,6 +115,19 @@ import Testing
     }
 
     /// The operator's project creation too: a resend is the first answer (with the same keys), not a 409.
+    /// The operator's route asked with a project's key is refused as such (401), even under a
+    /// key the project used before: what was kept for the project never answers there.
+    @Test func aKeyNeverAnswersForARequestItsRouteRefuses() async throws {
+        try await withIngest { harness, client in
+            let webhook = #"{"url": "http://127.0.0.1:9/refused"}"#
+            let kept = try await Self.post(client, "/v1/webhooks", key: harness.managementKey, idempotencyKey: "used", webhook)
+            #expect(kept.status == .created)
+            let project = #"{"id": "refused-\#(harness.suffix)"}"#
+            let refused = try await Self.post(client, "/v1/projects", key: harness.managementKey, idempotencyKey: "used", project)
+            #expect(refused.status == .unauthorized, "\(refused.status) \(String(buffer: refused.body))")
+        }
+    }
+
     @Test func aResentProjectCreationGetsTheFirstAnswer() async throws {
         try await withIngest { harness, client in
             let body = #"{"id": "resent-\#(harness.suffix)"}"#
