@@ -13,7 +13,8 @@ extension ManagementRoutes {
         router.get("/v1/webhooks") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
-            return try json(try await dependencies.webhooks.endpoints(projectId: projectId).map { EndpointView($0) })
+            // Whole, not paged: a project has a handful; in an object like every other answer.
+            return try json(["webhooks": try await dependencies.webhooks.endpoints(projectId: projectId).map { EndpointView($0) }])
         }
         router.get("/v1/webhooks/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

@@ -535,7 +535,7 @@ paths:
       summary: List webhook endpoints with their state (never their secrets)
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
-        "200": {description: Endpoints, content: {application/json: {schema: {type: array, items: {$ref: "#/components/schemas/WebhookEndpoint"}}}}}
+        "200": {description: "The project's endpoints, all of them (a project has a handful)", content: {application/json: {schema: {type: object, required: [webhooks], properties: {webhooks: {type: array, items: {$ref: "#/components/schemas/WebhookEndpoint"}}}}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
     post:

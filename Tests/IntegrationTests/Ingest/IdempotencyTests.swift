@@ -30,7 +30,8 @@ import Testing
 
     static func endpointCount(_ client: any TestClientProtocol, harness: PipelineHarness) async throws -> Int {
         let listed = try await ProjectKeyManagementTests.get(client, "/v1/webhooks", key: harness.managementKey)
-        return (try JSONSerialization.jsonObject(with: Data(buffer: listed.body)) as? [Any])?.count ?? -1
+        let answer = try JSONSerialization.jsonObject(with: Data(buffer: listed.body)) as? [String: Any]
+        return (answer?["webhooks"] as? [Any])?.count ?? -1
     }
 
     @Test func twoIdenticalWebhookPostsMakeOneEndpointAndTheSameAnswer() async throws {

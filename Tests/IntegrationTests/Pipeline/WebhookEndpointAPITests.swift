@@ -5,6 +5,10 @@ import Testing
 /// Webhook endpoints over the management API and in the running pipeline: what may be
 /// added, what the notifier connects to, secrets shown once and rotated, endpoint state.
 @Suite(.serialized) struct WebhookEndpointAPITests {
+    struct EndpointList: Decodable {
+        var webhooks: [ListedEndpoint]
+    }
+
     struct ListedEndpoint: Decodable {
         var id: String
         var url: String
@@ -79,7 +83,7 @@ import Testing
             let key = harness.managementKey
             let listed = try await post(Data(), to: "\(base)/webhooks", key: key, method: .GET)
             #expect(!listed.body.contains("whsec_") && !listed.body.contains("sealed:"))
-            let endpoint = try #require(try JSONDecoder().decode([ListedEndpoint].self, from: Data(listed.body.utf8)).first)
+            let endpoint = try #require(try JSONDecoder().decode(EndpointList.self, from: Data(listed.body.utf8)).webhooks.first)
             #expect(endpoint.enabled && endpoint.previousSecretExpiresAt == nil)
 
             let rotated = try await post(Data(), to: "\(base)/webhooks/\(endpoint.id)/rotate-secret", key: key)
@@ -111,7 +115,7 @@ import Testing
             let disabledView = try JSONDecoder().decode(ListedEndpoint.self, from: Data(disabled.body.utf8))
             #expect(!disabledView.enabled && disabledView.disabledReason == "partner maintenance" && disabledView.disabledAt != nil)
             let listedDisabled = try await post(Data(), to: "\(base)/webhooks", key: key, method: .GET)
-            #expect(try JSONDecoder().decode([ListedEndpoint].self, from: Data(listedDisabled.body.utf8)).map(\.enabled) == [false])
+            #expect(try JSONDecoder().decode(EndpointList.self, from: Data(listedDisabled.body.utf8)).webhooks.map(\.enabled) == [false])
 
             let enabled = try await post(Data(), to: "\(base)/webhooks/\(endpoint.id)/enable", key: key)
             let enabledView = try JSONDecoder().decode(ListedEndpoint.self, from: Data(enabled.body.utf8))
