@@ -232,10 +232,11 @@ extension WebhookStore {
     /// `gapHold` has passed, unless the predecessor comes first. So a claim reads the
     /// deliveries that may go, never the backlog behind them.
     ///
-    /// Nothing is locked to judge them: a predecessor recorded as delivered at the same
-    /// moment may be seen pending here while its recording does not see the new delivery yet.
-    /// So each side looks again once it has committed (`releaseHeads`): whichever commits
-    /// last sees both, and lets the new delivery go.
+    /// The devices' deliveries ahead of the new ones are not locked to judge them: one
+    /// recorded as delivered at the same moment may be seen pending here while its recording
+    /// does not see the new delivery yet. So each side looks again once it has committed
+    /// (`releaseHeads`): whichever commits last sees both, and lets the new delivery go. Only
+    /// deliveries queued after a late one, which a claim could take meanwhile, are locked.
     @discardableResult
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
         try await enqueue(deliveries, gapHold: gapHold, claim: nil).queued
@@ -270,6 +271,22 @@ extension WebhookStore {
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let epoch = Date(timeIntervalSince1970: 0)
         let (queued, due, claimed, unsigned, waiting) = try await database.withTransaction { connection in
+            // A late predecessor must see whether what was queued after it is in flight (then it
+            // waits): those later deliveries that a claim may take meanwhile (not at 'infinity')
+            // are share-locked first, in id order, so that a claim of one of them commits before
+            // this judges, or waits for it. In order, as events mostly come, there are none.
+            try await connection.query(
+                """
+                SELECT d.id FROM (SELECT endpoint_id, device_id, min(sequence) AS first
+                                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[],
+                                                \(deliveries.map { $0.sequence ?? 0 })::bigint[]) AS s(endpoint_id, device_id, sequence)
+                                   WHERE sequence > 0
+                                   GROUP BY endpoint_id, device_id) s
+                  JOIN deliveries d ON d.endpoint_id = s.endpoint_id AND d.device_id = s.device_id AND d.status = 'pending'
+                                   AND d.sequence > s.first AND d.next_attempt_at < 'infinity'
+                 ORDER BY d.id
+                   FOR SHARE OF d
+                """, logger: logger)
             let rows = try await connection.query(
                 """
                 WITH incoming AS (

@@ -160,6 +160,28 @@ import Testing
         }
     }
 
+    /// A late predecessor queued at the very moment its successor (sent past the gap hold) is
+    /// claimed waits for it: never two of a device's deliveries in flight at once.
+    @Test func aLatePredecessorQueuedWhileItsSuccessorIsClaimedWaits() async throws {
+        try await withQueue { queue in
+            for round in 0..<5 {
+                let devices = (0..<200).map { "late-\(round)-\($0)" }
+                // The second events, their first ones not queued: due at once with no gap hold.
+                try await queue.webhooks.enqueue(devices.map { queue.delivery(2, device: $0) }, gapHold: .zero)
+                async let claimed = queue.claim(hold: .zero)
+                async let queued = queue.webhooks.enqueue(
+                    devices.map { queue.delivery(1, device: $0) }, gapHold: .zero,
+                    claim: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: 1000))
+                let (seconds, firsts) = try await (claimed, queued.claimed)
+                let inFlight = Dictionary(grouping: seconds + firsts, by: \.deviceId).filter { $0.value.count > 1 }
+                #expect(inFlight.isEmpty, "round \(round): \(inFlight.count) devices with two in flight")
+                try await queue.database.client.query(
+                    "UPDATE deliveries SET status = 'delivered' WHERE project_id = \(queue.projectId)",
+                    logger: Logger(label: "test.claims"))
+            }
+        }
+    }
+
     /// Deliveries that may go at once are claimed by the transaction that queues them (up to
     /// the taker's room, none of an endpoint it holds enough of); those that must wait are not.
     @Test func deliveriesThatMayGoAtOnceAreClaimedAsTheyAreQueued() async throws {
