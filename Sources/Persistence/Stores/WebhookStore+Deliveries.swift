@@ -232,11 +232,10 @@ extension WebhookStore {
     /// `gapHold` has passed, unless the predecessor comes first. So a claim reads the
     /// deliveries that may go, never the backlog behind them.
     ///
-    /// The devices' deliveries ahead of the new ones are not locked to judge them: one
-    /// recorded as delivered at the same moment may be seen pending here while its recording
-    /// does not see the new delivery yet. So each side looks again once it has committed
-    /// (`releaseHeads`): whichever commits last sees both, and lets the new delivery go. Only
-    /// deliveries queued after a late one, which a claim could take meanwhile, are locked.
+    /// The devices' pending deliveries are locked first (in id order, as `record` locks
+    /// them) and the new ones judged afterwards, in a statement that sees them as they are
+    /// then: a predecessor being recorded as delivered at the same moment either is seen
+    /// done here, or its recording sees the new delivery waiting behind it and lets it go.
     @discardableResult
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
         try await enqueue(deliveries, gapHold: gapHold, claim: nil).queued
@@ -270,20 +269,13 @@ extension WebhookStore {
     {
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let epoch = Date(timeIntervalSince1970: 0)
-        let (queued, due, claimed, unsigned, waiting) = try await database.withTransaction { connection in
-            // A late predecessor must see whether what was queued after it is in flight (then it
-            // waits): those later deliveries that a claim may take meanwhile (not at 'infinity')
-            // are share-locked first, in id order, so that a claim of one of them commits before
-            // this judges, or waits for it. In order, as events mostly come, there are none.
+        let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
             try await connection.query(
                 """
-                SELECT d.id FROM (SELECT endpoint_id, device_id, min(sequence) AS first
-                                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[],
-                                                \(deliveries.map { $0.sequence ?? 0 })::bigint[]) AS s(endpoint_id, device_id, sequence)
-                                   WHERE sequence > 0
-                                   GROUP BY endpoint_id, device_id) s
+                SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
+                                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[])
+                                         AS s(endpoint_id, device_id)) s
                   JOIN deliveries d ON d.endpoint_id = s.endpoint_id AND d.device_id = s.device_id AND d.status = 'pending'
-                                   AND d.sequence > s.first AND d.next_attempt_at < 'infinity'
                  ORDER BY d.id
                    FOR SHARE OF d
                 """, logger: logger)
@@ -335,19 +327,18 @@ extension WebhookStore {
                        AND (l.leased_until IS NULL OR l.leased_until <= now())
                     RETURNING l.id
                 )
-                SELECT id, due, endpoint_id, device_id FROM inserted
+                SELECT id, due, endpoint_id FROM inserted
                 """, logger: logger)
             var inserted = 0
             var due: [Int64] = []
             var dueOfExcluded = 0
-            var waiting: [DevicePair] = []
-            for try await (id, isDue, endpointId, deviceId) in rows.decode((Int64, Bool, String, String).self) {
+            for try await (id, isDue, endpointId) in rows.decode((Int64, Bool, String).self) {
                 inserted += 1
-                if isDue { due.append(id) } else { waiting.append(DevicePair(endpointId: endpointId, deviceId: deviceId)) }
+                if isDue { due.append(id) }
                 if isDue, let claim, claim.excluding.contains(endpointId) { dueOfExcluded += 1 }
             }
             guard let claim, claim.limit > 0, !due.isEmpty else {
-                return (inserted, due.count, [DeliveryAttempt](), [DeliveryResult](), waiting)
+                return (inserted, due.count, [DeliveryAttempt](), [DeliveryResult]())
             }
             // Just inserted by this transaction: no one else can hold them.
             let claimedRows = try await connection.query(
@@ -372,64 +363,10 @@ extension WebhookStore {
                           d.fix_accepted_at
                 """, logger: logger)
             let (opened, unsigned) = try await openAttempts(claimedRows)
-            return (inserted, due.count - dueOfExcluded, opened, unsigned, waiting)
+            return (inserted, due.count - dueOfExcluded, opened, unsigned)
         }
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
-        let released = try await releaseHeads(of: waiting, gapHold: gapHold)
-        return (queued, claimed, due - claimed.count - unsigned.count + released)
-    }
-
-    /// An endpoint and one device's deliveries to it: the unit deliveries are ordered in.
-    struct DevicePair: Hashable {
-        var endpointId: String
-        var deviceId: String
-    }
-
-    /// Lets the first pending delivery of each pair go where it waits at 'infinity' with
-    /// nothing ahead of it and none of its pair in flight (an enabled endpoint's): what a
-    /// queueing and a recording that ran at the same moment each left waiting for the other.
-    /// One probe of the pending-heads index per pair. Returns how many it let go.
-    @discardableResult
-    func releaseHeads(of pairs: [DevicePair], gapHold: Duration) async throws -> Int {
-        let pairs = Array(Set(pairs))
-        guard !pairs.isEmpty else { return 0 }
-        let rows = try await database.client.query(
-            """
-            WITH heads AS MATERIALIZED (
-                -- One probe of the pending-heads index per pair (not inlined: the planner would
-                -- otherwise repeat the probes for every waiting delivery of the table).
-                SELECT head.id FROM UNNEST(\(pairs.map(\.endpointId))::text[], \(pairs.map(\.deviceId))::text[])
-                                    AS s(endpoint_id, device_id)
-                 CROSS JOIN LATERAL (
-                     SELECT p.id, p.next_attempt_at FROM deliveries p
-                      WHERE p.endpoint_id = s.endpoint_id AND p.device_id = s.device_id AND p.status = 'pending'
-                      ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) head
-                 WHERE head.next_attempt_at = 'infinity'
-            ), waiting AS (
-                -- In id order, as every other writer locks them; one locked meanwhile is being
-                -- decided by whoever holds it (let go, or held behind a late predecessor).
-                SELECT d.id FROM deliveries d
-                 WHERE d.id = ANY(ARRAY(SELECT id FROM heads)) AND d.next_attempt_at = 'infinity' AND d.status = 'pending'
-                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
-                   AND NOT EXISTS (SELECT 1 FROM deliveries q
-                                    WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                      AND q.status = 'pending' AND q.id <> d.id AND q.leased_until > now())
-                 ORDER BY d.id
-                   FOR UPDATE OF d SKIP LOCKED
-            )
-            UPDATE deliveries d
-               SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
-                                              SELECT true FROM deliveries q
-                                               WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                                 AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
-                                          THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
-                                          ELSE now() END
-              FROM waiting WHERE d.id = waiting.id
-            RETURNING d.id
-            """, logger: logger)
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count
+        return (queued, claimed, due - claimed.count - unsigned.count)
     }
 
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one
@@ -597,8 +534,8 @@ extension WebhookStore {
     /// instead of a release and a claim. Others are only made due.
     ///
     /// The successors are looked for in a second statement, which sees what was queued
-    /// while the first ran; a delivery queued behind one being recorded and committed after
-    /// that is let go by whichever of the two looks again last (`releaseHeads`, see `enqueue`).
+    /// while the first ran: a delivery queued behind one being recorded is either let go
+    /// here or judged by its queueing after this commits (see `enqueue`).
     @discardableResult
     ///
     /// A next one whose predecessor is missing (not queued yet: it comes from the other event
@@ -608,7 +545,7 @@ extension WebhookStore {
         _ results: [DeliveryResult], owner: String, chainLease: Duration? = nil, gapHold: Duration = .zero
     ) async throws -> [DeliveryAttempt] {
         guard !results.isEmpty else { return [] }
-        // Rows are locked in id order, as `renewLeases` locks them, so that they never deadlock.
+        // Rows are locked in id order, as `renewLeases` and `enqueue` lock them, so that they never deadlock.
         let results = results.sorted { $0.deliveryId < $1.deliveryId }
         let statuses = results.map { result -> String in
             switch result.outcome {
@@ -624,7 +561,7 @@ extension WebhookStore {
         let chain = chainLease != nil
         let lease = chainLease?.seconds ?? 0
         let ids = results.map(\.deliveryId)
-        let (claimed, unsigned, finishedPairs) = try await database.withTransaction { connection in
+        let (claimed, unsigned) = try await database.withTransaction { connection in
             let updated = try await connection.query(
                 """
                 WITH r AS (
@@ -643,7 +580,7 @@ extension WebhookStore {
                            lease_owner = NULL, leased_until = NULL
                       FROM r
                      WHERE d.id = r.id AND d.lease_owner = \(owner)
-                    RETURNING d.id, d.status = 'pending' AS retrying, d.endpoint_id, d.device_id
+                    RETURNING d.id, d.status = 'pending' AS retrying
                 ), logged AS (
                     -- An attempt counts in the round begun by the delivery's latest replay.
                     INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
@@ -651,20 +588,14 @@ extension WebhookStore {
                            r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
                       FROM r JOIN deliveries d ON d.id = r.id
                 )
-                SELECT id, retrying, endpoint_id, device_id FROM updated
+                SELECT id, retrying FROM updated
                 """, logger: logger)
             var finished: [Int64] = []
-            var finishedPairs: [DevicePair] = []
             var retrying: [Int64] = []
-            for try await (id, isRetrying, endpointId, deviceId) in updated.decode((Int64, Bool, String, String).self) {
-                if isRetrying {
-                    retrying.append(id)
-                } else {
-                    finished.append(id)
-                    finishedPairs.append(DevicePair(endpointId: endpointId, deviceId: deviceId))
-                }
+            for try await (id, isRetrying) in updated.decode((Int64, Bool).self) {
+                if isRetrying { retrying.append(id) } else { finished.append(id) }
             }
-            guard !finished.isEmpty || !retrying.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult](), finishedPairs) }
+            guard !finished.isEmpty || !retrying.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
             let rows = try await connection.query(
                 """
                 WITH finished AS (
@@ -717,12 +648,10 @@ extension WebhookStore {
                   FROM next_ones t JOIN webhook_endpoints e ON e.id = t.endpoint_id
                  WHERE t.taken
                 """, logger: logger)
-            let (opened, unsigned) = try await openAttempts(rows)
-            return (opened, unsigned, finishedPairs)
+            return try await openAttempts(rows)
         }
         // Their rows were locked by the transaction until it committed.
         try await recordUnsigned(unsigned, owner: owner)
-        try await releaseHeads(of: finishedPairs, gapHold: gapHold)
         return claimed
     }
 
