@@ -48,16 +48,19 @@ struct ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
             let text = try context.parameters.require("id")
-            guard let id = Int64(text), let detail = try await dependencies.webhooks.delivery(id: id, projectId: projectId) else {
+            guard let id = DeliveryIdentifier.number(text),
+                let detail = try await dependencies.webhooks.delivery(id: id, projectId: projectId)
+            else {
                 throw Problem.notFound("no delivery \(text) in this project")
             }
             return try json(detail)
         }
         router.post("/v1/deliveries/:id/replay") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            guard let id = Int64(try context.parameters.require("id")) else { throw Problem.notFound("no such delivery") }
+            let text = try context.parameters.require("id")
+            guard let id = DeliveryIdentifier.number(text) else { throw Problem.notFound("no delivery \(text) in this project") }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
-            guard !replayed.ids.isEmpty else { throw Problem.notFound("no delivery \(id) in this project") }
+            guard !replayed.ids.isEmpty else { throw Problem.notFound("no delivery \(text) in this project") }
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
         router.post("/v1/deliveries/replay") { request, context in try await replayDeliveries(request, context: context) }
@@ -65,7 +68,8 @@ struct ManagementRoutes {
 
     /// Several deliveries queued again at once, so that a device's go out in `sequence` order.
     struct ReplayRequest: Decodable {
-        var ids: [Int64]?
+        /// `dlv_…` identifiers.
+        var ids: [String]?
         var status: DeliveryStatus?
         var endpointId: String?
     }
@@ -91,9 +95,17 @@ struct ManagementRoutes {
             throw Problem.invalid(
                 "the body must be {\"ids\": [delivery ids]} or {\"status\": \"failed\"}: \(DecodingErrorText.describe(error))")
         }
-        if let ids = replay.ids, replay.status == nil, replay.endpointId == nil {
-            guard !ids.isEmpty, ids.count <= 10_000 else {
+        if let texts = replay.ids, replay.status == nil, replay.endpointId == nil {
+            guard !texts.isEmpty, texts.count <= 10_000 else {
                 throw Problem.invalid("1 to 10,000 ids", parameters: [.init(name: "ids", reason: "must hold 1 to 10,000 delivery ids")])
+            }
+            let ids = texts.compactMap { DeliveryIdentifier.number($0) }
+            guard ids.count == texts.count else {
+                throw Problem.invalid(
+                    "not delivery ids",
+                    parameters: texts.indices.filter { DeliveryIdentifier.number(texts[$0]) == nil }.map {
+                        .init(name: "ids[\($0)]", reason: "must be a delivery id, such as dlv_42")
+                    })
             }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: ids, projectId: projectId)
             guard !replayed.ids.isEmpty else { throw Problem.notFound("none of these deliveries is in this project") }

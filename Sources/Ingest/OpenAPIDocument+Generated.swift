@@ -305,11 +305,12 @@ components:
         version: {type: integer, description: "1, 2, 3 … per project"}
         createdAt: {type: string, format: date-time}
         zoneCount: {type: integer}
+    DeliveryId: {type: string, pattern: "^dlv_[1-9][0-9]{0,17}$", description: "dlv_ and the delivery's number, in the order deliveries were made"}
     Delivery:
       type: object
       required: [id, endpointId, eventId, eventType, deviceId, status, attempts, createdAt]
       properties:
-        id: {type: integer}
+        id: {$ref: "#/components/schemas/DeliveryId"}
         endpointId: {type: string}
         eventId: {type: string}
         eventType: {enum: [checkin, checkout]}
@@ -659,7 +660,7 @@ paths:
     get:
       summary: A delivery and every attempt made
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {type: integer, minimum: 1, maximum: 9223372036854775807}}]
+      parameters: [{name: id, in: path, required: true, schema: {$ref: "#/components/schemas/DeliveryId"}}]
       responses:
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -724,7 +725,7 @@ paths:
                             type: object
                             properties:
                               endpointId: {type: string}
-                              deliveryId: {type: integer}
+                              deliveryId: {$ref: "#/components/schemas/DeliveryId"}
                               status: {enum: [pending, delivered, failed, cancelled]}
                               attempts: {type: integer}
                               lastStatusCode: {type: integer}
@@ -820,7 +821,7 @@ paths:
                 - type: object
                   required: [ids]
                   properties:
-                    ids: {type: array, items: {type: integer, minimum: 1, maximum: 9223372036854775807}, minItems: 1, maxItems: 10000}
+                    ids: {type: array, items: {$ref: "#/components/schemas/DeliveryId"}, minItems: 1, maxItems: 10000}
                     status: false
                 - type: object
                   required: [status]
@@ -838,7 +839,7 @@ paths:
     post:
       summary: Queue a delivery again
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: id, in: path, required: true, schema: {type: integer, minimum: 1, maximum: 9223372036854775807}}, {$ref: "#/components/parameters/IdempotencyKey"}]
+      parameters: [{name: id, in: path, required: true, schema: {$ref: "#/components/schemas/DeliveryId"}}, {$ref: "#/components/parameters/IdempotencyKey"}]
       responses:
         "400": {$ref: "#/components/responses/Problem"}
         "409": {$ref: "#/components/responses/IdempotencyConflict"}

@@ -24,7 +24,8 @@ public struct EventFilter: Sendable {
 /// Where one event stands with one endpoint.
 public struct EventDeliveryState: Sendable, Codable, Equatable {
     public var endpointId: String
-    public var deliveryId: Int64
+    /// Written as its identifier, `dlv_42`.
+    @DeliveryIdentifierCoded public var deliveryId: Int64
     public var status: String
     public var attempts: Int
     public var lastStatusCode: Int?

@@ -145,7 +145,8 @@ public struct DeliveryPage: Sendable {
 
 /// A delivery as listed to operators.
 public struct DeliveryRecord: Sendable, Codable, Equatable {
-    public var id: Int64
+    /// Written as its identifier, `dlv_42`.
+    @DeliveryIdentifierCoded public var id: Int64
     public var endpointId: String
     public var eventId: String
     public var eventType: String

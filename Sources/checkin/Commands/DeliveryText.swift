@@ -6,7 +6,7 @@ import Shared
 enum DeliveryText {
     static func describe(_ detail: DeliveryDetail) -> String {
         let delivery = detail.delivery
-        var title = "delivery \(delivery.id): \(delivery.status.rawValue)"
+        var title = "delivery \(DeliveryIdentifier.text(delivery.id)): \(delivery.status.rawValue)"
         // A pending delivery's first line says what it waits for, what an operator asks first.
         if let waitingFor = detail.waitingFor { title += ", " + next(waitingFor, at: detail.nextAttemptAt) }
         var lines = [title]

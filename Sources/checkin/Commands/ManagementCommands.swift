@@ -151,7 +151,7 @@ struct DeliveriesCommand: AsyncParsableCommand {
                     ["ID", "STATUS", "EVENT", "DEVICE", "SEQ", "ENDPOINT", "ATTEMPTS", "QUEUED", "DELIVERED", "LAST ERROR"],
                     page.deliveries.map { delivery in
                         [
-                            String(delivery.id), delivery.status.rawValue, delivery.eventType, delivery.deviceId,
+                            DeliveryIdentifier.text(delivery.id), delivery.status.rawValue, delivery.eventType, delivery.deviceId,
                             delivery.sequence.map(String.init) ?? "-", delivery.endpointId, String(delivery.attempts),
                             RFC3339.format(delivery.createdAt), delivery.deliveredAt.map(RFC3339.format) ?? "-",
                             delivery.lastError ?? "",
@@ -170,17 +170,18 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 each later round from a replay. The payload is the exact body every attempt sends.
                 """)
         @Option(help: "The project id.") var project: String
-        @Argument(help: "The delivery id.") var id: Int64
+        @Argument(help: "The delivery id (dlv_42, or 42).") var delivery: DeliveryArgument
         @Flag(help: "Print only the payload, byte for byte (to pipe into jq or check a signature).") var payload = false
 
         func run() async throws {
-            let (project, id) = (project, id)
+            let (project, id) = (project, delivery.number)
             let detail = try await withWebhookStore { webhooks in
                 try await webhooks.delivery(id: id, projectId: project)
             }
-            guard let detail else { throw CommandFailure("no delivery \(id) in project \(project)", helpOf: Self.self) }
+            let name = DeliveryIdentifier.text(id)
+            guard let detail else { throw CommandFailure("no delivery \(name) in project \(project)", helpOf: Self.self) }
             if payload {
-                guard let body = detail.payload else { throw CommandFailure("delivery \(id): its payload was erased with its device") }
+                guard let body = detail.payload else { throw CommandFailure("delivery \(name): its payload was erased with its device") }
                 return print(body)
             }
             print(DeliveryText.describe(detail))
@@ -194,7 +195,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
             discussion: "Deliveries given together are queued together, so each device's go out in sequence order.")
         @Option(help: "The project id.") var project: String
         @Flag(help: "Every failed delivery of the project.") var failed = false
-        @Argument(help: "Delivery ids.") var ids: [Int64] = []
+        @Argument(help: "Delivery ids (dlv_42, or 42).") var deliveries: [DeliveryArgument] = []
+        var ids: [Int64] { deliveries.map(\.number) }
 
         func validate() throws {
             guard failed != !ids.isEmpty else { throw CommandFailure("give delivery ids or --failed, not both", helpOf: Self.self) }
@@ -219,5 +221,16 @@ struct DeliveriesCommand: AsyncParsableCommand {
                         + replayed.disabledEndpoints.joined(separator: ", "))
             }
         }
+    }
+}
+
+/// A delivery named on the command line: its identifier (`dlv_42`), or, as typed by a
+/// person reading a list, its number alone.
+struct DeliveryArgument: ExpressibleByArgument {
+    var number: Int64
+
+    init?(argument: String) {
+        guard let number = DeliveryIdentifier.number(argument, bareNumber: true) else { return nil }
+        self.number = number
     }
 }

@@ -116,12 +116,12 @@ import Testing
                 #expect(answer.status == .ok, "\(uri): \(String(buffer: answer.body))")
                 return try #require(try JSONSerialization.jsonObject(with: Data(buffer: answer.body)) as? [String: Any])
             }
-            var ids: [Int] = []
+            var ids: [Int64] = []
             var pages: [Bool] = []
             var cursor: String?
             repeat {
                 let answer = try await page("/v1/deliveries?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""))
-                ids += (answer["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? Int }
+                ids += (answer["deliveries"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? String).flatMap { DeliveryIdentifier.number($0) } }
                 pages.append(answer["hasMore"] as? Bool ?? false)
                 cursor = answer["nextCursor"] as? String
             } while cursor != nil && pages.count < 10
@@ -137,6 +137,24 @@ import Testing
 
     /// Replaying deliveries whose endpoint is disabled queues them and says that they wait
     /// for the endpoint, instead of a bare success after which nothing is sent.
+    /// A delivery is named `dlv_` and its number everywhere the API shows or takes one.
+    @Test func deliveriesAreNamedByAPrefixedId() async throws {
+        try await withIngest { harness, database, client in
+            _ = try await queueToADisabledEndpoint(1, named: "named-\(harness.suffix)", harness: harness, database: database)
+            let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+            let listed = try await client.execute(uri: "/v1/deliveries?limit=1", method: .get, headers: key)
+            let page = try JSONSerialization.jsonObject(with: Data(buffer: listed.body)) as? [String: Any]
+            let id = try #require((page?["deliveries"] as? [[String: Any]])?.first?["id"] as? String)
+            #expect(id.hasPrefix("dlv_") && DeliveryIdentifier.number(id) != nil, "\(id)")
+            #expect(try await client.execute(uri: "/v1/deliveries/\(id)", method: .get, headers: key).status == .ok)
+            let number = try #require(DeliveryIdentifier.number(id))
+            #expect(try await client.execute(uri: "/v1/deliveries/\(number)", method: .get, headers: key).status == .notFound)
+            let refused = try await client.execute(
+                uri: "/v1/deliveries/replay", method: .post, headers: key, body: ByteBuffer(string: #"{"ids": ["\#(id)", "\#(number)"]}"#))
+            #expect(try Self.problem(refused).names == ["ids[1]"])
+        }
+    }
+
     @Test func replayingToADisabledEndpointSaysTheDeliveriesWait() async throws {
         try await withIngest { harness, database, client in
             let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
@@ -146,11 +164,13 @@ import Testing
                 endpointId: endpoint.id, projectId: harness.projectId, eventId: "e-\(harness.suffix)", eventType: "checkin",
                 deviceId: "d", eventTime: Date(), sequence: 1, payload: "{}")
             #expect(try await webhooks.enqueue([delivery]) == 1)
-            let id = try #require(try await webhooks.deliveries(projectId: harness.projectId, filter: nil, before: nil, limit: 10).deliveries.first?.id)
+            let number = try #require(
+                try await webhooks.deliveries(projectId: harness.projectId, filter: nil, before: nil, limit: 10).deliveries.first?.id)
+            let id = DeliveryIdentifier.text(number)
             _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
             let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
 
-            for (uri, body) in [("/v1/deliveries/\(id)/replay", ""), ("/v1/deliveries/replay", #"{"ids": [\#(id)]}"#)] {
+            for (uri, body) in [("/v1/deliveries/\(id)/replay", ""), ("/v1/deliveries/replay", #"{"ids": ["\#(id)"]}"#)] {
                 let answer = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
                 #expect(answer.status == .accepted)
                 let object = try JSONSerialization.jsonObject(with: Data(buffer: answer.body)) as? [String: Any]

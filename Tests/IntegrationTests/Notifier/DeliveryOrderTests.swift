@@ -68,7 +68,7 @@ import Testing
             let listed = try await post(Data(), to: "\(base)/deliveries?limit=100", key: harness.managementKey, method: .GET)
             let deliveries = try WireJSON.decoder().decode(ListedDeliveries.self, from: Data(listed.body.utf8)).deliveries
             let first = try #require(deliveries.first { $0.deviceId == deviceId && $0.sequence == 1 })
-            let shown = try await post(Data(), to: "\(base)/deliveries/\(first.id)", key: harness.managementKey, method: .GET)
+            let shown = try await post(Data(), to: "\(base)/deliveries/\(DeliveryIdentifier.text(first.id))", key: harness.managementKey, method: .GET)
             #expect(shown.status == 200)
             let detail = try WireJSON.decoder().decode(DeliveryDetail.self, from: Data(shown.body.utf8))
             #expect(detail.delivery.status == .delivered)
@@ -83,7 +83,7 @@ import Testing
                 try await projects.createProject(id: "other-\(harness.suffix)", name: "Other")
                 try await projects.addKey(otherKey, projectId: "other-\(harness.suffix)", kind: .management)
             }
-            let hidden = try await post(Data(), to: "\(base)/deliveries/\(first.id)", key: otherKey, method: .GET)
+            let hidden = try await post(Data(), to: "\(base)/deliveries/\(DeliveryIdentifier.text(first.id))", key: otherKey, method: .GET)
             #expect(hidden.status == 404)
             #expect(hidden.contentType == "application/problem+json")
         }
@@ -154,7 +154,7 @@ import Testing
             let listed = try await post(Data(), to: "\(base)/deliveries", key: harness.managementKey, method: .GET)
             let deliveries = try WireJSON.decoder().decode(ListedDeliveries.self, from: Data(listed.body.utf8)).deliveries
             let checkIn = try #require(deliveries.first { $0.deviceId == trip.deviceId && $0.eventType == "checkin" })
-            let shown = try await post(Data(), to: "\(base)/deliveries/\(checkIn.id)", key: harness.managementKey, method: .GET)
+            let shown = try await post(Data(), to: "\(base)/deliveries/\(DeliveryIdentifier.text(checkIn.id))", key: harness.managementKey, method: .GET)
             let detail = try WireJSON.decoder().decode(DeliveryDetail.self, from: Data(shown.body.utf8))
             #expect(detail.attemptLog.map(\.statusCode) == [307, 429, 410, 204])
         }
@@ -185,7 +185,7 @@ import Testing
             #expect(await received.payloads.isEmpty)
             await partnerIsDown.set(false)
             // Named newest first, as the list shows them.
-            let ids = failed.map { String($0.id) }.joined(separator: ",")
+            let ids = failed.map { "\"\(DeliveryIdentifier.text($0.id))\"" }.joined(separator: ",")
             let replayed = try await post(Data(#"{"ids": [\#(ids)]}"#.utf8), to: "\(base)/deliveries/replay", key: harness.managementKey)
             #expect(replayed.status == 202)
             #expect(replayed.body == #"{"disabledEndpoints":[],"replayed":2}"#)

@@ -78,18 +78,18 @@ import Testing
         }
         let first = try await show(ids[0]).standardOutput
         for part in [
-            "delivery \(ids[0]): pending", "checkin \(device)-2", "\(device), sequence 2", "\(endpoint.id) \(endpoint.url)",
+            "delivery \(DeliveryIdentifier.text(ids[0])): pending", "checkin \(device)-2", "\(device), sequence 2", "\(endpoint.id) \(endpoint.url)",
             "payload    \(payload)", "attempts:\n  none yet",
         ] {
             #expect(first.contains(part), "\(part) in \(first)")
         }
         let next = try #require(first.split(separator: "\n").first, "\(first)")
-        #expect(next.hasPrefix("delivery \(ids[0]): pending, next attempt at "), "\(first)")
+        #expect(next.hasPrefix("delivery \(DeliveryIdentifier.text(ids[0])): pending, next attempt at "), "\(first)")
         let due = try #require(RFC3339.parse(String(next.split(separator: " ").last ?? "")), "\(next)")
         #expect(due > Date().addingTimeInterval(3000) && due < Date().addingTimeInterval(3700), "\(next)")
 
         let second = try await show(ids[1]).standardOutput
-        #expect(second.hasPrefix("delivery \(ids[1]): pending, waiting for the device's earlier delivery"), "\(second)")
+        #expect(second.hasPrefix("delivery \(DeliveryIdentifier.text(ids[1])): pending, waiting for the device's earlier delivery"), "\(second)")
 
         // The payload alone is the exact body, for jq or a signature check.
         #expect(try await show(ids[0], ["--payload"]).standardOutput == payload + "\n")
@@ -99,7 +99,7 @@ import Testing
             _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
         }
         let disabled = try await show(ids[0]).standardOutput
-        #expect(disabled.hasPrefix("delivery \(ids[0]): pending, endpoint disabled"), "\(disabled)")
+        #expect(disabled.hasPrefix("delivery \(DeliveryIdentifier.text(ids[0])): pending, endpoint disabled"), "\(disabled)")
         #expect(!disabled.contains("next attempt at"), "\(disabled)")
     }
 
