@@ -65,7 +65,8 @@ import Testing
                 uri: "/v1/zones", method: .put, headers: headers, body: ByteBuffer(string: document))
             let problem = try Self.problem(refused)
             #expect(problem.status == .badRequest)
-            #expect(problem.names.starts(with: ["zones[cafe].conditions.maxSpeeed", "zones[cafe].minimumRetrigerTime"]), "\(problem.names)")
+            #expect(
+                problem.names.starts(with: ["zones[cafe].conditions.maxSpeeed", "zones[cafe].minimumRetrigerTime"]), "\(problem.names)")
             #expect(problem.names.contains("zones[empty]"), "\(problem.names)")
             // A value of the wrong type names its member too.
             let mistyped = try await client.execute(
@@ -121,7 +122,9 @@ import Testing
             var cursor: String?
             repeat {
                 let answer = try await page("/v1/deliveries?limit=2" + (cursor.map { "&cursor=\($0)" } ?? ""))
-                ids += (answer["deliveries"] as? [[String: Any]] ?? []).compactMap { ($0["id"] as? String).flatMap { DeliveryIdentifier.number($0) } }
+                ids += (answer["deliveries"] as? [[String: Any]] ?? []).compactMap {
+                    ($0["id"] as? String).flatMap { DeliveryIdentifier.number($0) }
+                }
                 pages.append(answer["hasMore"] as? Bool ?? false)
                 cursor = answer["nextCursor"] as? String
             } while cursor != nil && pages.count < 10
@@ -247,13 +250,19 @@ import Testing
         ["deliveries", "list", "--project", harness.projectId, "--limit", "1"], environment: environment)
     #expect(listed.exitCode == 0, "\(listed.standardError)")
     let lines = listed.standardOutput.split(separator: "\n").map(String.init)
-    #expect(lines.first?.contains("ID") == true && lines.first?.contains("ENDPOINT") == true && lines.first?.contains("QUEUED") == true, "\(lines)")
+    #expect(
+        lines.first?.contains("ID") == true && lines.first?.contains("ENDPOINT") == true && lines.first?.contains("QUEUED") == true,
+        "\(lines)")
     #expect(lines.count == 3, "\(lines)")
-    #expect(lines.dropFirst().first?.contains(endpointId) == true && lines.dropFirst().first?.contains("listed-\(harness.suffix)-2") == true, "\(lines)")
+    #expect(
+        lines.dropFirst().first?.contains(endpointId) == true && lines.dropFirst().first?.contains("listed-\(harness.suffix)-2") == true,
+        "\(lines)")
     let cursor = try #require(lines.last.flatMap { $0.split(separator: " ").last }.map { String($0.dropLast()) })
     let next = try await CommandOutcome.run(
         ["deliveries", "list", "--project", harness.projectId, "--limit", "1", "--cursor", cursor], environment: environment)
-    #expect(next.standardOutput.contains("listed-\(harness.suffix)-1") && !next.standardOutput.contains("listed-\(harness.suffix)-2"), "\(next.standardOutput)")
+    #expect(
+        next.standardOutput.contains("listed-\(harness.suffix)-1") && !next.standardOutput.contains("listed-\(harness.suffix)-2"),
+        "\(next.standardOutput)")
 }
 
 /// Queues `count` check-in deliveries, of devices `<name>-1`… (their events likewise), to a

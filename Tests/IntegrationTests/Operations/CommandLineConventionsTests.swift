@@ -17,7 +17,10 @@ import Testing
             (["deliveries", "list", "--project", nosuch], "--project: no project '\(nosuch)'", "deliveries list"),
             (["deliveries", "list", "--project", harness.projectId, "--status", "bogus"], "--status must be", "deliveries list"),
             (["deliveries", "list", "--project", harness.projectId, "--limit", "0"], "--limit must be", "deliveries list"),
-            (["deliveries", "show", "--project", harness.projectId, "dlv_999999999"], "no delivery dlv_999999999 in project", "deliveries show"),
+            (
+                ["deliveries", "show", "--project", harness.projectId, "dlv_999999999"], "no delivery dlv_999999999 in project",
+                "deliveries show"
+            ),
             (["webhooks", "add", "--project", harness.projectId, "--url", "ftp://example.com"], "--url ftp://example.com", "webhooks add"),
             (["zones", "import", "--project", nosuch, zones.path], "--project: no project '\(nosuch)'", "zones import"),
         ]

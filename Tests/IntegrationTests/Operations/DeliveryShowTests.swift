@@ -78,7 +78,8 @@ import Testing
         }
         let first = try await show(ids[0]).standardOutput
         for part in [
-            "delivery \(DeliveryIdentifier.text(ids[0])): pending", "checkin \(device)-2", "\(device), sequence 2", "\(endpoint.id) \(endpoint.url)",
+            "delivery \(DeliveryIdentifier.text(ids[0])): pending", "checkin \(device)-2", "\(device), sequence 2",
+            "\(endpoint.id) \(endpoint.url)",
             "payload    \(payload)", "attempts:\n  none yet",
         ] {
             #expect(first.contains(part), "\(part) in \(first)")
@@ -89,7 +90,9 @@ import Testing
         #expect(due > Date().addingTimeInterval(3000) && due < Date().addingTimeInterval(3700), "\(next)")
 
         let second = try await show(ids[1]).standardOutput
-        #expect(second.hasPrefix("delivery \(DeliveryIdentifier.text(ids[1])): pending, waiting for the device's earlier delivery"), "\(second)")
+        #expect(
+            second.hasPrefix("delivery \(DeliveryIdentifier.text(ids[1])): pending, waiting for the device's earlier delivery"), "\(second)"
+        )
 
         // The payload alone is the exact body, for jq or a signature check.
         #expect(try await show(ids[0], ["--payload"]).standardOutput == payload + "\n")
