@@ -18,13 +18,8 @@ private func write(_ document: ZonesDocument, named name: String, harness: Pipel
 /// `checkin zones import --dry-run` prints what the import would add, remove and change, and
 /// the lint's warnings, and applies nothing; a stale `--if-version` is refused naming it.
 @Test func zonesImportDryRunPrintsTheChangesAndAppliesNothing() async throws {
-    let harness = PipelineHarness()
-    try await harness.prepare()
+    let (harness, imported) = try await importingThreeZones()
     let project = harness.projectId
-    let imported = try await checkin(
-        ["zones", "import", "--project", project, try write(ZoneVersionTests.threeZones, named: "three", harness: harness)],
-        harness: harness)
-    #expect(imported.exitCode == 0, "\(imported.standardError)")
     #expect(imported.standardOutput.contains("as version 2"), "\(imported.standardOutput)")
 
     let proposed = try write(
@@ -55,13 +50,8 @@ private func write(_ document: ZonesDocument, named name: String, harness: Pipel
 /// `checkin zones restore` makes an old version the project's zones again, as a new version;
 /// `zones show` prints a version's document; an unknown version is refused naming it.
 @Test func zonesRestoreMakesAnOldVersionCurrentAsANewOne() async throws {
-    let harness = PipelineHarness()
-    try await harness.prepare()
+    let (harness, imported) = try await importingThreeZones()
     let project = harness.projectId
-    let imported = try await checkin(
-        ["zones", "import", "--project", project, try write(ZoneVersionTests.threeZones, named: "three", harness: harness)],
-        harness: harness)
-    #expect(imported.exitCode == 0, "\(imported.standardError)")
 
     let restored = try await checkin(["zones", "restore", "--project", project, "--version", "1"], harness: harness)
     #expect(restored.exitCode == 0, "\(restored.standardError)")
@@ -82,4 +72,15 @@ private func write(_ document: ZonesDocument, named name: String, harness: Pipel
     }
     let stale = try await checkin(["zones", "restore", "--project", project, "--version", "2", "--if-version", "2"], harness: harness)
     #expect(stale.exitCode != 0 && stale.standardError.contains("version 3"), "\(stale.standardError)")
+}
+
+/// A project of its own with the three zones imported by `checkin zones import` (its version 2).
+private func importingThreeZones() async throws -> (PipelineHarness, CommandOutcome) {
+    let harness = PipelineHarness()
+    try await harness.prepare()
+    let imported = try await checkin(
+        ["zones", "import", "--project", harness.projectId, try write(ZoneVersionTests.threeZones, named: "three", harness: harness)],
+        harness: harness)
+    #expect(imported.exitCode == 0, "\(imported.standardError)")
+    return (harness, imported)
 }
