@@ -881,7 +881,7 @@ paths:
       parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       requestBody:
         required: true
-        content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: string, maxLength: 200, pattern: "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$", description: "the id when absent; no control characters but tab and line breaks"}}}}}
+        content: {application/json: {schema: {type: object, required: [id], properties: {id: {type: string, pattern: "^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"}, name: {type: [string, "null"], maxLength: 200, pattern: "^[^\\u0000-\\u0008\\u000B\\u000C\\u000E-\\u001F\\u007F-\\u009F]*$", description: "the id when absent; no control characters but tab and line breaks"}}}}}
       responses:
         "201":
           description: Created
@@ -946,7 +946,7 @@ paths:
       parameters: [{$ref: "#/components/parameters/IdempotencyKey"}]
       requestBody:
         required: false
-        content: {application/json: {schema: {type: object, properties: {overlapSeconds: {type: integer, minimum: 0, maximum: 2592000, default: 86400}}}}}
+        content: {application/json: {schema: {type: object, properties: {overlapSeconds: {type: [integer, "null"], minimum: 0, maximum: 2592000, default: 86400}}}}}
       responses:
         "201": {description: "The new key with `key`, shown this once", content: {application/json: {schema: {$ref: "#/components/schemas/APIKey"}}}}
         "400": {description: "overlapSeconds (invalid-params name `overlapSeconds`) is refused", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
