@@ -12,9 +12,10 @@ import ServiceSupport
 /// `Idempotent-Replayed: true`, instead of a second endpoint, key or replay. The same key
 /// with another method, path or body, or while its first request still runs, is a 409.
 ///
-/// It wraps every route of the management group, so a POST route added there has it by
-/// construction. Answers are kept per client scope (the operator, or the key's project)
-/// for `IdempotencyStore.retention`; server errors (5xx) are not kept, so a resend runs again.
+/// It wraps every route of the management groups, so a POST route added there has it by
+/// construction. Answers are kept per owner of the key the group's routes take (the
+/// operator, or the key's project) for `IdempotencyStore.retention`; server errors (5xx) are
+/// not kept, so a resend runs again.
 struct IdempotencyMiddleware: RouterMiddleware {
     typealias Context = IngestRequestContext
 
@@ -22,6 +23,15 @@ struct IdempotencyMiddleware: RouterMiddleware {
     static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
     static let maximumKeyLength = 255
 
+    /// Whose answers a group's keys name: two projects may well pick the same idempotency key.
+    enum Owner {
+        /// The project of the request's management key.
+        case project
+        /// The operator, whose key the group's routes take.
+        case `operator`
+    }
+
+    let owner: Owner
     let store: IdempotencyStore
     let keys: APIKeyResolver
     let maximumBodyBytes: Int
@@ -34,14 +44,16 @@ struct IdempotencyMiddleware: RouterMiddleware {
                 "bad Idempotency-Key",
                 parameters: [.init(name: "Idempotency-Key", reason: "must be 1 to \(Self.maximumKeyLength) characters")])
         }
-        // The operator's routes with another key: the route refuses it (401), whatever was
-        // kept under that key for its project.
-        let operatorRequest = keys.carriesOperatorKey(request)
-        if request.uri.path.hasPrefix("/v1/projects") && !operatorRequest { return try await next(request, context) }
-        // The scope is the key's owner: two projects may well pick the same idempotency key.
-        let scope =
-            operatorRequest
-            ? "operator" : "project:" + (try await keys.project(for: request, context: context, kind: .management))
+        let scope: String
+        switch owner {
+        case .project:
+            scope = "project:" + (try await keys.project(for: request, context: context, kind: .management))
+        case .operator:
+            // Without the operator key the route refuses the request (401, or 404 while the
+            // operator routes are off), whatever was kept under that idempotency key.
+            guard keys.carriesOperatorKey(request) else { return try await next(request, context) }
+            scope = "operator"
+        }
         var request = request
         let body = try await request.collectBody(upTo: maximumBodyBytes)
         let fingerprint = IdempotencyStore.Fingerprint(

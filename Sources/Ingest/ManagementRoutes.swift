@@ -8,7 +8,7 @@ import Shared
 
 /// The management API of a project, authorised by its management key: zones (a zones
 /// document and its versions), webhook endpoints, deliveries and API keys; and the
-/// operator's projects. Every route is in one group whose POSTs take an `Idempotency-Key`.
+/// operator's projects. Every route is in a group whose POSTs take an `Idempotency-Key`.
 struct ManagementRoutes {
     let configuration: IngestConfiguration
     let dependencies: IngestDependencies
@@ -18,13 +18,15 @@ struct ManagementRoutes {
     var maximumBodyBytes: Int { configuration.maximumBodyBytes }
 
     func add(to parent: Router<IngestRequestContext>) {
-        let router = parent.group()
-            .add(
+        func idempotent(_ owner: IdempotencyMiddleware.Owner) -> RouterGroup<IngestRequestContext> {
+            parent.group().add(
                 middleware: IdempotencyMiddleware(
-                    store: dependencies.idempotency, keys: keys, maximumBodyBytes: maximumBodyBytes, logger: logger))
+                    owner: owner, store: dependencies.idempotency, keys: keys, maximumBodyBytes: maximumBodyBytes, logger: logger))
+        }
+        addProjectRoutes(to: idempotent(.operator))
+        let router = idempotent(.project)
         addZoneRoutes(to: router)
         addWebhookRoutes(to: router)
-        addProjectRoutes(to: router)
         addKeyRoutes(to: router)
         addDeviceRoutes(to: router)
         addEventRoutes(to: router)
