@@ -4,50 +4,6 @@ import Persistence
 import ServiceSupport
 import Shared
 
-/// A page of the event log as the API (and `checkin events list --json`) answers it.
-public struct EventPageAnswer: Codable, Sendable {
-    public var events: [LoggedEvent]
-    /// Where the next (older) page starts; absent on the last page.
-    public var nextCursor: String?
-    public var hasMore: Bool
-
-    public init(_ page: EventPage) {
-        events = page.events
-        nextCursor = page.nextCursor.map(String.init)
-        hasMore = page.nextCursor != nil
-    }
-}
-
-/// A page of deliveries as the API answers it: newest first, with the cursor of the next
-/// (older) page.
-public struct DeliveryPageAnswer: Codable, Sendable {
-    public var deliveries: [DeliveryRecord]
-    /// Where the next (older) page starts; absent on the last page.
-    public var nextCursor: String?
-    public var hasMore: Bool
-
-    public init(_ page: DeliveryPage) {
-        deliveries = page.deliveries
-        nextCursor = page.nextCursor.map(String.init)
-        hasMore = page.nextCursor != nil
-    }
-}
-
-/// A page of decision records as the API (and `checkin devices decisions --json`) answers it:
-/// newest first, with the cursor of the next (older) page.
-public struct DecisionPageAnswer: Codable, Sendable {
-    public var decisions: [DecisionRecord]
-    /// Where the next (older) page starts; absent on the last page.
-    public var nextCursor: String?
-    public var hasMore: Bool
-
-    public init(_ page: DecisionPage) {
-        decisions = page.records
-        nextCursor = page.nextCursor.map(String.init)
-        hasMore = page.nextCursor != nil
-    }
-}
-
 extension ManagementRoutes {
     static let decisionPageLimits = 1...1000
 
@@ -81,7 +37,7 @@ extension ManagementRoutes {
             let cursor = try Self.cursor(query.get("cursor"))
             let page = try await dependencies.insight.decisions(
                 projectId: projectId, deviceId: deviceId, cursor: cursor, limit: limit)
-            return try json(DecisionPageAnswer(page))
+            return try json(PageAnswer(page))
         }
     }
 
@@ -110,7 +66,7 @@ extension ManagementRoutes {
             let page = try await dependencies.insight.events(
                 projectId: projectId, filter: filter, cursor: try Self.cursor(query.get("cursor")),
                 limit: try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits))
-            return try json(EventPageAnswer(page))
+            return try json(PageAnswer(page))
         }
     }
 

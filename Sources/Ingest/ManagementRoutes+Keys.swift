@@ -21,7 +21,7 @@ extension ManagementRoutes {
                 return String(text)
             }
             let page = try await dependencies.projects.projects(after: cursor, limit: limit)
-            return try json(ProjectPageAnswer(projects: page.projects, nextCursor: page.nextCursor, hasMore: page.nextCursor != nil))
+            return try json(PageAnswer(page))
         }
     }
 
@@ -135,12 +135,6 @@ extension ManagementRoutes {
 
     struct RotateRequest: Decodable {
         var overlapSeconds: Int?
-    }
-
-    struct ProjectPageAnswer: Encodable {
-        var projects: [ProjectRecord]
-        var nextCursor: String?
-        var hasMore: Bool
     }
 
     struct KeyListAnswer: Encodable {

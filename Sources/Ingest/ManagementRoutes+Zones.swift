@@ -27,21 +27,6 @@ struct ZonesDryRun: Encodable {
     var warningCount: Int
 }
 
-/// A page of a project's zones versions as the API answers it: newest first, with the cursor
-/// of the next (older) page.
-struct ZonesVersionPageAnswer: Encodable {
-    var versions: [ZonesVersionSummary]
-    /// Where the next (older) page starts; absent on the last page.
-    var nextCursor: String?
-    var hasMore: Bool
-
-    init(_ page: ZonesVersionPage) {
-        versions = page.versions
-        nextCursor = page.nextCursor.map(String.init)
-        hasMore = page.nextCursor != nil
-    }
-}
-
 extension ManagementRoutes {
     /// A project's zones are one document, replaced whole; every accepted document is kept as a
     /// numbered version, which `ETag` names and `If-Match` guards.
@@ -60,7 +45,7 @@ extension ManagementRoutes {
             let page = try await dependencies.zones.versions(
                 projectId: projectId, before: try Self.cursor(query.get("cursor")),
                 limit: try Self.limit(query.get("limit"), default: 100, within: 1...1000))
-            return try json(ZonesVersionPageAnswer(page))
+            return try json(PageAnswer(page))
         }
         router.get("/v1/zones/versions/:version") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

@@ -44,7 +44,7 @@ struct ManagementRoutes {
             let limit = try Self.limit(request.uri.queryParameters.get("limit"), default: 100, within: 1...1000)
             let cursor = try Self.cursor(request.uri.queryParameters.get("cursor"))
             let page = try await dependencies.webhooks.deliveries(projectId: projectId, filter: filter, before: cursor, limit: limit)
-            return try json(DeliveryPageAnswer(page))
+            return try json(PageAnswer(page))
         }
         router.get("/v1/deliveries/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

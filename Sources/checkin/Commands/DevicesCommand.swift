@@ -94,7 +94,7 @@ struct DevicesCommand: AsyncParsableCommand {
                 try await $0.decisions(projectId: project, deviceId: device, cursor: cursor, limit: limit)
             }
             if json {
-                return try printWireJSON(DecisionPageAnswer(page))
+                return try printWireJSON(PageAnswer(page))
             }
             if page.records.isEmpty {
                 print("no decision records for device \(device) in project \(project)")
@@ -205,7 +205,7 @@ struct EventsCommand: AsyncParsableCommand {
                 try await $0.events(projectId: project, filter: filter, cursor: cursor, limit: limit)
             }
             if json {
-                return try printWireJSON(EventPageAnswer(page))
+                return try printWireJSON(PageAnswer(page))
             }
             if page.events.isEmpty {
                 print("no events in project \(project) match")

@@ -56,8 +56,8 @@ extension ExplanationSuites {
                 repeat {
                     let url = "\(base)/devices/\(mrtDevice)/decisions?limit=3" + (cursor.map { "&cursor=\($0)" } ?? "")
                     let page = try await post(Data(), to: url, key: harness.managementKey, method: .GET)
-                    let body = try WireJSON.decoder().decode(DecisionPageAnswer.self, from: Data(page.body.utf8))
-                    pages += body.decisions
+                    let body = try WireJSON.decoder().decode(PageAnswer<DecisionRecord>.self, from: Data(page.body.utf8))
+                    pages += body.items
                     cursor = body.nextCursor
                 } while cursor != nil
                 #expect(pages.map(\.timestamp) == pages.map(\.timestamp).sorted(by: >))
@@ -136,7 +136,7 @@ func waitForRecords(count: Int, of deviceId: String, base: String, key: String) 
     while ContinuousClock.now < deadline {
         let answer = try await post(Data(), to: "\(base)/devices/\(deviceId)/decisions?limit=1000", key: key, method: .GET)
         try #require(answer.status == 200, "\(answer.body)")
-        records = try WireJSON.decoder().decode(DecisionPageAnswer.self, from: Data(answer.body.utf8)).decisions
+        records = try WireJSON.decoder().decode(PageAnswer<DecisionRecord>.self, from: Data(answer.body.utf8)).items
         if records.count >= count { return records }
         try await Task.sleep(for: .milliseconds(200))
     }

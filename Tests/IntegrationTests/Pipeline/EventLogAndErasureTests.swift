@@ -23,8 +23,8 @@ extension ExplanationSuites {
                 func events(_ query: String) async throws -> (events: [LoggedEvent], next: String?) {
                     let answer = try await post(Data(), to: "\(base)/events?\(query)", key: harness.managementKey, method: .GET)
                     try #require(answer.status == 200, "\(query): \(answer.body)")
-                    let page = try WireJSON.decoder().decode(EventPageAnswer.self, from: Data(answer.body.utf8))
-                    return (page.events, page.nextCursor)
+                    let page = try WireJSON.decoder().decode(PageAnswer<LoggedEvent>.self, from: Data(answer.body.utf8))
+                    return (page.items, page.nextCursor)
                 }
                 // The deliveries' results are recorded just after the partner answered.
                 var listed: [LoggedEvent] = []
