@@ -65,11 +65,7 @@ extension DecisionRecord: WireJSONWritable {
 extension DecisionLocation: WireJSONWritable {
     public func write(to json: inout JSONWriter) throws(EncodingError) {
         json.beginObject()
-        try json.fieldIfPresent("accuracy", accuracy)
-        try json.fieldIfPresent("bearing", bearing)
-        try json.field("lat", lat)
-        try json.field("lon", lon)
-        try json.fieldIfPresent("speed", speed)
+        try json.positionFields(lat: lat, lon: lon, accuracy: accuracy, speed: speed, bearing: bearing)
         json.endObject()
     }
 }

@@ -67,13 +67,23 @@ extension BeaconSummary: WireJSONWritable {
 extension EventLocation: WireJSONWritable {
     public func write(to json: inout JSONWriter) throws(EncodingError) {
         json.beginObject()
-        try json.fieldIfPresent("accuracy", accuracy)
-        try json.fieldIfPresent("bearing", bearing)
-        try json.field("lat", lat)
-        try json.field("lon", lon)
-        try json.fieldIfPresent("speed", speed)
+        try json.positionFields(lat: lat, lon: lon, accuracy: accuracy, speed: speed, bearing: bearing)
         json.field("timestamp", timestamp)
         json.endObject()
+    }
+}
+
+extension JSONWriter {
+    /// The members of a measured position, in the order of their names, as an event's and a
+    /// decision record's locations both write them.
+    mutating func positionFields(lat: Double, lon: Double, accuracy: Double?, speed: Double?, bearing: Double?)
+        throws(EncodingError)
+    {
+        try fieldIfPresent("accuracy", accuracy)
+        try fieldIfPresent("bearing", bearing)
+        try field("lat", lat)
+        try field("lon", lon)
+        try fieldIfPresent("speed", speed)
     }
 }
 
