@@ -385,7 +385,17 @@ extension WebhookStore {
         limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String] = []
     ) async throws -> [DeliveryAttempt] {
         let rows = try await database.client.query(
-            """
+            Self.claimStatement(
+                limit: limit, perEndpoint: perEndpoint, owner: owner, lease: lease, gapHold: gapHold, excluding: excluding),
+            logger: logger)
+        return try await attempts(from: rows, owner: owner)
+    }
+
+    /// The statement of `claimDue`, on its own so that what it reads can be measured (EXPLAIN).
+    static func claimStatement(
+        limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String]
+    ) -> PostgresQuery {
+        """
             WITH due_window AS (
                 -- The due deliveries in the order they go, as many as the claim may need: each
                 -- device's first pending one (those behind it wait at 'infinity', those in flight
@@ -448,8 +458,7 @@ extension WebhookStore {
                              ORDER BY s.id DESC),
                       d.event_id, d.device_id,
                       COALESCE(d.sequence, 0), d.payload, d.attempts, due.skipped_gap, d.created_at, d.fix_accepted_at
-            """, logger: logger)
-        return try await attempts(from: rows, owner: owner)
+            """
     }
 
     /// Claimed deliveries as rows of (id, endpoint, project, url, sealed secrets, event id,

@@ -1,0 +1,116 @@
+import Foundation
+import Logging
+@testable import Persistence
+import PostgresNIO
+import Shared
+import Testing
+
+/// A claim's cost follows what it returns even when the table's statistics were taken at a
+/// quiet moment: the partner kept up (nothing pending when ANALYZE ran), then a backlog
+/// formed. Measured in buffers read (EXPLAIN ANALYZE), which do not depend on the machine's
+/// speed. In a database of its own: the test analyses the whole deliveries table.
+@Suite struct DeliveryQueueStatisticsTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.queue-statistics")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    @Test func aClaimReadsLittleMoreThanItReturnsAfterAnAnalyzeThatSawNothingPending() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let projectId = "queue-statistics"
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Statistics")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            // History: ten delivered deliveries for each of 2,000 devices, analysed with none pending.
+            try await database.client.query(
+                """
+                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                        payload, status, delivered_at)
+                SELECT \(endpoint.id), \(projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
+                       g / 2000 + 1, '{}', 'delivered', now()
+                  FROM generate_series(0, 19999) g
+                """, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            // Then a backlog: each device's next two events, the first of each due; the claim's
+            // reads measured, then measured again with the backlog doubled.
+            func queueBacklog(devices: Range<Int>) async throws {
+                let backlog: [NewDelivery] = devices.flatMap { device -> [NewDelivery] in
+                    (11...12).map { sequence in
+                        NewDelivery(
+                            endpointId: endpoint.id, projectId: projectId, eventId: "new-\(device)-\(sequence)",
+                            eventType: "checkin", deviceId: "device-\(device)", eventTime: Date(), sequence: sequence,
+                            payload: "{}")
+                    }
+                }
+                #expect(try await webhooks.enqueue(backlog) == backlog.count)
+            }
+            func claimReads() async throws -> (claimed: Int, buffers: Int) {
+                let claim = WebhookStore.claimStatement(
+                    limit: 100, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: .seconds(60), excluding: [])
+                let explained = try await database.client.query(
+                    PostgresQuery(unsafeSQL: "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + claim.sql, binds: claim.binds),
+                    logger: logger)
+                var plan = ""
+                for try await text in explained.decode(String.self) { plan += text }
+                return try Self.rowsAndBuffers(explainedJSON: plan)
+            }
+            try await queueBacklog(devices: 0..<2000)
+            let first = try await claimReads()
+            try await queueBacklog(devices: 2000..<4000)
+            let second = try await claimReads()
+            #expect(first.claimed == 100 && second.claimed == 100)
+            // A claim reads a window of 400 due rows and probes each device's (about 25 buffers
+            // a row, whatever waits); one that scans the backlog per device reads more the more
+            // is pending (83,000 buffers for 4,000 pending and 160,000 for 8,000, planned with the statistics).
+            #expect(
+                Double(second.buffers) < 1.3 * Double(first.buffers),
+                "\(first.buffers) buffers with 4,000 pending, \(second.buffers) with 8,000")
+            #expect(first.buffers < 200 * first.claimed, "the claim read \(first.buffers) buffers for \(first.claimed) deliveries")
+        }
+    }
+
+    /// A deployment that took statistics before this change loses them when it migrates, and
+    /// takes none on `status` after.
+    @Test func migratingDropsTheStatusStatisticsTakenBefore() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        @Sendable func statusStatistics(_ database: Database) async throws -> Int {
+            try await database.client.query("ANALYZE deliveries", logger: logger)
+            let rows = try await database.client.query(
+                "SELECT count(*)::int FROM pg_stats WHERE tablename = 'deliveries' AND attname = 'status'", logger: logger)
+            var count = 0
+            for try await value in rows.decode(Int.self) { count = value }
+            return count
+        }
+        let before = try await withMigratedDatabase(
+            url: url, migrations: Migration.all.filter { $0.version < 23 }, logger: logger
+        ) { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: "p", name: "P")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            try await database.client.query(
+                """
+                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, payload, status)
+                SELECT \(endpoint.id), 'p', 'e-' || g, 'checkin', 'd', now(), '{}', 'delivered' FROM generate_series(1, 1000) g
+                """, logger: logger)
+            return try await statusStatistics(database)
+        }
+        #expect(before == 1)
+        #expect(try await withMigratedDatabase(url: url, logger: logger) { try await statusStatistics($0) } == 0)
+    }
+
+    /// The top plan node's actual rows and the shared buffers it read (hit or from disk).
+    static func rowsAndBuffers(explainedJSON: String) throws -> (claimed: Int, buffers: Int) {
+        guard let plans = try JSONSerialization.jsonObject(with: Data(explainedJSON.utf8)) as? [[String: Any]],
+            let plan = plans.first?["Plan"] as? [String: Any],
+            let rows = plan["Actual Rows"] as? Int, let hit = plan["Shared Hit Blocks"] as? Int,
+            let read = plan["Shared Read Blocks"] as? Int
+        else { throw TestFailure("not an EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) answer: \(explainedJSON.prefix(200))") }
+        return (rows, hit + read)
+    }
+}
