@@ -43,25 +43,10 @@ public struct OperationsStore: Sendable {
     }
 
     /// Every endpoint, with its undelivered deliveries by state (an endpoint with none
-    /// is listed with zeros). Reads only undelivered rows, through their partial index
-    /// (`deliveries_undelivered_age`).
+    /// is listed with zeros). Reads only undelivered rows: the pending ones through
+    /// `deliveries_pending_heads`, the failed ones through `deliveries_failed`.
     public func deliveryBacklog() async throws -> [EndpointBacklog] {
-        let rows = try await database.client.query(
-            """
-            SELECT e.project_id, e.id, e.url, e.enabled,
-                   COALESCE(d.pending, 0), COALESCE(d.retrying, 0), COALESCE(d.failed, 0), d.oldest
-            FROM webhook_endpoints e
-            LEFT JOIN (
-                SELECT endpoint_id,
-                       count(*) FILTER (WHERE status = 'pending' AND attempts = 0) AS pending,
-                       count(*) FILTER (WHERE status = 'pending' AND attempts > 0) AS retrying,
-                       count(*) FILTER (WHERE status = 'failed') AS failed,
-                       min(created_at) FILTER (WHERE status = 'pending') AS oldest
-                FROM deliveries WHERE status <> 'delivered'
-                GROUP BY endpoint_id
-            ) d ON d.endpoint_id = e.id
-            ORDER BY e.project_id, e.id
-            """, logger: logger)
+        let rows = try await database.client.query(Self.backlogStatement, logger: logger)
         var result: [EndpointBacklog] = []
         for try await (project, endpoint, url, enabled, pending, retrying, failed, oldest) in rows.decode(
             (String, String, String, Bool, Int64, Int64, Int64, Date?).self)
@@ -73,4 +58,21 @@ public struct OperationsStore: Sendable {
         }
         return result
     }
+
+    /// The statement of `deliveryBacklog`, on its own so that its plan can be checked.
+    static let backlogStatement: PostgresQuery = """
+        SELECT e.project_id, e.id, e.url, e.enabled,
+               COALESCE(p.pending, 0), COALESCE(p.retrying, 0), COALESCE(f.failed, 0), p.oldest
+          FROM webhook_endpoints e
+          LEFT JOIN (
+              SELECT endpoint_id, count(*) FILTER (WHERE attempts = 0) AS pending,
+                     count(*) FILTER (WHERE attempts > 0) AS retrying, min(created_at) AS oldest
+                FROM deliveries WHERE status = 'pending'
+               GROUP BY endpoint_id
+          ) p ON p.endpoint_id = e.id
+          LEFT JOIN (
+              SELECT endpoint_id, count(*) AS failed FROM deliveries WHERE status = 'failed' GROUP BY endpoint_id
+          ) f ON f.endpoint_id = e.id
+         ORDER BY e.project_id, e.id
+        """
 }

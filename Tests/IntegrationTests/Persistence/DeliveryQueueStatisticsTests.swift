@@ -73,6 +73,37 @@ import Testing
         }
     }
 
+    /// The operators' backlog count (polled by the notifier's monitor and `checkin status`)
+    /// reads the undelivered rows by index, never the whole table of delivered ones.
+    @Test func theBacklogCountReadsOnlyUndeliveredRows() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: "p", name: "P")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            try await database.client.query(
+                """
+                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, payload, status)
+                SELECT \(endpoint.id), 'p', 'e-' || g, 'checkin', 'd-' || (g % 500), now(), repeat('x', 600),
+                       CASE WHEN g % 1000 = 0 THEN 'pending' WHEN g % 1000 = 1 THEN 'failed' ELSE 'delivered' END
+                  FROM generate_series(0, 29999) g
+                """, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            let backlog = try await OperationsStore(database: database, logger: logger).deliveryBacklog()
+            #expect(backlog.map { [$0.pending, $0.failed] } == [[30, 30]])
+            let statement = OperationsStore.backlogStatement
+            let explained = try await database.client.query(
+                PostgresQuery(unsafeSQL: "EXPLAIN (FORMAT JSON) " + statement.sql, binds: statement.binds), logger: logger)
+            var plan = ""
+            for try await text in explained.decode(String.self) { plan += text }
+            let scans = try Self.scans(explainedJSON: plan)
+            #expect(!scans.contains("Seq Scan on deliveries"), "\(scans)")
+            #expect(scans.contains { $0.hasSuffix("on deliveries") }, "\(scans)")
+        }
+    }
+
     /// A deployment that took statistics before this change loses them when it migrates, and
     /// takes none on `status` after.
     @Test func migratingDropsTheStatusStatisticsTakenBefore() async throws {
@@ -102,6 +133,22 @@ import Testing
         }
         #expect(before == 1)
         #expect(try await withMigratedDatabase(url: url, logger: logger) { try await statusStatistics($0) } == 0)
+    }
+
+    /// Every scan in a plan, as "Seq Scan on deliveries" or "Index Scan deliveries_failed on deliveries".
+    static func scans(explainedJSON: String) throws -> [String] {
+        guard let plans = try JSONSerialization.jsonObject(with: Data(explainedJSON.utf8)) as? [[String: Any]],
+            let plan = plans.first?["Plan"] as? [String: Any]
+        else { throw TestFailure("not an EXPLAIN (FORMAT JSON) answer: \(explainedJSON.prefix(200))") }
+        func walk(_ node: [String: Any]) -> [String] {
+            var found: [String] = []
+            if let relation = node["Relation Name"] as? String, let type = node["Node Type"] as? String {
+                found.append([type, node["Index Name"] as? String, "on", relation].compactMap { $0 }.joined(separator: " "))
+            }
+            for child in node["Plans"] as? [[String: Any]] ?? [] { found += walk(child) }
+            return found
+        }
+        return walk(plan)
     }
 
     /// The top plan node's actual rows and the shared buffers it read (hit or from disk).
