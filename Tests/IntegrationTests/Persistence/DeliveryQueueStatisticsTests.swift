@@ -20,17 +20,14 @@ import Testing
         let logger = logger
         let url = try await freshDatabaseURL(logger: logger)
         try await withMigratedDatabase(url: url, logger: logger) { database in
-            let projectId = "queue-statistics"
-            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Statistics")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+            let projectId = Self.projectId
             // History: ten delivered deliveries for each of 2,000 devices, analysed with none pending.
             try await database.client.query(
                 """
                 INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
                                         payload, status, delivered_at)
-                SELECT \(endpoint.id), \(projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
+                SELECT \(endpointId), \(projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
                        g / 2000 + 1, '{}', 'delivered', now()
                   FROM generate_series(0, 19999) g
                 """, logger: logger)
@@ -39,9 +36,9 @@ import Testing
             // reads measured, then measured again with the backlog doubled.
             func queueBacklog(devices: Range<Int>) async throws {
                 let backlog: [NewDelivery] = devices.flatMap { device -> [NewDelivery] in
-                    (11...12).map { sequence in
+                    (11...12).map { (sequence: Int) -> NewDelivery in
                         NewDelivery(
-                            endpointId: endpoint.id, projectId: projectId, eventId: "new-\(device)-\(sequence)",
+                            endpointId: endpointId, projectId: projectId, eventId: "new-\(device)-\(sequence)",
                             eventType: "checkin", deviceId: "device-\(device)", eventTime: Date(), sequence: sequence,
                             payload: "{}")
                     }
@@ -79,14 +76,11 @@ import Testing
         let logger = logger
         let url = try await freshDatabaseURL(logger: logger)
         try await withMigratedDatabase(url: url, logger: logger) { database in
-            try await ProjectStore(database: database, logger: logger).createProject(id: "p", name: "P")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: "p", url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
             try await database.client.query(
                 """
                 INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, payload, status)
-                SELECT \(endpoint.id), 'p', 'e-' || g, 'checkin', 'd-' || (g % 500), now(), repeat('x', 600),
+                SELECT \(endpointId), \(Self.projectId), 'e-' || g, 'checkin', 'd-' || (g % 500), now(), repeat('x', 600),
                        CASE WHEN g % 1000 = 0 THEN 'pending' WHEN g % 1000 = 1 THEN 'failed' ELSE 'delivered' END
                   FROM generate_series(0, 29999) g
                 """, logger: logger)
@@ -120,19 +114,29 @@ import Testing
         let before = try await withMigratedDatabase(
             url: url, migrations: Migration.all.filter { $0.version < 23 }, logger: logger
         ) { database in
-            try await ProjectStore(database: database, logger: logger).createProject(id: "p", name: "P")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: "p", url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
             try await database.client.query(
                 """
                 INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, payload, status)
-                SELECT \(endpoint.id), 'p', 'e-' || g, 'checkin', 'd', now(), '{}', 'delivered' FROM generate_series(1, 1000) g
+                SELECT \(endpointId), \(Self.projectId), 'e-' || g, 'checkin', 'd', now(), '{}', 'delivered' FROM generate_series(1, 1000) g
                 """, logger: logger)
             return try await statusStatistics(database)
         }
         #expect(before == 1)
         #expect(try await withMigratedDatabase(url: url, logger: logger) { try await statusStatistics($0) } == 0)
+    }
+
+    static let projectId = "p"
+
+    /// The project `projectId` with one webhook endpoint, in `database`.
+    static func projectWithEndpoint(_ database: Database, logger: Logger) async throws
+        -> (webhooks: WebhookStore, endpointId: String)
+    {
+        try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Statistics")
+        let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+        let endpoint = try await webhooks.addEndpoint(
+            projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+        return (webhooks, endpoint.id)
     }
 
     /// Every scan in a plan, as "Seq Scan on deliveries" or "Index Scan deliveries_failed on deliveries".
