@@ -546,11 +546,11 @@ extension WebhookStore {
     /// The successors are looked for in a second statement, which sees what was queued
     /// while the first ran: a delivery queued behind one being recorded is either let go
     /// here or judged by its queueing after this commits (see `enqueue`).
-    @discardableResult
     ///
     /// A next one whose predecessor is missing (not queued yet: it comes from the other event
     /// topic) is due once `gapHold` has passed since it was queued, not before: until then
     /// it would only stand in the claims' way.
+    @discardableResult
     public func record(
         _ results: [DeliveryResult], owner: String, chainLease: Duration? = nil, gapHold: Duration = .zero
     ) async throws -> [DeliveryAttempt] {
