@@ -6,16 +6,19 @@ public struct KafkaProducerConfiguration: Sendable {
     public var clientId: String
     /// How long librdkafka keeps retrying a record before reporting it failed.
     public var messageTimeout: Duration
+    /// How long librdkafka gathers records into one produce request (`linger.ms`); nil: its own (5 ms).
+    public var linger: Duration?
     /// Any further librdkafka properties (`security.protocol`, `linger.ms`, ...); they win over the defaults.
     public var properties: [String: String]
 
     public init(
         bootstrapServers: String, clientId: String = "kafka-producer", messageTimeout: Duration = .seconds(30),
-        properties: [String: String] = [:]
+        linger: Duration? = nil, properties: [String: String] = [:]
     ) {
         self.bootstrapServers = bootstrapServers
         self.clientId = clientId
         self.messageTimeout = messageTimeout
+        self.linger = linger
         self.properties = properties
     }
 
@@ -29,6 +32,7 @@ public struct KafkaProducerConfiguration: Sendable {
             "message.timeout.ms": String(messageTimeout.milliseconds),
             "log.queue": "true",
         ]
+        if let linger { result["linger.ms"] = String(linger.milliseconds) }
         result.merge(properties) { _, explicit in explicit }
         return result
     }

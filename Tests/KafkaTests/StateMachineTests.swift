@@ -67,6 +67,15 @@ struct StateMachineTests {
         #expect(properties["acks"] == "all")
         #expect(properties["partitioner"] == "murmur2_random")
         #expect(properties["message.timeout.ms"] == "5000")
+        #expect(properties["linger.ms"] == nil)
+    }
+
+    @Test("a producer's linger is librdkafka's linger.ms, under an explicit property")
+    func producerLinger() {
+        var configuration = KafkaProducerConfiguration(bootstrapServers: "b:9092", linger: .milliseconds(50))
+        #expect(configuration.librdkafkaProperties()["linger.ms"] == "50")
+        configuration.properties = ["linger.ms": "7"]
+        #expect(configuration.librdkafkaProperties()["linger.ms"] == "7")
     }
 
     @Test("errors read well in logs")

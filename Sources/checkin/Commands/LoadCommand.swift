@@ -29,7 +29,8 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Requests in flight at once (closed loop); with --rate, the most that may be.") var concurrency = 8
     @Option(help: "Fixes per second on a fixed schedule (open loop); 0: as fast as --concurrency allows.") var rate = 0
     @Option(help: "A /metrics URL of the evaluator (or of checkin dev) to wait on.") var metrics: String?
-    @Flag(help: "Receive the project's webhooks and report fix-accepted to webhook-received latency.") var receive = false
+    @Flag(help: "Receive the project's webhooks and report fix-accepted (and fix-sent) to webhook-received latency.")
+    var receive = false
     @Option(help: "With --receive, register this many endpoints (each event is delivered to each).") var endpoints = 1
     @Option(help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
     @Flag(help: "Print one JSON summary instead of text.") var json = false
@@ -117,7 +118,7 @@ struct LoadCommand: AsyncParsableCommand {
                 group.addTask {
                     let latency = try await post(try trip.batch(range), client: client, due: due)
                     let now = Date().timeIntervalSince1970
-                    accepted.record(range, at: now)
+                    accepted.record(range, sent: now - latency, accepted: now)
                     progress.sent(range.count)
                     return latency
                 }

@@ -9,32 +9,41 @@ import ServiceLifecycle
 import Shared
 import Synchronization
 
-/// When the ingest accepted each fix of a load (seconds since 1970; 0: not yet), so that a
-/// webhook can be timed from the acceptance of the fix that decided it.
+/// When each fix of a load was sent and when the ingest accepted it (seconds since 1970; 0:
+/// not yet), so that a webhook can be timed from the fix that decided it: from its acceptance
+/// (what the pipeline took) and from its sending (what a device waits, the ingest's answer included).
 final class AcceptanceTimes: Sendable {
-    private let times: Mutex<[Double]>
-
-    init(count: Int) {
-        times = Mutex([Double](repeating: 0, count: count))
+    struct Times {
+        var sent: Double
+        var accepted: Double
     }
 
-    func record(_ fixes: Range<Int>, at time: Double) {
+    private let times: Mutex<[Times]>
+
+    init(count: Int) {
+        times = Mutex([Times](repeating: Times(sent: 0, accepted: 0), count: count))
+    }
+
+    /// - Parameter sent: when the request was due (open loop) or went out (closed loop).
+    func record(_ fixes: Range<Int>, sent: Double, accepted: Double) {
         times.withLock { times in
-            for index in fixes { times[index] = time }
+            for index in fixes { times[index] = Times(sent: sent, accepted: accepted) }
         }
     }
 
-    func time(ofFix index: Int) -> Double? {
-        times.withLock { times in times.indices.contains(index) && times[index] > 0 ? times[index] : nil }
+    func times(ofFix index: Int) -> Times? {
+        times.withLock { times in times.indices.contains(index) && times[index].accepted > 0 ? times[index] : nil }
     }
 }
 
 /// The load tool's partner: an endpoint of the project, registered for the run, that
 /// verifies every webhook's signature as a partner must and times each event from its
-/// fix's acceptance (HDR histogram, microseconds).
+/// fix's acceptance and from its sending (HDR histograms, microseconds).
 final class LoadReceiver: Sendable {
     struct State {
-        var latency = Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
+        var latency = LoadReceiver.histogram()
+        /// From the sending of the fix instead of its acceptance.
+        var latencyFromSending = LoadReceiver.histogram()
         var received = 0
         var duplicates = 0
         var badSignatures = 0
@@ -45,6 +54,11 @@ final class LoadReceiver: Sendable {
         /// The same latencies by the minute of the run their fix was accepted in: whether a
         /// long run holds its pace.
         var byMinute: [Int: Histogram<UInt64>] = [:]
+        var byMinuteFromSending: [Int: Histogram<UInt64>] = [:]
+    }
+
+    static func histogram() -> Histogram<UInt64> {
+        Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
     }
 
     let project: String
@@ -115,8 +129,9 @@ final class LoadReceiver: Sendable {
             try await Task.sleep(for: .milliseconds(200))
         }
         return state.withLock { state in
-            func milliseconds(_ percentile: Double) -> Double {
-                state.latency.totalCount == 0 ? 0 : Double(state.latency.valueAtPercentile(percentile)) / 1000
+            func milliseconds(_ percentile: Double, of histogram: Histogram<UInt64>? = nil) -> Double {
+                let histogram = histogram ?? state.latency
+                return histogram.totalCount == 0 ? 0 : Double(histogram.valueAtPercentile(percentile)) / 1000
             }
             return WebhookFigures(
                 received: state.received, secondsToLastWebhook: (state.lastArrival - started).seconds, duplicates: state.duplicates,
@@ -124,13 +139,18 @@ final class LoadReceiver: Sendable {
                 unmatched: state.unmatched, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
                 p999Milliseconds: milliseconds(99.9),
                 maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000,
+                fromSending: PercentileFigures(
+                    p50Milliseconds: milliseconds(50, of: state.latencyFromSending),
+                    p99Milliseconds: milliseconds(99, of: state.latencyFromSending),
+                    p999Milliseconds: milliseconds(99.9, of: state.latencyFromSending)),
                 minutes: state.byMinute.keys.sorted().compactMap { minute in
                     guard let histogram = state.byMinute[minute] else { return nil }
                     return MinuteFigures(
                         minute: minute, webhooks: Int(histogram.totalCount),
-                        p50Milliseconds: Double(histogram.valueAtPercentile(50)) / 1000,
-                        p99Milliseconds: Double(histogram.valueAtPercentile(99)) / 1000,
-                        p999Milliseconds: Double(histogram.valueAtPercentile(99.9)) / 1000)
+                        p50Milliseconds: milliseconds(50, of: histogram),
+                        p99Milliseconds: milliseconds(99, of: histogram),
+                        p999Milliseconds: milliseconds(99.9, of: histogram),
+                        p99FromSendingMilliseconds: milliseconds(99, of: state.byMinuteFromSending[minute] ?? histogram))
                 })
         }
     }
@@ -165,7 +185,7 @@ final class LoadReceiver: Sendable {
             }
             let payload = try? WireJSON.decoder().decode(WebhookPayload.self, from: Data(body))
             let fixIndex = payload.flatMap { self.trip.fixIndex(deviceId: $0.data.deviceId, time: $0.data.location.timestamp) }
-            let acceptedAt = fixIndex.flatMap { self.accepted.time(ofFix: $0) }
+            let fixTimes = fixIndex.flatMap { self.accepted.times(ofFix: $0) }
             let runStart = self.runStart.withLock { $0 }
             self.state.withLock { state in
                 state.lastArrival = .now
@@ -174,15 +194,15 @@ final class LoadReceiver: Sendable {
                     return
                 }
                 state.received += 1
-                if let acceptedAt {
-                    let microseconds = UInt64(max(0, arrived - acceptedAt) * 1_000_000)
+                if let fixTimes {
+                    let microseconds = UInt64(max(0, arrived - fixTimes.accepted) * 1_000_000)
+                    let microsecondsFromSending = UInt64(max(0, arrived - fixTimes.sent) * 1_000_000)
                     _ = state.latency.record(microseconds)
+                    _ = state.latencyFromSending.record(microsecondsFromSending)
                     if let runStart {
-                        let minute = max(0, Int((acceptedAt - runStart) / 60))
-                        _ = state.byMinute[
-                            minute,
-                            default: Histogram<UInt64>(highestTrackableValue: 3_600_000_000, numberOfSignificantValueDigits: .three)
-                        ].record(microseconds)
+                        let minute = max(0, Int((fixTimes.accepted - runStart) / 60))
+                        _ = state.byMinute[minute, default: Self.histogram()].record(microseconds)
+                        _ = state.byMinuteFromSending[minute, default: Self.histogram()].record(microsecondsFromSending)
                     }
                 } else {
                     state.unmatched += 1

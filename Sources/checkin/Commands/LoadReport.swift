@@ -75,6 +75,12 @@ struct LoadSummary: Encodable, Sendable {
                         "webhooks: %d received, signatures verified (%d refused, %d duplicates, %d without a fix of this run); fix accepted to webhook received p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
                     webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched,
                     webhooks.p50Milliseconds, webhooks.p99Milliseconds, webhooks.p999Milliseconds, webhooks.maxMilliseconds))
+            if let fromSending = webhooks.fromSending, webhooks.received > 0 {
+                print(
+                    String(
+                        format: "  from the fix's sending (the ingest's answer included): p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms",
+                        fromSending.p50Milliseconds, fromSending.p99Milliseconds, fromSending.p999Milliseconds))
+            }
             if let expectedWebhooks {
                 print(
                     "exactly once: \(expectedWebhooks) webhooks due (the trip's events at each endpoint), \(webhooks.received) received"
@@ -84,8 +90,9 @@ struct LoadSummary: Encodable, Sendable {
                 for minute in webhooks.minutes {
                     print(
                         String(
-                            format: "  minute %d: %d webhooks, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms", minute.minute, minute.webhooks,
-                            minute.p50Milliseconds, minute.p99Milliseconds, minute.p999Milliseconds))
+                            format: "  minute %d: %d webhooks, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms; p99 from sending %.1f ms",
+                            minute.minute, minute.webhooks, minute.p50Milliseconds, minute.p99Milliseconds,
+                            minute.p999Milliseconds, minute.p99FromSendingMilliseconds ?? 0))
                 }
             }
         }
@@ -138,7 +145,15 @@ struct WebhookFigures: Codable, Sendable {
     var p99Milliseconds: Double
     var p999Milliseconds: Double
     var maxMilliseconds: Double
+    /// Timed from the fix's sending instead of its acceptance.
+    var fromSending: PercentileFigures?
     var minutes: [MinuteFigures] = []
+}
+
+struct PercentileFigures: Codable, Sendable {
+    var p50Milliseconds: Double
+    var p99Milliseconds: Double
+    var p999Milliseconds: Double
 }
 
 /// The webhooks of the fixes accepted in one minute of the run.
@@ -148,6 +163,7 @@ struct MinuteFigures: Codable, Sendable {
     var p50Milliseconds: Double
     var p99Milliseconds: Double
     var p999Milliseconds: Double
+    var p99FromSendingMilliseconds: Double?
 }
 
 /// A progress bar on standard error while fixes are sent, when it is a terminal.

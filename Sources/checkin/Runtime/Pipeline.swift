@@ -49,7 +49,7 @@ struct Pipeline {
         let database = Database(configuration: settings.database, logger: logger)
         var services: [any Service] = [database]
         var producer: KafkaProducer?
-        if !stages.isEmpty {
+        if stages.contains(.evaluator) || stages.contains(.notifier) {
             let created = try KafkaProducer(configuration: settings.producerConfiguration(clientId: "checkin"), logger: logger)
             services.append(created)
             producer = created
@@ -77,7 +77,10 @@ struct Pipeline {
             KafkaBrokerProbe(bootstrapServers: settings.brokers, logger: logger) { [readiness] reachable in
                 readiness.set("broker", ready: reachable)
             })
-        if stages.contains(.ingest), let producer {
+        if stages.contains(.ingest) {
+            let producer = try KafkaProducer(configuration: settings.ingestProducerConfiguration(), logger: logger)
+            // Before the HTTP server in the list: it stops after the server has answered its last request.
+            services.append(producer)
             let configuration = try IngestConfiguration(environment: settings.environment, topics: settings.topics)
             let dependencies = IngestDependencies(
                 producer: producer, projects: ProjectStore(database: database, logger: logger),

@@ -20,6 +20,11 @@ struct ProcessSettings {
     var consumerBufferBytes: Int
     /// librdkafka properties of the embedded local broker's consumers, under those the environment sets.
     var localConsumerProperties: [String: String] = [:]
+    /// How long the ingest's producer gathers fixes into one produce request (`linger.ms`);
+    /// nil: `CHECKIN_KAFKA_PROPERTY_linger_ms`, or librdkafka's own (5 ms).
+    var ingestLinger: Duration?
+    /// `CHECKIN_INGEST_LINGER_MS` is set: it wins over `CHECKIN_KAFKA_PROPERTY_linger_ms`.
+    var ingestLingerIsExplicit = false
     /// How long a SIGTERM waits for work in flight before it is cancelled.
     var shutdownGrace: Duration
     /// `CHECKIN_SECRET_KEY`, which seals webhook secrets at rest.
@@ -68,9 +73,16 @@ struct ProcessSettings {
         }
         if localBroker {
             // The local broker holds every fetch for fetch.wait.max.ms (500 ms by default) even when
-            // records are waiting, which would add half a second to each hop of the pipeline.
-            localConsumerProperties["fetch.wait.max.ms"] = "20"
+            // records are waiting, which would add half a second to each hop of the pipeline; and
+            // each fetch's reads cost it more as it holds more batches (below), so not too few.
+            localConsumerProperties["fetch.wait.max.ms"] = "40"
         }
+        // Each produce request leaves a batch object per partition on the local broker, which
+        // sweeps every object it touched in the last ten minutes on each later read and write
+        // (README, Performance): gathering a few requests' fixes into one keeps a sustained load
+        // from slowing it down.
+        ingestLinger = try milliseconds("CHECKIN_INGEST_LINGER_MS", localDefault: 50)
+        ingestLingerIsExplicit = environment.optionalString("CHECKIN_INGEST_LINGER_MS") != nil
         consumerTimeouts = (
             try milliseconds("CHECKIN_KAFKA_SESSION_TIMEOUT_MS", localDefault: 6000),
             try milliseconds("CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS", localDefault: 1000),
@@ -78,16 +90,30 @@ struct ProcessSettings {
         )
     }
 
-    /// Partitions of the topics `dev` and `demo` create on the local broker: as many as the
-    /// machine has cores (2 to 8). Each partition costs the local broker fetch work (it lists
-    /// every batch the partition holds on each fetch), and one process of each service gains
-    /// no parallelism from more partitions than cores: on 2 cores, the webhooks' p99 at 5,000
-    /// fixes/s was two to four times as long with 8 partitions as with 2 (README, Performance).
-    static var localBrokerPartitions: Int { min(8, max(2, ProcessInfo.processInfo.activeProcessorCount)) }
+    /// Partitions of the topics `dev` and `demo` create on the local broker: one. Every
+    /// partition a produce request writes is one more batch object that the local broker's
+    /// every later read and write pays for, and every partition a fetch reads costs it reads of
+    /// its own: over ten minutes at 5,000 fixes/s the webhooks' p99 grew from 73 to 297 ms with
+    /// 2 partitions, from 68 to 164 ms with 1 (README, Performance). One process of each
+    /// service evaluates one batch at a time then, which a closed loop feels (README).
+    static let localBrokerPartitions = 1
 
     func producerConfiguration(clientId: String) -> KafkaProducerConfiguration {
         var configuration = KafkaProducerConfiguration(bootstrapServers: brokers, clientId: clientId)
         configuration.properties = environment.kafkaProperties
+        return configuration
+    }
+
+    /// The ingest's producer: one of its own, so that gathering fixes into fewer produce
+    /// requests delays no event of the evaluator's or dead letter of the notifier's.
+    func ingestProducerConfiguration() -> KafkaProducerConfiguration {
+        var configuration = producerConfiguration(clientId: "checkin-ingest")
+        configuration.linger = ingestLinger
+        if ingestLingerIsExplicit {
+            // librdkafka's two names of the property every producer is given.
+            configuration.properties["linger.ms"] = nil
+            configuration.properties["queue.buffering.max.ms"] = nil
+        }
         return configuration
     }
 
