@@ -116,9 +116,9 @@ struct LoadCommand: AsyncParsableCommand {
                 }
                 inFlight += 1
                 group.addTask {
+                    accepted.recordSent(range, at: Date().timeIntervalSince1970 - (ContinuousClock.now - due).seconds)
                     let latency = try await post(try trip.batch(range), client: client, due: due)
-                    let now = Date().timeIntervalSince1970
-                    accepted.record(range, sent: now - latency, accepted: now)
+                    accepted.recordAccepted(range, at: Date().timeIntervalSince1970)
                     progress.sent(range.count)
                     return latency
                 }

@@ -24,15 +24,23 @@ final class AcceptanceTimes: Sendable {
         times = Mutex([Times](repeating: Times(sent: 0, accepted: 0), count: count))
     }
 
-    /// - Parameter sent: when the request was due (open loop) or went out (closed loop).
-    func record(_ fixes: Range<Int>, sent: Double, accepted: Double) {
+    /// - Parameter time: when the request was due (open loop) or went out (closed loop).
+    func recordSent(_ fixes: Range<Int>, at time: Double) {
         times.withLock { times in
-            for index in fixes { times[index] = Times(sent: sent, accepted: accepted) }
+            for index in fixes { times[index].sent = time }
         }
     }
 
+    func recordAccepted(_ fixes: Range<Int>, at time: Double) {
+        times.withLock { times in
+            for index in fixes { times[index].accepted = time }
+        }
+    }
+
+    /// nil before the fix was sent; `accepted` 0 while its answer has not come back (a webhook
+    /// can overtake the answer to the request of the fix that decided it).
     func times(ofFix index: Int) -> Times? {
-        times.withLock { times in times.indices.contains(index) && times[index].accepted > 0 ? times[index] : nil }
+        times.withLock { times in times.indices.contains(index) && times[index].sent > 0 ? times[index] : nil }
     }
 }
 
@@ -47,11 +55,13 @@ final class LoadReceiver: Sendable {
         var received = 0
         var duplicates = 0
         var badSignatures = 0
-        /// Events whose fix is not one of this run's (or not accepted yet when they came).
+        /// Events whose fix is not one of this run's.
         var unmatched = 0
+        /// Events that came before the answer to their fix's request: timed from the sending only.
+        var beforeAnswer = 0
         var seen: Set<String> = []
         var lastArrival = ContinuousClock.now
-        /// The same latencies by the minute of the run their fix was accepted in: whether a
+        /// The same latencies by the minute of the run their fix was sent in: whether a
         /// long run holds its pace.
         var byMinute: [Int: Histogram<UInt64>] = [:]
         var byMinuteFromSending: [Int: Histogram<UInt64>] = [:]
@@ -136,7 +146,7 @@ final class LoadReceiver: Sendable {
             return WebhookFigures(
                 received: state.received, secondsToLastWebhook: (state.lastArrival - started).seconds, duplicates: state.duplicates,
                 badSignatures: state.badSignatures,
-                unmatched: state.unmatched, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
+                unmatched: state.unmatched, beforeAnswer: state.beforeAnswer, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
                 p999Milliseconds: milliseconds(99.9),
                 maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000,
                 fromSending: PercentileFigures(
@@ -195,14 +205,16 @@ final class LoadReceiver: Sendable {
                 }
                 state.received += 1
                 if let fixTimes {
-                    let microseconds = UInt64(max(0, arrived - fixTimes.accepted) * 1_000_000)
                     let microsecondsFromSending = UInt64(max(0, arrived - fixTimes.sent) * 1_000_000)
-                    _ = state.latency.record(microseconds)
                     _ = state.latencyFromSending.record(microsecondsFromSending)
-                    if let runStart {
-                        let minute = max(0, Int((fixTimes.accepted - runStart) / 60))
-                        _ = state.byMinute[minute, default: Self.histogram()].record(microseconds)
-                        _ = state.byMinuteFromSending[minute, default: Self.histogram()].record(microsecondsFromSending)
+                    let minute = runStart.map { max(0, Int((fixTimes.sent - $0) / 60)) }
+                    if let minute { _ = state.byMinuteFromSending[minute, default: Self.histogram()].record(microsecondsFromSending) }
+                    if fixTimes.accepted > 0 {
+                        let microseconds = UInt64(max(0, arrived - fixTimes.accepted) * 1_000_000)
+                        _ = state.latency.record(microseconds)
+                        if let minute { _ = state.byMinute[minute, default: Self.histogram()].record(microseconds) }
+                    } else {
+                        state.beforeAnswer += 1
                     }
                 } else {
                     state.unmatched += 1

@@ -72,8 +72,8 @@ struct LoadSummary: Encodable, Sendable {
             print(
                 String(
                     format:
-                        "webhooks: %d received, signatures verified (%d refused, %d duplicates, %d without a fix of this run); fix accepted to webhook received p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
-                    webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched,
+                        "webhooks: %d received, signatures verified (%d refused, %d duplicates, %d without a fix of this run, %d before their fix's answer); fix accepted to webhook received p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
+                    webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched, webhooks.beforeAnswer ?? 0,
                     webhooks.p50Milliseconds, webhooks.p99Milliseconds, webhooks.p999Milliseconds, webhooks.maxMilliseconds))
             if let fromSending = webhooks.fromSending, webhooks.received > 0 {
                 print(
@@ -141,6 +141,8 @@ struct WebhookFigures: Codable, Sendable {
     var duplicates: Int
     var badSignatures: Int
     var unmatched: Int
+    /// Webhooks that came before the answer to their fix's request, timed from its sending only.
+    var beforeAnswer: Int?
     var p50Milliseconds: Double
     var p99Milliseconds: Double
     var p999Milliseconds: Double
@@ -156,7 +158,7 @@ struct PercentileFigures: Codable, Sendable {
     var p999Milliseconds: Double
 }
 
-/// The webhooks of the fixes accepted in one minute of the run.
+/// The webhooks of the fixes sent in one minute of the run.
 struct MinuteFigures: Codable, Sendable {
     var minute: Int
     var webhooks: Int
