@@ -70,10 +70,10 @@ struct LoadCommand: AsyncParsableCommand {
         if webhooksPerFix > 0 { summary.expectedWebhooks = try trip.expectedEvents(zones: trip.zones) * endpoints }
         var stagesBefore: PipelineStages?
         if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
-        let accepted = AcceptanceTimes(count: fixes)
-        let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, accepted: accepted, endpoints: endpoints) : nil
+        let fixTimes = FixTimes(count: fixes)
+        let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, fixTimes: fixTimes, endpoints: endpoints) : nil
         do {
-            let started = try await send(trip: trip, client: client, accepted: accepted, receiver: receiver, summary: &summary)
+            let started = try await send(trip: trip, client: client, fixTimes: fixTimes, receiver: receiver, summary: &summary)
             summary.webhooks = try await receiver?.waitUntilQuiet(since: started, timeout: .seconds(timeout))
         } catch {
             try? await receiver?.stop()
@@ -88,7 +88,7 @@ struct LoadCommand: AsyncParsableCommand {
 
     /// Sends every batch and, with --metrics, waits for the evaluator; returns when the first request went out.
     private func send(
-        trip: LoadTrip, client: HTTPClient, accepted: AcceptanceTimes, receiver: LoadReceiver?, summary: inout LoadSummary
+        trip: LoadTrip, client: HTTPClient, fixTimes: FixTimes, receiver: LoadReceiver?, summary: inout LoadSummary
     ) async throws -> ContinuousClock.Instant {
         var before: Double?
         if let metrics { before = try await evaluatedCount(client: client, url: metrics) }
@@ -116,9 +116,9 @@ struct LoadCommand: AsyncParsableCommand {
                 }
                 inFlight += 1
                 group.addTask {
-                    accepted.recordSent(range, at: Date().timeIntervalSince1970 - (ContinuousClock.now - due).seconds)
+                    fixTimes.recordSent(range, at: Date().timeIntervalSince1970 - (ContinuousClock.now - due).seconds)
                     let latency = try await post(try trip.batch(range), client: client, due: due)
-                    accepted.recordAccepted(range, at: Date().timeIntervalSince1970)
+                    fixTimes.recordAccepted(range, at: Date().timeIntervalSince1970)
                     progress.sent(range.count)
                     return latency
                 }

@@ -12,7 +12,7 @@ import Synchronization
 /// When each fix of a load was sent and when the ingest accepted it (seconds since 1970; 0:
 /// not yet), so that a webhook can be timed from the fix that decided it: from its acceptance
 /// (what the pipeline took) and from its sending (what a device waits, the ingest's answer included).
-final class AcceptanceTimes: Sendable {
+final class FixTimes: Sendable {
     struct Times {
         var sent: Double
         var accepted: Double
@@ -73,7 +73,7 @@ final class LoadReceiver: Sendable {
 
     let project: String
     let trip: LoadTrip
-    let accepted: AcceptanceTimes
+    let fixTimes: FixTimes
     let secret: WebhookSecret
     private let state = Mutex(State())
     private let group: Mutex<ServiceGroup?> = Mutex(nil)
@@ -82,10 +82,10 @@ final class LoadReceiver: Sendable {
     /// When the first request went out (seconds since 1970): minute 0 of the run.
     private let runStart: Mutex<Double?> = Mutex(nil)
 
-    private init(project: String, trip: LoadTrip, accepted: AcceptanceTimes, secret: WebhookSecret) {
+    private init(project: String, trip: LoadTrip, fixTimes: FixTimes, secret: WebhookSecret) {
         self.project = project
         self.trip = trip
-        self.accepted = accepted
+        self.fixTimes = fixTimes
         self.secret = secret
     }
 
@@ -97,11 +97,11 @@ final class LoadReceiver: Sendable {
 
     /// Starts the receiver on a free port of this machine and registers it as `endpoints`
     /// endpoints of `project` (each event is delivered to each of them).
-    static func start(project: String, trip: LoadTrip, accepted: AcceptanceTimes, endpoints: Int = 1) async throws
+    static func start(project: String, trip: LoadTrip, fixTimes: FixTimes, endpoints: Int = 1) async throws
         -> LoadReceiver
     {
         let secret = WebhookSecret.generate()
-        let receiver = LoadReceiver(project: project, trip: trip, accepted: accepted, secret: try WebhookSecret(secret))
+        let receiver = LoadReceiver(project: project, trip: trip, fixTimes: fixTimes, secret: try WebhookSecret(secret))
         var logger = Logger(label: "checkin.load.receiver")
         logger.logLevel = .warning
         let ports = AsyncStream.makeStream(of: Int.self)
@@ -139,28 +139,29 @@ final class LoadReceiver: Sendable {
             try await Task.sleep(for: .milliseconds(200))
         }
         return state.withLock { state in
-            func milliseconds(_ percentile: Double, of histogram: Histogram<UInt64>? = nil) -> Double {
-                let histogram = histogram ?? state.latency
-                return histogram.totalCount == 0 ? 0 : Double(histogram.valueAtPercentile(percentile)) / 1000
+            func milliseconds(_ percentile: Double, of histogram: Histogram<UInt64>) -> Double {
+                histogram.totalCount == 0 ? 0 : Double(histogram.valueAtPercentile(percentile)) / 1000
             }
             return WebhookFigures(
                 received: state.received, secondsToLastWebhook: (state.lastArrival - started).seconds, duplicates: state.duplicates,
                 badSignatures: state.badSignatures,
-                unmatched: state.unmatched, beforeAnswer: state.beforeAnswer, p50Milliseconds: milliseconds(50), p99Milliseconds: milliseconds(99),
-                p999Milliseconds: milliseconds(99.9),
+                unmatched: state.unmatched, beforeAnswer: state.beforeAnswer,
+                p50Milliseconds: milliseconds(50, of: state.latency), p99Milliseconds: milliseconds(99, of: state.latency),
+                p999Milliseconds: milliseconds(99.9, of: state.latency),
                 maxMilliseconds: state.latency.totalCount == 0 ? 0 : Double(state.latency.max) / 1000,
                 fromSending: PercentileFigures(
                     p50Milliseconds: milliseconds(50, of: state.latencyFromSending),
                     p99Milliseconds: milliseconds(99, of: state.latencyFromSending),
                     p999Milliseconds: milliseconds(99.9, of: state.latencyFromSending)),
-                minutes: state.byMinute.keys.sorted().compactMap { minute in
-                    guard let histogram = state.byMinute[minute] else { return nil }
+                // Every timed webhook is in its minute from sending; those before their answer only there.
+                minutes: state.byMinuteFromSending.sorted { $0.key < $1.key }.map { minute, fromSending in
+                    let accepted = state.byMinute[minute] ?? Self.histogram()
                     return MinuteFigures(
-                        minute: minute, webhooks: Int(histogram.totalCount),
-                        p50Milliseconds: milliseconds(50, of: histogram),
-                        p99Milliseconds: milliseconds(99, of: histogram),
-                        p999Milliseconds: milliseconds(99.9, of: histogram),
-                        p99FromSendingMilliseconds: milliseconds(99, of: state.byMinuteFromSending[minute] ?? histogram))
+                        minute: minute, webhooks: Int(fromSending.totalCount),
+                        p50Milliseconds: milliseconds(50, of: accepted),
+                        p99Milliseconds: milliseconds(99, of: accepted),
+                        p999Milliseconds: milliseconds(99.9, of: accepted),
+                        p99FromSendingMilliseconds: milliseconds(99, of: fromSending))
                 })
         }
     }
@@ -195,7 +196,7 @@ final class LoadReceiver: Sendable {
             }
             let payload = try? WireJSON.decoder().decode(WebhookPayload.self, from: Data(body))
             let fixIndex = payload.flatMap { self.trip.fixIndex(deviceId: $0.data.deviceId, time: $0.data.location.timestamp) }
-            let fixTimes = fixIndex.flatMap { self.accepted.times(ofFix: $0) }
+            let fixTimes = fixIndex.flatMap { self.fixTimes.times(ofFix: $0) }
             let runStart = self.runStart.withLock { $0 }
             self.state.withLock { state in
                 state.lastArrival = .now

@@ -73,9 +73,10 @@ struct LoadSummary: Encodable, Sendable {
                 String(
                     format:
                         "webhooks: %d received, signatures verified (%d refused, %d duplicates, %d without a fix of this run, %d before their fix's answer); fix accepted to webhook received p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms, max %.1f ms",
-                    webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched, webhooks.beforeAnswer ?? 0,
+                    webhooks.received, webhooks.badSignatures, webhooks.duplicates, webhooks.unmatched, webhooks.beforeAnswer,
                     webhooks.p50Milliseconds, webhooks.p99Milliseconds, webhooks.p999Milliseconds, webhooks.maxMilliseconds))
-            if let fromSending = webhooks.fromSending, webhooks.received > 0 {
+            if webhooks.received > 0 {
+                let fromSending = webhooks.fromSending
                 print(
                     String(
                         format: "  from the fix's sending (the ingest's answer included): p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms",
@@ -92,7 +93,7 @@ struct LoadSummary: Encodable, Sendable {
                         String(
                             format: "  minute %d: %d webhooks, p50 %.1f ms, p99 %.1f ms, p99.9 %.1f ms; p99 from sending %.1f ms",
                             minute.minute, minute.webhooks, minute.p50Milliseconds, minute.p99Milliseconds,
-                            minute.p999Milliseconds, minute.p99FromSendingMilliseconds ?? 0))
+                            minute.p999Milliseconds, minute.p99FromSendingMilliseconds))
                 }
             }
         }
@@ -142,13 +143,13 @@ struct WebhookFigures: Codable, Sendable {
     var badSignatures: Int
     var unmatched: Int
     /// Webhooks that came before the answer to their fix's request, timed from its sending only.
-    var beforeAnswer: Int?
+    var beforeAnswer: Int
     var p50Milliseconds: Double
     var p99Milliseconds: Double
     var p999Milliseconds: Double
     var maxMilliseconds: Double
     /// Timed from the fix's sending instead of its acceptance.
-    var fromSending: PercentileFigures?
+    var fromSending: PercentileFigures
     var minutes: [MinuteFigures] = []
 }
 
@@ -165,7 +166,7 @@ struct MinuteFigures: Codable, Sendable {
     var p50Milliseconds: Double
     var p99Milliseconds: Double
     var p999Milliseconds: Double
-    var p99FromSendingMilliseconds: Double?
+    var p99FromSendingMilliseconds: Double
 }
 
 /// A progress bar on standard error while fixes are sent, when it is a terminal.
