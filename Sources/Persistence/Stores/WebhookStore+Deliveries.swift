@@ -406,6 +406,12 @@ extension WebhookStore {
                    AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
                  ORDER BY d.next_attempt_at, d.id
                  LIMIT \(4 * limit)
+            ), window_turns AS (
+                -- Each row's place among its endpoint's in the window: a claim takes at most
+                -- `perEndpoint` of one endpoint, so the checks below stop at twice that many of
+                -- each (a backlog at one endpoint would otherwise be checked in full to take a few).
+                SELECT w.*, row_number() OVER (PARTITION BY w.endpoint_id ORDER BY w.next_attempt_at, w.id) AS window_turn
+                  FROM due_window w
             ), checked AS (
                 -- Checked again, whatever led here: the device's first pending delivery (one
                 -- probe of the pending-heads index), not leased, its endpoint enabled; and
@@ -415,8 +421,9 @@ extension WebhookStore {
                            AND (SELECT true FROM deliveries p
                                  WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
                                    AND p.sequence = w.sequence - 1 LIMIT 1) IS NULL AS skipped_gap
-                  FROM due_window w
-                 WHERE (w.leased_until IS NULL OR w.leased_until <= now())
+                  FROM window_turns w
+                 WHERE w.window_turn <= \(2 * perEndpoint)
+                   AND (w.leased_until IS NULL OR w.leased_until <= now())
                    AND w.id = (SELECT p.id FROM deliveries p
                                 WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
                                   AND p.status = 'pending'

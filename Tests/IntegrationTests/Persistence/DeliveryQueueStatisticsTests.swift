@@ -71,6 +71,35 @@ import Testing
         }
     }
 
+    /// A claim capped per endpoint checks no more of one endpoint's due rows than it may
+    /// take: with one partner behind (a due backlog of 2,000 devices at one endpoint), a claim
+    /// with room for 128 that may take 32 of that endpoint reads for those 32, not for a
+    /// window of 512.
+    @Test func aClaimCappedPerEndpointChecksOnlyWhatItMayTake() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+            let backlog = (0..<2000).map { device in
+                NewDelivery(
+                    endpointId: endpointId, projectId: Self.projectId, eventId: "e-\(device)", eventType: "checkin",
+                    deviceId: "device-\(device)", eventTime: Date(), sequence: 1, payload: "{}")
+            }
+            #expect(try await webhooks.enqueue(backlog) == backlog.count)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            let claim = WebhookStore.claimStatement(
+                limit: 128, perEndpoint: 32, owner: "a", lease: .seconds(60), gapHold: .seconds(60), excluding: [])
+            let plan = try await Self.plan(of: claim, options: "ANALYZE, BUFFERS", in: database, logger: logger)
+            guard let claimed = plan["Actual Rows"] as? Int, let hit = plan["Shared Hit Blocks"] as? Int,
+                let read = plan["Shared Read Blocks"] as? Int
+            else { throw TestFailure("no rows or buffers in the claim's plan: \(plan)") }
+            #expect(claimed == 32)
+            // Checking the whole window of 512 read 5,062 buffers (158 a delivery taken);
+            // checking twice the cap, 1,478 (46 a delivery).
+            #expect(hit + read < 75 * claimed, "the claim read \(hit + read) buffers for \(claimed) deliveries")
+        }
+    }
+
     /// The operators' backlog count (polled by the notifier's monitor and `checkin status`)
     /// reads the undelivered rows by index, never the whole table of delivered ones.
     @Test func theBacklogCountReadsOnlyUndeliveredRows() async throws {
