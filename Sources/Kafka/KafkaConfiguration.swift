@@ -72,6 +72,12 @@ public struct KafkaConsumerConfiguration: Sendable {
     /// of its own). With about two batches in the application's hands the process holds
     /// about this much of records. Nil: bounded by record counts only.
     public var bufferBytes: Int?
+    /// How often the offsets handed to ``KafkaConsumer/commit(_:)`` go to the group: nil, at
+    /// once; otherwise at most once an interval (the latest of each partition), when the
+    /// consumer closes, and when its partitions are revoked if the group still takes commits
+    /// then (a partition's next owner may start up to an interval earlier: at least once).
+    /// Each commit is a write to the broker, which a consumer of many small batches pays for.
+    public var commitInterval: Duration?
     /// Any further librdkafka properties; they win over the defaults.
     public var properties: [String: String]
 
@@ -80,7 +86,7 @@ public struct KafkaConsumerConfiguration: Sendable {
         autoOffsetReset: AutoOffsetReset = .earliest, sessionTimeout: Duration? = nil,
         heartbeatInterval: Duration? = nil, maxPollInterval: Duration? = nil,
         assignmentStrategy: AssignmentStrategy = .range, maxBatchSize: Int = 500, bufferBytes: Int? = nil,
-        properties: [String: String] = [:]
+        commitInterval: Duration? = nil, properties: [String: String] = [:]
     ) {
         self.bootstrapServers = bootstrapServers
         self.groupId = groupId
@@ -93,6 +99,7 @@ public struct KafkaConsumerConfiguration: Sendable {
         self.assignmentStrategy = assignmentStrategy
         self.maxBatchSize = maxBatchSize
         self.bufferBytes = bufferBytes
+        self.commitInterval = commitInterval
         self.properties = properties
     }
 

@@ -28,12 +28,13 @@ struct ConsumerTests {
 
     func makeConsumer(
         topic: String, group: String, maxBatchSize: Int = 500, listener: (any KafkaRebalanceListener)? = nil,
-        strategy: KafkaConsumerConfiguration.AssignmentStrategy = .range
+        strategy: KafkaConsumerConfiguration.AssignmentStrategy = .range, commitInterval: Duration? = nil
     ) throws -> KafkaConsumer {
         var configuration = KafkaTestSupport.consumerConfiguration(
             bootstrapServers: cluster.bootstrapServers, groupId: group, topics: [topic])
         configuration.maxBatchSize = maxBatchSize
         configuration.assignmentStrategy = strategy
+        configuration.commitInterval = commitInterval
         return try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
     }
 
@@ -101,6 +102,38 @@ struct ConsumerTests {
             // Processed offsets 0...5 only.
             try first.commit([partition: 6])
         }
+
+        let second = try makeConsumer(topic: topic, group: group)
+        let secondReceived = ReceivedMessages(second)
+        let messages = try await withServicesRunning([second]) {
+            try await secondReceived.waitFor(count: 4)
+        }
+        #expect(messages.map(\.offset) == [6, 7, 8, 9])
+    }
+
+    /// With a commit interval, commits wait for it (merged, the latest of each partition),
+    /// and what is waiting goes to the group when the consumer closes.
+    @Test("deferred commits wait for their interval and go when the consumer closes")
+    func deferredCommitsGoOnClose() async throws {
+        let topic = KafkaTestSupport.uniqueName("deferred")
+        let group = KafkaTestSupport.uniqueName("group")
+        try cluster.createTopic(topic, partitions: 1)
+        try await produce(10, to: topic)
+        let partition = KafkaTopicPartition(topic: topic, partition: 0)
+        let reader = try KafkaOffsetReader(
+            bootstrapServers: cluster.bootstrapServers, group: group, logger: KafkaTestSupport.logger)
+
+        let first = try makeConsumer(topic: topic, group: group, commitInterval: .seconds(60))
+        let firstReceived = ReceivedMessages(first)
+        try await withServicesRunning([first]) {
+            _ = try await firstReceived.waitFor(count: 10)
+            try first.commit([partition: 6])
+            try first.commit([partition: 4])
+            // A minute's interval: nothing is sent while the consumer runs.
+            try await Task.sleep(for: .seconds(1))
+            #expect(try await reader.committedOffsets(topic: topic, partitions: [0])[0] == nil)
+        }
+        #expect(try await reader.committedOffsets(topic: topic, partitions: [0])[0] == 6)
 
         let second = try makeConsumer(topic: topic, group: group)
         let secondReceived = ReceivedMessages(second)

@@ -23,6 +23,8 @@ extension ConsumerPoller {
             if rd_kafka_assignment_lost(handle) != 0 {
                 logger.warning("partitions lost to the group: \(changed)")
             }
+            // What was processed goes to the group first, if it still takes commits.
+            sendDeferredCommits(handle: handle, dueOrNot: true)
             revoke(changed, cooperative: cooperative)
             if cooperative {
                 apply(rd_kafka_incremental_unassign(handle, partitions), what: "unassign \(changed)")

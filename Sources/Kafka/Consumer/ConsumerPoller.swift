@@ -68,6 +68,12 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// How many assignments (each a completed rebalance, possibly with no partitions) this
     /// member has taken up, its listener done and the partitions fetched from.
     let assignmentsCompleted = NIOLockedValueBox(0)
+    /// At most how often deferred commits go to the group; nil: the application commits at once.
+    let commitInterval: Duration?
+    /// Offsets handed to `KafkaConsumer.commit` and not sent yet, the latest of each partition.
+    let deferredCommits = NIOLockedValueBox<[KafkaTopicPartition: Int64]>([:])
+    /// When deferred commits were last sent (poll thread only).
+    var lastCommitSent = ContinuousClock.now
 
     init(
         configuration: KafkaConsumerConfiguration, listener: (any KafkaRebalanceListener)?,
@@ -84,6 +90,35 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         self.topics = configuration.topics
         self.maxBatchSize = max(1, configuration.maxBatchSize)
         self.maxBatchBytes = configuration.maxBatchBytes
+        self.commitInterval = configuration.commitInterval
+    }
+
+    /// Keeps offsets for the next commit the poll thread sends (`sendDeferredCommits`).
+    func deferCommit(_ offsets: [KafkaTopicPartition: Int64]) {
+        deferredCommits.withLockedValue { waiting in
+            waiting.merge(offsets) { max($0, $1) }
+        }
+    }
+
+    /// Sends the deferred commits once `commitInterval` has passed since the last, or now with
+    /// `dueOrNot` (partitions about to be revoked, the group left, the consumer closed), then
+    /// waiting for the broker's answer. A group that is already rebalancing may refuse them
+    /// (REBALANCE_IN_PROGRESS): the partitions' next owner then starts up to an interval
+    /// earlier and sees those records again (at least once, never skipped).
+    func sendDeferredCommits(handle: OpaquePointer, dueOrNot: Bool = false) {
+        guard let commitInterval, dueOrNot || ContinuousClock.now - lastCommitSent >= commitInterval else { return }
+        let offsets = deferredCommits.withLockedValue { waiting in
+            defer { waiting = [:] }
+            return waiting
+        }
+        lastCommitSent = .now
+        guard !offsets.isEmpty else { return }
+        do {
+            try KafkaConsumer.commit(offsets, handle: handle, waiting: dueOrNot)
+        } catch {
+            // Not lost: the next commit of the same partitions supersedes it.
+            logger.debug("could not commit offsets to the group", metadata: ["error": "\(error)"])
+        }
     }
 
     static func installCallbacks(_ conf: OpaquePointer) {
@@ -100,6 +135,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     func run(handle: OpaquePointer) -> String? {
         var move: String?
         if matchMembership(handle: handle) { move = pollUntilStoppedOrMoved(handle: handle) }
+        sendDeferredCommits(handle: handle, dueOrNot: true)
         // Leaves the group; the final revoke runs the rebalance callback here, on this thread.
         let closeError = rd_kafka_consumer_close(handle)
         if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
@@ -153,6 +189,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
 
     private func pollUntilStoppedOrMoved(handle: OpaquePointer) -> String? {
         while true {
+            sendDeferredCommits(handle: handle)
             guard startAssigned(handle: handle), matchMembership(handle: handle) else { return nil }
             if let move = requestedMove.withLockedValue({ request in
                 defer { request = nil }

@@ -129,13 +129,25 @@ public final class KafkaConsumer: Service, Sendable {
     /// batches, the poll that serves the rebalance would pause behind it, and neither would
     /// ever move. The outcome is not awaited: the next commit of the same partitions
     /// supersedes one that was lost, and closing the consumer waits for those in flight.
+    /// With a `commitInterval`, the poll thread sends them, merged with those still waiting.
     public func commit(_ offsets: [KafkaTopicPartition: Int64]) throws {
         guard !offsets.isEmpty else { return }
         guard state.withLockedValue({ $0.lifecycle }) != .closed else { throw KafkaError.shutDown("commit") }
+        if configuration.commitInterval != nil {
+            poller.deferCommit(offsets)
+            return
+        }
+        let client = self.client
+        try withExtendedLifetime(client) { try Self.commit(offsets, handle: client.handle) }
+    }
+
+    /// Sends a commit of `offsets` to the group; waits for the broker's answer only when asked.
+    static func commit(
+        _ offsets: [KafkaTopicPartition: Int64], handle: OpaquePointer, waiting: Bool = false
+    ) throws(KafkaError) {
         let list = TopicPartitionList.make(offsets)
         defer { rd_kafka_topic_partition_list_destroy(list) }
-        let client = self.client
-        let error = withExtendedLifetime(client) { rd_kafka_commit(client.handle, list, 1) }
+        let error = rd_kafka_commit(handle, list, waiting ? 0 : 1)
         guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
             throw KafkaError("could not commit offsets \(offsets)", code: error)
         }

@@ -23,6 +23,8 @@ struct ProcessSettings {
     /// How long the ingest's producer gathers fixes into one produce request (`linger.ms`,
     /// under `CHECKIN_KAFKA_PROPERTY_linger_ms` like every typed setting); nil: librdkafka's (5 ms).
     var ingestLinger: Duration?
+    /// How often consumers send their offsets to the group (nil: after every batch).
+    var commitInterval: Duration?
     /// How long a SIGTERM waits for work in flight before it is cancelled.
     var shutdownGrace: Duration
     /// `CHECKIN_SECRET_KEY`, which seals webhook secrets at rest.
@@ -80,6 +82,9 @@ struct ProcessSettings {
         // (README, Performance): gathering a few requests' fixes into one keeps a sustained load
         // from slowing it down.
         ingestLinger = try milliseconds("CHECKIN_INGEST_LINGER_MS", localDefault: 50)
+        // Each offset commit is a write to the local broker (its own object), which pays for it
+        // as for a produce: a second's commits in one.
+        commitInterval = try milliseconds("CHECKIN_KAFKA_COMMIT_INTERVAL_MS", localDefault: 1000)
         consumerTimeouts = (
             try milliseconds("CHECKIN_KAFKA_SESSION_TIMEOUT_MS", localDefault: 6000),
             try milliseconds("CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS", localDefault: 1000),
@@ -114,6 +119,7 @@ struct ProcessSettings {
         configuration.sessionTimeout = consumerTimeouts.session
         configuration.heartbeatInterval = consumerTimeouts.heartbeat
         configuration.maxPollInterval = consumerTimeouts.maxPoll
+        configuration.commitInterval = commitInterval
         configuration.bufferBytes = consumerBufferBytes
         configuration.properties = localConsumerProperties.merging(environment.kafkaProperties) { _, configured in configured }
         return configuration
