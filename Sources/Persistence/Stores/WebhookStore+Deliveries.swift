@@ -622,6 +622,20 @@ extension WebhookStore {
                 if isRetrying { retrying.append(id) } else { finished.append(id) }
             }
             guard !finished.isEmpty || !retrying.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            // Most devices have nothing queued behind a delivery when it is done: a look, with the
+            // same fresh view the statement below would have, spares planning that statement.
+            if retrying.isEmpty {
+                let waiting = try await connection.query(
+                    """
+                    SELECT EXISTS (SELECT 1 FROM deliveries d
+                                     JOIN deliveries n ON n.endpoint_id = d.endpoint_id AND n.device_id = d.device_id
+                                                      AND n.status = 'pending'
+                                    WHERE d.id = ANY(\(finished)::bigint[]))
+                    """, logger: logger)
+                var anyWaiting = false
+                for try await exists in waiting.decode(Bool.self) { anyWaiting = exists }
+                guard anyWaiting else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            }
             let rows = try await connection.query(
                 """
                 WITH finished AS (
