@@ -24,7 +24,7 @@ extension ConsumerPoller {
                 logger.warning("partitions lost to the group: \(changed)")
             }
             // What was processed goes to the group first, if it still takes commits.
-            sendDeferredCommits(handle: handle, dueOrNot: true)
+            sendDeferredCommits(handle: handle, immediately: true)
             revoke(changed, cooperative: cooperative)
             if cooperative {
                 apply(rd_kafka_incremental_unassign(handle, partitions), what: "unassign \(changed)")

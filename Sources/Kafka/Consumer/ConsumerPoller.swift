@@ -101,12 +101,12 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     }
 
     /// Sends the deferred commits once `commitInterval` has passed since the last, or now with
-    /// `dueOrNot` (partitions about to be revoked, the group left, the consumer closed), then
+    /// `immediately` (partitions about to be revoked, the group left, the consumer closed), then
     /// waiting for the broker's answer. A group that is already rebalancing may refuse them
     /// (REBALANCE_IN_PROGRESS): the partitions' next owner then starts up to an interval
     /// earlier and sees those records again (at least once, never skipped).
-    func sendDeferredCommits(handle: OpaquePointer, dueOrNot: Bool = false) {
-        guard let commitInterval, dueOrNot || ContinuousClock.now - lastCommitSent >= commitInterval else { return }
+    func sendDeferredCommits(handle: OpaquePointer, immediately: Bool = false) {
+        guard let commitInterval, immediately || ContinuousClock.now - lastCommitSent >= commitInterval else { return }
         let offsets = deferredCommits.withLockedValue { waiting in
             defer { waiting = [:] }
             return waiting
@@ -114,7 +114,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         lastCommitSent = .now
         guard !offsets.isEmpty else { return }
         do {
-            try KafkaConsumer.commit(offsets, handle: handle, waiting: dueOrNot)
+            try KafkaConsumer.commit(offsets, handle: handle, waiting: immediately)
         } catch {
             // Not lost: the next commit of the same partitions supersedes it.
             logger.debug("could not commit offsets to the group", metadata: ["error": "\(error)"])
@@ -135,7 +135,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     func run(handle: OpaquePointer) -> String? {
         var move: String?
         if matchMembership(handle: handle) { move = pollUntilStoppedOrMoved(handle: handle) }
-        sendDeferredCommits(handle: handle, dueOrNot: true)
+        sendDeferredCommits(handle: handle, immediately: true)
         // Leaves the group; the final revoke runs the rebalance callback here, on this thread.
         let closeError = rd_kafka_consumer_close(handle)
         if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
