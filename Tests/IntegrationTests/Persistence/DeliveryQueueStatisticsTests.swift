@@ -49,12 +49,8 @@ import Testing
             func claimReads() async throws -> (claimed: Int, buffers: Int) {
                 let claim = WebhookStore.claimStatement(
                     limit: 100, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: .seconds(60), excluding: [])
-                let plan = try await Self.plan(
-                    of: claim, options: "ANALYZE, BUFFERS", settings: WebhookStore.claimSettings, in: database, logger: logger)
-                guard let rows = plan["Actual Rows"] as? Int, let hit = plan["Shared Hit Blocks"] as? Int,
-                    let read = plan["Shared Read Blocks"] as? Int
-                else { throw TestFailure("no rows or buffers in the claim's plan: \(plan)") }
-                return (rows, hit + read)
+                let run = try await Self.run(claim, settings: WebhookStore.claimSettings, in: database, logger: logger)
+                return (run.rows, run.buffers)
             }
             try await queueBacklog(devices: 0..<2000)
             let first = try await claimReads()
@@ -90,15 +86,11 @@ import Testing
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let claim = WebhookStore.claimStatement(
                 limit: 128, perEndpoint: 32, owner: "a", lease: .seconds(60), gapHold: .seconds(60), excluding: [])
-            let plan = try await Self.plan(
-                of: claim, options: "ANALYZE, BUFFERS", settings: WebhookStore.claimSettings, in: database, logger: logger)
-            guard let claimed = plan["Actual Rows"] as? Int, let hit = plan["Shared Hit Blocks"] as? Int,
-                let read = plan["Shared Read Blocks"] as? Int
-            else { throw TestFailure("no rows or buffers in the claim's plan: \(plan)") }
-            #expect(claimed == 32)
+            let run = try await Self.run(claim, settings: WebhookStore.claimSettings, in: database, logger: logger)
+            #expect(run.rows == 32)
             // Checking the whole window of 512 read 5,062 buffers (158 a delivery taken);
             // checking twice the cap, 1,478 (46 a delivery).
-            #expect(hit + read < 75 * claimed, "the claim read \(hit + read) buffers for \(claimed) deliveries")
+            #expect(run.buffers < 75 * run.rows, "the claim read \(run.buffers) buffers for \(run.rows) deliveries")
         }
     }
 
@@ -144,14 +136,10 @@ import Testing
                 var reads: [Int] = []
                 var scans: [String] = []
                 for _ in 0..<2 {
-                    let plan = try await Self.plan(
-                        of: claim, options: "ANALYZE, BUFFERS", settings: settings, in: database, logger: logger)
-                    guard let claimed = plan["Actual Rows"] as? Int, let hit = plan["Shared Hit Blocks"] as? Int,
-                        let read = plan["Shared Read Blocks"] as? Int
-                    else { throw TestFailure("no rows or buffers in the claim's plan: \(plan)") }
-                    #expect(claimed == 0)
-                    reads.append(hit + read)
-                    scans = Self.scans(in: plan)
+                    let run = try await Self.run(claim, settings: settings, in: database, logger: logger)
+                    #expect(run.rows == 0)
+                    reads.append(run.buffers)
+                    scans = run.scans
                 }
                 return (reads, scans)
             }
@@ -254,6 +242,18 @@ import Testing
             let plan = plans.first?["Plan"] as? [String: Any]
         else { throw TestFailure("not an EXPLAIN (FORMAT JSON) answer: \(text.prefix(200))") }
         return plan
+    }
+
+    /// Runs `statement` under EXPLAIN ANALYZE: the rows it returned, the shared buffers it read
+    /// (hit or from disk) and its scans.
+    static func run(_ statement: PostgresQuery, settings: [String], in database: Database, logger: Logger)
+        async throws -> (rows: Int, buffers: Int, scans: [String])
+    {
+        let plan = try await plan(of: statement, options: "ANALYZE, BUFFERS", settings: settings, in: database, logger: logger)
+        guard let rows = plan["Actual Rows"] as? Int, let hit = plan["Shared Hit Blocks"] as? Int,
+            let read = plan["Shared Read Blocks"] as? Int
+        else { throw TestFailure("no rows or buffers in the plan: \(plan)") }
+        return (rows, hit + read, scans(in: plan))
     }
 
     /// Every scan in a plan, as "Seq Scan on deliveries" or "Index Scan deliveries_failed on deliveries".
