@@ -102,9 +102,10 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
 
     /// Sends the deferred commits once `commitInterval` has passed since the last, or now with
     /// `immediately` (partitions about to be revoked, the group left, the consumer closed), then
-    /// waiting for the broker's answer. A group that is already rebalancing may refuse them
-    /// (REBALANCE_IN_PROGRESS): the partitions' next owner then starts up to an interval
-    /// earlier and sees those records again (at least once, never skipped).
+    /// waiting for the broker's answer. The local broker takes them at revocation; a group that
+    /// is already rebalancing may refuse them (librdkafka's mock cluster answers
+    /// REBALANCE_IN_PROGRESS): the partitions' next owner then starts up to an interval earlier
+    /// and sees those records again (at least once, never skipped).
     func sendDeferredCommits(handle: OpaquePointer, immediately: Bool = false) {
         guard let commitInterval, immediately || ContinuousClock.now - lastCommitSent >= commitInterval else { return }
         let offsets = deferredCommits.withLockedValue { waiting in

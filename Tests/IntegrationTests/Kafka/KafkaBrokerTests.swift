@@ -129,6 +129,41 @@ struct KafkaBrokerTests {
         #expect(messages.filter { $0.partition == 1 }.map(\.offset) == Array(5..<20))
     }
 
+    /// A member whose partitions the group moves to another sends the commits it deferred
+    /// first: the new owner starts after what the first processed, not where the last interval
+    /// left the group.
+    @Test("deferred commits go to the group before the partitions are revoked")
+    func deferredCommitsGoBeforeRevocation() async throws {
+        let topic = KafkaTestSupport.uniqueName("kafka-it-revoked")
+        let group = KafkaTestSupport.uniqueName("g")
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
+            logger: KafkaTestSupport.logger)
+        let producer = try KafkaIntegration.makeProducer()
+        try await withServicesRunning([producer]) {
+            for result in await producer.send(
+                (0..<20).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) })
+            {
+                _ = try result.get()
+            }
+        }
+        let partitions = [0, 1].map { KafkaTopicPartition(topic: topic, partition: $0) }
+        var deferring = KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic])
+        deferring.commitInterval = .seconds(60)
+        let first = try KafkaConsumer(configuration: deferring, logger: KafkaTestSupport.logger)
+        let firstReceived = ReceivedMessages(first)
+        try await withServicesRunning([first]) {
+            _ = try await firstReceived.waitFor(count: 20)
+            try first.commit([partitions[0]: 7, partitions[1]: 7])
+            let second = try KafkaConsumer(
+                configuration: KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic]),
+                logger: KafkaTestSupport.logger)
+            let secondReceived = ReceivedMessages(second)
+            let messages = try await withServicesRunning([second]) { try await secondReceived.waitFor(count: 3) }
+            #expect(messages.map(\.offset) == [7, 8, 9])
+        }
+    }
+
     @Test("a broker that is not there is reported clearly and in bounded time")
     func brokerDown() async throws {
         let nowhere = "127.0.0.1:1"
