@@ -98,17 +98,7 @@ struct KafkaBrokerTests {
     func resumeAfterCommit() async throws {
         let topic = KafkaTestSupport.uniqueName("kafka-it-commit")
         let group = KafkaTestSupport.uniqueName("g")
-        try await KafkaAdmin.createTopics(
-            [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
-            logger: KafkaTestSupport.logger)
-        let producer = try KafkaIntegration.makeProducer()
-        try await withServicesRunning([producer]) {
-            for result in await producer.send(
-                (0..<40).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) })
-            {
-                _ = try result.get()
-            }
-        }
+        try await Self.createTopic(topic, filledWith: 40)
         let p0 = KafkaTopicPartition(topic: topic, partition: 0)
         let p1 = KafkaTopicPartition(topic: topic, partition: 1)
 
@@ -136,17 +126,7 @@ struct KafkaBrokerTests {
     func deferredCommitsGoBeforeRevocation() async throws {
         let topic = KafkaTestSupport.uniqueName("kafka-it-revoked")
         let group = KafkaTestSupport.uniqueName("g")
-        try await KafkaAdmin.createTopics(
-            [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
-            logger: KafkaTestSupport.logger)
-        let producer = try KafkaIntegration.makeProducer()
-        try await withServicesRunning([producer]) {
-            for result in await producer.send(
-                (0..<20).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) })
-            {
-                _ = try result.get()
-            }
-        }
+        try await Self.createTopic(topic, filledWith: 20)
         let partitions = [0, 1].map { KafkaTopicPartition(topic: topic, partition: $0) }
         var deferring = KafkaIntegration.consumerConfiguration(groupId: group, topics: [topic])
         deferring.commitInterval = .seconds(60)
@@ -161,6 +141,21 @@ struct KafkaBrokerTests {
             let secondReceived = ReceivedMessages(second)
             let messages = try await withServicesRunning([second]) { try await secondReceived.waitFor(count: 3) }
             #expect(messages.map(\.offset) == [7, 8, 9])
+        }
+    }
+
+    /// Creates `topic` with 2 partitions and produces `count` records to it, record n to partition n % 2.
+    static func createTopic(_ topic: String, filledWith count: Int) async throws {
+        try await KafkaAdmin.createTopics(
+            [(name: topic, partitions: 2)], bootstrapServers: TestEnvironment.kafkaBrokers, timeout: .seconds(10),
+            logger: KafkaTestSupport.logger)
+        let producer = try KafkaIntegration.makeProducer()
+        try await withServicesRunning([producer]) {
+            for result in await producer.send(
+                (0..<count).map { KafkaRecord(topic: topic, value: Array("\($0)".utf8), partition: Int32($0 % 2)) })
+            {
+                _ = try result.get()
+            }
         }
     }
 
