@@ -14,7 +14,7 @@ extension Migration {
         initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex, dueDeliveriesOrder,
         staleCheckOutByStream, projectZoneVersions, eventOutbox, binaryDeviceState, pipelineStageTimes,
         consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns, zoneDocumentVersions,
-        apiKeyLifecycle, idempotencyKeys, deliveryReplays, deliveryStatusStatistics,
+        apiKeyLifecycle, idempotencyKeys, deliveryReplays, deliveryStatusStatistics, staleCheckOutMinute,
     ]
 }
 

@@ -87,22 +87,30 @@ public struct DeviceStateStore: Sendable {
     /// not rewritten since states were stored in binary.
     static let storedState = "COALESCE(s.state_binary, convert_to(s.state::text, 'UTF8'))"
 
+    /// The minute a stale check-out deadline falls in (rounded down, never after it), by which
+    /// the sweep finds its devices: it changes at most once a minute, so a checked-in device's
+    /// writes between changes are heap-only updates that add no index entry.
+    static func staleMinute(_ deadline: String) -> String {
+        "date_bin('1 minute', \(deadline), TIMESTAMPTZ 'epoch')"
+    }
+
     public func save(_ states: [StoredDeviceState], on connection: PostgresConnection) async throws {
         guard !states.isEmpty else { return }
         let sorted = states.sorted { $0.key < $1.key }
         let epoch = Date(timeIntervalSince1970: 0)
         try await connection.query(
             """
-            INSERT INTO device_states (project_id, device_id, state_binary, last_fix_at, stale_at, partition, updated_at)
+            INSERT INTO device_states (project_id, device_id, state_binary, last_fix_at, stale_at, stale_minute, partition, updated_at)
             SELECT s.project_id, s.device_id, s.state, NULLIF(s.last_fix_at, 'epoch'::timestamptz),
-                   NULLIF(s.stale_at, 'epoch'::timestamptz), NULLIF(s.partition, -1), now()
+                   NULLIF(s.stale_at, 'epoch'::timestamptz), \(unescaped: Self.staleMinute("NULLIF(s.stale_at, 'epoch'::timestamptz)")),
+                   NULLIF(s.partition, -1), now()
             FROM UNNEST(\(sorted.map(\.key.projectId))::text[], \(sorted.map(\.key.deviceId))::text[],
                         \(sorted.map { ByteBuffer(bytes: $0.state) })::bytea[], \(sorted.map { $0.lastFixAt ?? epoch })::timestamptz[],
                         \(sorted.map { $0.staleAt ?? epoch })::timestamptz[], \(sorted.map { Int($0.partition ?? -1) })::int4[])
                  AS s(project_id, device_id, state, last_fix_at, stale_at, partition)
             ON CONFLICT (project_id, device_id) DO UPDATE
                SET state_binary = EXCLUDED.state_binary, state = NULL, last_fix_at = EXCLUDED.last_fix_at,
-                   stale_at = EXCLUDED.stale_at, partition = COALESCE(EXCLUDED.partition, device_states.partition),
+                   stale_at = EXCLUDED.stale_at, stale_minute = EXCLUDED.stale_minute, partition = COALESCE(EXCLUDED.partition, device_states.partition),
                    updated_at = now()
             """, logger: logger)
     }
@@ -170,7 +178,7 @@ public struct DeviceStateStore: Sendable {
             """
             SELECT s.project_id, s.device_id, \(unescaped: Self.storedState), s.last_fix_at, s.stale_at, s.partition
             FROM device_states s
-            WHERE s.stale_at <= \(now)
+            WHERE s.stale_minute <= \(now) AND s.stale_at <= \(now)
               AND ((s.partition = ANY(\(partitions.map(Int.init))::int4[])
                     AND s.stale_at <= (SELECT o.consumed_until FROM consumer_offsets o
                                        WHERE o.consumer_group = \(group) AND o.topic = \(topic) AND o.partition = s.partition))

@@ -384,4 +384,69 @@ import Testing
         #expect(claimed.0 == ["caught-up"])
         #expect(claimed.1 == ["behind-a-backlog", "caught-up", "partition-unknown"])
     }
+
+    /// While a device stays checked in its deadline moves with every fix; writes whose
+    /// deadline stays in one minute change no indexed column, so Postgres keeps them in the
+    /// row's page (heap-only updates) instead of adding index entries for each.
+    @Test func aCheckedInDevicesWritesWithinAMinuteAreHeapOnly() async throws {
+        let logger = logger
+        let project = "project-" + UUID().uuidString
+        let minute = (Date().timeIntervalSince1970 / 60).rounded(.down) * 60
+        let counts = try await withDatabase { database in
+            let states = DeviceStateStore(logger: logger)
+            return try await database.withTransaction { connection in
+                for second in 1...11 {
+                    let deadline = Date(timeIntervalSince1970: minute + Double(second))
+                    try await states.save(
+                        [
+                            StoredDeviceState(
+                                key: DeviceKey(projectId: project, deviceId: "walker"), state: [UInt8(second)],
+                                lastFixAt: deadline.addingTimeInterval(-7200), staleAt: deadline, partition: 0)
+                        ], on: connection)
+                }
+                let rows = try await connection.query(
+                    """
+                    SELECT pg_stat_get_xact_tuples_updated('device_states'::regclass),
+                           pg_stat_get_xact_tuples_hot_updated('device_states'::regclass)
+                    """, logger: logger)
+                for try await (updated, heapOnly) in rows.decode((Int, Int).self) { return (updated, heapOnly) }
+                return (-1, -1)
+            }
+        }
+        #expect(counts.0 == 10)
+        #expect(counts.1 == 10)
+    }
+
+    /// The sweep finds devices by the minute of their deadline, and still takes only those
+    /// whose deadline has passed: one due later in the same minute waits.
+    @Test func aDeadlineLaterInTheSameMinuteIsNotYetDue() async throws {
+        let logger = logger
+        let (group, topic, project) = ("group-" + UUID().uuidString, "fixes-" + UUID().uuidString, "project-" + UUID().uuidString)
+        let minute = (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 - 120
+        let now = Date(timeIntervalSince1970: minute + 30)
+        let claimed = try await withDatabase { database in
+            let offsets = OffsetStore(database: database, logger: logger)
+            let states = DeviceStateStore(logger: logger)
+            func state(_ device: String, dueAfter seconds: Double) -> StoredDeviceState {
+                StoredDeviceState(
+                    key: DeviceKey(projectId: project, deviceId: device), state: Array("{}".utf8), lastFixAt: nil,
+                    staleAt: Date(timeIntervalSince1970: minute + seconds), partition: 0)
+            }
+            try await database.withTransaction { connection in
+                try await states.save(
+                    [
+                        state("due-earlier-this-minute", dueAfter: 10), state("due-later-this-minute", dueAfter: 50),
+                        state("due-the-minute-before", dueAfter: -20), state("due-next-minute", dueAfter: 70),
+                    ], on: connection)
+                try await offsets.save(
+                    group: group, offsets: [(topic, 0, 10)], consumedUntil: [OwnedPartition(topic: topic, partition: 0): now],
+                    on: connection)
+            }
+            return try await database.withTransaction { connection in
+                try await states.claimStale(dueBy: now, group: group, topic: topic, partitions: [0], limit: 100, on: connection)
+                    .filter { $0.key.projectId == project }.map(\.key.deviceId).sorted()
+            }
+        }
+        #expect(claimed == ["due-earlier-this-minute", "due-the-minute-before"])
+    }
 }
