@@ -33,12 +33,13 @@ build: setup
 demo: build
 	@$(ENV) scripts/with-services.sh scripts/demo.sh $(if $(ONCE),--once,)
 
-# Deadlines (seconds) of the three test runs: several times what they take on two busy cores,
+# Deadlines (seconds) of the test runs: several times what they take on two busy cores,
 # so that a run that stops making progress fails and names the tests it was in.
 TEST_DEADLINE ?= 1500
 ALONE_DEADLINE ?= 600
 OBSERVABILITY_DEADLINE ?= 600
 API_DEADLINE ?= 600
+LOAD_DEADLINE ?= 600
 
 test: setup compose-check
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
@@ -46,6 +47,7 @@ test: setup compose-check
 		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
 	@$(ENV) scripts/within.sh $(ALONE_DEADLINE) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
 	@$(ENV) scripts/within.sh $(OBSERVABILITY_DEADLINE) scripts/with-services.sh scripts/observability-test.sh
+	@$(ENV) scripts/within.sh $(LOAD_DEADLINE) scripts/with-services.sh scripts/load-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/api-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/quickstart-test.sh
 

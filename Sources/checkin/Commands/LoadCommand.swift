@@ -34,6 +34,12 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "With --receive, register this many endpoints (each event is delivered to each).") var endpoints = 1
     @Option(help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
     @Flag(help: "Print one JSON summary instead of text.") var json = false
+    @Flag(
+        help: """
+            With --receive and --webhooks-per-fix: keep the endpoints disabled until every webhook due is queued, \
+            then enable them and report how fast the notifier drains the queue.
+            """)
+    var holdWebhooks = false
     @Option(
         help: """
             Events per fix to aim for with zones generated on the devices' paths (for instance 0.17, one \
@@ -50,6 +56,10 @@ struct LoadCommand: AsyncParsableCommand {
         guard (1...100).contains(endpoints) else { throw CommandFailure("--endpoints must be between 1 and 100", helpOf: Self.self) }
         guard (0...1).contains(webhooksPerFix) else {
             throw CommandFailure("--webhooks-per-fix must be between 0 and 1", helpOf: Self.self)
+        }
+        guard !holdWebhooks || (receive && webhooksPerFix > 0) else {
+            throw CommandFailure(
+                "--hold-webhooks needs --receive and --webhooks-per-fix (to know how many webhooks are due)", helpOf: Self.self)
         }
         guard !printZones || webhooksPerFix > 0 else {
             throw CommandFailure(
@@ -71,10 +81,17 @@ struct LoadCommand: AsyncParsableCommand {
         var stagesBefore: PipelineStages?
         if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
         let fixTimes = FixTimes(count: fixes)
-        let receiver = receive ? try await LoadReceiver.start(project: project, trip: trip, fixTimes: fixTimes, endpoints: endpoints) : nil
+        let receiver =
+            receive
+            ? try await LoadReceiver.start(project: project, trip: trip, fixTimes: fixTimes, endpoints: endpoints, held: holdWebhooks)
+            : nil
         do {
             let started = try await send(trip: trip, client: client, fixTimes: fixTimes, receiver: receiver, summary: &summary)
+            if holdWebhooks, let receiver, let expectedWebhooks = summary.expectedWebhooks {
+                summary.drain = try await receiver.releaseWhenQueued(expected: expectedWebhooks, since: started, timeout: .seconds(timeout))
+            }
             summary.webhooks = try await receiver?.waitUntilQuiet(since: started, timeout: .seconds(timeout))
+            if let last = summary.webhooks?.secondsToLastWebhook, summary.drain != nil { summary.drain?.lastWebhookSeconds = last }
         } catch {
             try? await receiver?.stop()
             throw error

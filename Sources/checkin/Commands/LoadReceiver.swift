@@ -97,7 +97,9 @@ final class LoadReceiver: Sendable {
 
     /// Starts the receiver on a free port of this machine and registers it as `endpoints`
     /// endpoints of `project` (each event is delivered to each of them).
-    static func start(project: String, trip: LoadTrip, fixTimes: FixTimes, endpoints: Int = 1) async throws
+    /// - Parameter held: the endpoints are disabled as soon as they are registered, so that
+    ///   their deliveries queue until `releaseWhenQueued` enables them.
+    static func start(project: String, trip: LoadTrip, fixTimes: FixTimes, endpoints: Int = 1, held: Bool = false) async throws
         -> LoadReceiver
     {
         let secret = WebhookSecret.generate()
@@ -116,10 +118,11 @@ final class LoadReceiver: Sendable {
         let ids = try await withWebhookStore { webhooks in
             var ids: [String] = []
             for index in 0..<endpoints {
-                ids.append(
-                    try await webhooks.addEndpoint(
-                        projectId: project, url: "http://127.0.0.1:\(port)/webhooks/\(index)", secrets: [secret]
-                    ).id)
+                let id = try await webhooks.addEndpoint(
+                    projectId: project, url: "http://127.0.0.1:\(port)/webhooks/\(index)", secrets: [secret]
+                ).id
+                if held { try await webhooks.disableEndpoint(id: id, projectId: project, reason: "held by checkin load") }
+                ids.append(id)
             }
             return ids
         }
@@ -164,6 +167,37 @@ final class LoadReceiver: Sendable {
                         p99FromSendingMilliseconds: milliseconds(99, of: fromSending))
                 })
         }
+    }
+
+    /// Waits until `expected` deliveries are queued for the run's (disabled) endpoints, then
+    /// enables them: from then on the notifier has the whole queue before it. `started` is
+    /// the first request's instant, from which the returned figures are timed.
+    func releaseWhenQueued(expected: Int, since started: ContinuousClock.Instant, timeout: Duration) async throws -> DrainFigures {
+        let ids = Set(endpointIds.withLock { $0 })
+        let deadline = ContinuousClock.now + timeout
+        var queued = 0
+        while true {
+            queued = try await withDatabase { database, logger in
+                try await OperationsStore(database: database, logger: logger).deliveryBacklog()
+                    .filter { ids.contains($0.endpointId) }.reduce(0) { $0 + $1.pending + $1.retrying }
+            }
+            if queued >= expected { break }
+            guard ContinuousClock.now < deadline else {
+                throw CommandFailure("only \(queued) of \(expected) deliveries were queued within the timeout")
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        let queuedSeconds = (ContinuousClock.now - started).seconds
+        let project = project
+        let receivedBefore = received
+        try await withWebhookStore { webhooks in
+            for id in ids { try await webhooks.enableEndpoint(id: id, projectId: project) }
+        }
+        // Quiet is counted from here: nothing could arrive while the endpoints were held.
+        state.withLock { $0.lastArrival = .now }
+        return DrainFigures(
+            deliveries: queued, endpoints: ids.count, queuedSeconds: queuedSeconds, releasedSeconds: (ContinuousClock.now - started).seconds,
+            receivedBeforeRelease: receivedBefore)
     }
 
     /// Removes the run's endpoint and stops the server.

@@ -24,12 +24,14 @@ struct LoadSummary: Encodable, Sendable {
     var expectedWebhooks: Int?
     /// The pipeline's own per-stage latencies over the run (with --metrics).
     var stages: PipelineStages?
+    /// With --hold-webhooks: how fast the notifier emptied the queue it was given at once.
+    var drain: DrainFigures?
 
     var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
 
     enum CodingKeys: String, CodingKey {
         case fixes, devices, batch, openLoopRate, requests, endToEndSeconds, endToEndFixesPerSecond, webhooks
-        case expectedWebhooks, stages
+        case expectedWebhooks, stages, drain
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -44,6 +46,7 @@ struct LoadSummary: Encodable, Sendable {
         try container.encodeIfPresent(webhooks, forKey: .webhooks)
         try container.encodeIfPresent(expectedWebhooks, forKey: .expectedWebhooks)
         try container.encodeIfPresent(stages?.figures, forKey: .stages)
+        try container.encodeIfPresent(drain, forKey: .drain)
     }
 
     func printText() {
@@ -61,6 +64,16 @@ struct LoadSummary: Encodable, Sendable {
                 String(
                     format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes,
                     endToEndSeconds, rate))
+        }
+        if let drain, let rate = drain.deliveriesPerSecond {
+            print(
+                String(
+                    format:
+                        "notifier: %d deliveries to %d endpoint(s) queued %.2f s after the first fix was sent; from their enabling to the last webhook %.2f s = %.0f deliveries/s",
+                    drain.deliveries, drain.endpoints, drain.queuedSeconds, drain.drainSeconds ?? 0, rate))
+            print(
+                "  (the webhooks' latencies below include the hold"
+                    + (drain.receivedBeforeRelease > 0 ? "; \(drain.receivedBeforeRelease) came while the endpoints were held)" : ")"))
         }
         if let webhooks {
             if webhooks.received > 0 {
@@ -210,4 +223,20 @@ final class LoadProgress: Sendable {
             try? await Task.sleep(for: .milliseconds(200))
         }
     }
+}
+
+/// A queue handed to the notifier whole (`--hold-webhooks`): timed from the first fix's sending.
+struct DrainFigures: Codable, Sendable {
+    var deliveries: Int
+    var endpoints: Int
+    /// When every delivery due was queued.
+    var queuedSeconds: Double
+    /// When the endpoints were enabled again.
+    var releasedSeconds: Double
+    /// Webhooks that came while the endpoints were held (should be none).
+    var receivedBeforeRelease: Int
+    var lastWebhookSeconds: Double?
+
+    var drainSeconds: Double? { lastWebhookSeconds.map { $0 - releasedSeconds } }
+    var deliveriesPerSecond: Double? { drainSeconds.map { Double(deliveries) / $0 } }
 }
