@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tests the load tool's measurement of the notifier against `checkin dev`: with
 # --hold-webhooks no webhook arrives before every one due is queued, and then each of them
-# arrives once, signed, and the drain is timed from the endpoints' enabling.
+# arrives once, signed, naming the fix that decided it, and the drain is timed from the
+# endpoints' enabling.
 #
 #   scripts/with-services.sh scripts/load-test.sh
 set -euo pipefail
@@ -31,6 +32,8 @@ if drain["receivedBeforeRelease"] != 0:
     problems.append(f"{drain['receivedBeforeRelease']} webhooks came while the endpoints were held")
 if webhooks["received"] != due or webhooks["duplicates"] != 0 or webhooks["badSignatures"] != 0:
     problems.append(f"received {webhooks['received']} of {due}, {webhooks['duplicates']} twice, {webhooks['badSignatures']} unsigned")
+if webhooks["unmatched"] != 0:
+    problems.append(f"{webhooks['unmatched']} webhooks named no fix of the run")
 if not drain["lastWebhookSeconds"] > drain["releasedSeconds"] >= drain["queuedSeconds"]:
     problems.append(f"times out of order: {drain}")
 for problem in problems:
