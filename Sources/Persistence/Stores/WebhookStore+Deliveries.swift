@@ -593,6 +593,12 @@ extension WebhookStore {
         let lease = chainLease?.seconds ?? 0
         let ids = results.map(\.deliveryId)
         let (claimed, unsigned) = try await database.withTransaction { connection in
+            // Locked first: a delivery deleted meanwhile (its endpoint removed) is then out of
+            // the next statement's view, and none can go before this commits, so no attempt is
+            // logged for a delivery that is gone (which would fail the whole batch).
+            let locked = try await connection.query(
+                "SELECT id FROM deliveries WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR NO KEY UPDATE", logger: logger)
+            for try await _ in locked {}
             let updated = try await connection.query(
                 """
                 WITH r AS (

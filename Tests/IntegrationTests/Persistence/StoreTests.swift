@@ -271,6 +271,68 @@ import Testing
         #expect(queuedWhileHeld)
     }
 
+    /// An endpoint removed while one of its deliveries is in flight takes the delivery with
+    /// it: recording that attempt's result afterwards finds nothing to record, and fails
+    /// nothing else of its batch (it used to log the attempt of a delivery that was gone).
+    @Test func aResultForADeliveryRemovedMeanwhileIsDropped() async throws {
+        let logger = logger
+        let projectId = "removed-" + UUID().uuidString
+        let outcome = try await withDatabase { database in
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Removed")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            try await webhooks.enqueue([
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-1", eventType: "checkin",
+                    deviceId: "d", eventTime: Date(), sequence: 1, payload: "{}")
+            ])
+            let attempt = try #require(
+                try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: .zero)
+                    .first { $0.projectId == projectId })
+            // The removal has deleted the delivery but not committed when the result comes.
+            let (removed, removedContinuation) = AsyncStream.makeStream(of: Void.self)
+            let (commit, commitContinuation) = AsyncStream.makeStream(of: Void.self)
+            let removal = Task {
+                try await database.withTransaction { connection in
+                    try await connection.query("DELETE FROM webhook_endpoints WHERE id = \(endpoint.id)", logger: logger)
+                    removedContinuation.yield()
+                    for await _ in commit { break }
+                }
+            }
+            for await _ in removed { break }
+            let recording = Task {
+                try await webhooks.record(
+                    [
+                        DeliveryResult(
+                            deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .zero, statusCode: 204,
+                            error: nil, outcome: .delivered)
+                    ], owner: "a")
+            }
+            // Commit once the recording waits for the removal's locks.
+            for _ in 0..<200 {
+                let rows = try await database.client.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    logger: logger)
+                var waiting = 0
+                for try await count in rows.decode(Int.self) { waiting = count }
+                if waiting > 0 { break }
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            commitContinuation.finish()
+            try await removal.value
+            let result = await recording.result
+            let attempts = try await database.client.query(
+                "SELECT count(*) FROM delivery_attempts WHERE delivery_id = \(attempt.id)", logger: logger)
+            var logged = -1
+            for try await count in attempts.decode(Int.self) { logged = count }
+            return (result.map(\.count), logged)
+        }
+        if case .failure(let error) = outcome.0 { Issue.record("the result was not recorded: \(String(reflecting: error))") }
+        #expect((try? outcome.0.get()) == 0)
+        #expect(outcome.1 == 0)
+    }
+
     /// Recording a delivery as done claims the device's very next one for the same owner
     /// and hands it back; a retry, a gap or a disabled endpoint claims nothing.
     @Test func aResultClaimsTheDevicesNextDeliveryOnlyWhenItIsTheVeryNext() async throws {
