@@ -1,11 +1,9 @@
 import ArgumentParser
 import Foundation
-import HTTPTypes
 import Histogram
-import Hummingbird
-import Logging
+import NIOCore
+import NIOHTTP1
 import Persistence
-import ServiceLifecycle
 import Shared
 import Synchronization
 
@@ -76,9 +74,8 @@ final class LoadReceiver: Sendable {
     let fixTimes: FixTimes
     let secret: WebhookSecret
     private let state = Mutex(State())
-    private let group: Mutex<ServiceGroup?> = Mutex(nil)
+    private let server: Mutex<LoadPartnerServer?> = Mutex(nil)
     private let endpointIds: Mutex<[String]> = Mutex([])
-    private let running: Mutex<Task<Void, any Error>?> = Mutex(nil)
     /// When the first request went out (seconds since 1970): minute 0 of the run.
     private let runStart: Mutex<Double?> = Mutex(nil)
 
@@ -104,17 +101,9 @@ final class LoadReceiver: Sendable {
     {
         let secret = WebhookSecret.generate()
         let receiver = LoadReceiver(project: project, trip: trip, fixTimes: fixTimes, secret: try WebhookSecret(secret))
-        var logger = Logger(label: "checkin.load.receiver")
-        logger.logLevel = .warning
-        let ports = AsyncStream.makeStream(of: Int.self)
-        let group = ServiceGroup(
-            configuration: .init(
-                services: [.init(service: receiver.application(logger: logger) { ports.continuation.yield($0) })],
-                gracefulShutdownSignals: [], logger: logger))
-        receiver.group.withLock { $0 = group }
-        receiver.running.withLock { $0 = Task { try await group.run() } }
-        var iterator = ports.stream.makeAsyncIterator()
-        guard let port = await iterator.next() else { throw CommandFailure("the webhook receiver did not start") }
+        let server = try await LoadPartnerServer.start { path, headers, body in receiver.receive(path: path, headers: headers, body: body) }
+        receiver.server.withLock { $0 = server }
+        let port = server.port
         let ids = try await withWebhookStore { webhooks in
             var ids: [String] = []
             for index in 0..<endpoints {
@@ -209,57 +198,52 @@ final class LoadReceiver: Sendable {
                 for id in ids { try await webhooks.removeEndpoint(id: id, projectId: project) }
             }
         }
-        await group.withLock { $0 }?.triggerGracefulShutdown()
-        try await running.withLock { $0 }?.value
+        try await server.withLock { $0 }?.stop()
     }
 
-    private func application(logger: Logger, onRunning: @escaping @Sendable (Int) async -> Void) -> some ApplicationProtocol {
-        let router = Router()
-        router.post("/webhooks/{endpoint}") { request, context -> Response in
-            let body = Array(buffer: try await request.body.collect(upTo: 1 << 20))
-            let arrived = Date().timeIntervalSince1970
-            let id = request.headers[HTTPField.Name(WebhookSignature.idHeader)!]
-            do {
-                try WebhookSignature.verify(
-                    id: id, timestamp: request.headers[HTTPField.Name(WebhookSignature.timestampHeader)!],
-                    signatureHeader: request.headers[HTTPField.Name(WebhookSignature.signatureHeader)!], body: body,
-                    secret: self.secret)
-            } catch {
-                self.state.withLock { $0.badSignatures += 1 }
-                return Response(status: .unauthorized)
-            }
-            let payload = try? WireJSON.decoder().decode(FixReference.self, from: Data(body))
-            let fixIndex = payload.flatMap { self.trip.fixIndex(deviceId: $0.data.deviceId, time: $0.data.location.timestamp) }
-            let fixTimes = fixIndex.flatMap { self.fixTimes.times(ofFix: $0) }
-            let runStart = self.runStart.withLock { $0 }
-            self.state.withLock { state in
-                state.lastArrival = .now
-                guard state.seen.insert((context.parameters.get("endpoint") ?? "") + "/" + (id ?? "")).inserted else {
-                    state.duplicates += 1
-                    return
-                }
-                state.received += 1
-                if let fixTimes {
-                    let microsecondsFromSending = UInt64(max(0, arrived - fixTimes.sent) * 1_000_000)
-                    _ = state.latencyFromSending.record(microsecondsFromSending)
-                    let minute = runStart.map { max(0, Int((fixTimes.sent - $0) / 60)) }
-                    if let minute { _ = state.byMinuteFromSending[minute, default: Self.histogram()].record(microsecondsFromSending) }
-                    if fixTimes.accepted > 0 {
-                        let microseconds = UInt64(max(0, arrived - fixTimes.accepted) * 1_000_000)
-                        _ = state.latency.record(microseconds)
-                        if let minute { _ = state.byMinute[minute, default: Self.histogram()].record(microseconds) }
-                    } else {
-                        state.beforeAnswer += 1
-                    }
-                } else {
-                    state.unmatched += 1
-                }
-            }
-            return Response(status: .noContent)
+    /// One webhook: verified as a partner must, then timed from its fix (on the connection's
+    /// event loop: it does little, and takes no hop to another thread).
+    private func receive(path: String, headers: HTTPHeaders, body: ByteBuffer) -> HTTPResponseStatus {
+        let arrived = Date().timeIntervalSince1970
+        let id = headers.first(name: WebhookSignature.idHeader)
+        let bytes = body.readableBytesView
+        do {
+            try WebhookSignature.verify(
+                id: id, timestamp: headers.first(name: WebhookSignature.timestampHeader),
+                signatureHeader: headers.first(name: WebhookSignature.signatureHeader), body: bytes, secret: secret)
+        } catch {
+            state.withLock { $0.badSignatures += 1 }
+            return .unauthorized
         }
-        return Application(
-            router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0), serverName: "load-partner"),
-            onServerRunning: { channel in await onRunning(channel.localAddress?.port ?? 0) }, logger: logger)
+        let payload = try? WireJSON.decoder().decode(FixReference.self, from: Data(bytes))
+        let fixIndex = payload.flatMap { trip.fixIndex(deviceId: $0.data.deviceId, time: $0.data.location.timestamp) }
+        let fixTimes = fixIndex.flatMap { self.fixTimes.times(ofFix: $0) }
+        let runStart = runStart.withLock { $0 }
+        let endpoint = path.split(separator: "/").last.map(String.init) ?? ""
+        state.withLock { state in
+            state.lastArrival = .now
+            guard state.seen.insert(endpoint + "/" + (id ?? "")).inserted else {
+                state.duplicates += 1
+                return
+            }
+            state.received += 1
+            guard let fixTimes else {
+                state.unmatched += 1
+                return
+            }
+            let microsecondsFromSending = UInt64(max(0, arrived - fixTimes.sent) * 1_000_000)
+            _ = state.latencyFromSending.record(microsecondsFromSending)
+            let minute = runStart.map { max(0, Int((fixTimes.sent - $0) / 60)) }
+            if let minute { _ = state.byMinuteFromSending[minute, default: Self.histogram()].record(microsecondsFromSending) }
+            if fixTimes.accepted > 0 {
+                let microseconds = UInt64(max(0, arrived - fixTimes.accepted) * 1_000_000)
+                _ = state.latency.record(microseconds)
+                if let minute { _ = state.byMinute[minute, default: Self.histogram()].record(microseconds) }
+            } else {
+                state.beforeAnswer += 1
+            }
+        }
+        return .noContent
     }
 }
 
