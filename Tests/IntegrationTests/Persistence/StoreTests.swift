@@ -28,6 +28,17 @@ import Testing
         try await withMigratedDatabase(url: try await Self.ownDatabaseURL.value, logger: logger, body)
     }
 
+    /// A new project with one endpoint (which nothing answers), and the store its deliveries go through.
+    static func projectWithEndpoint(_ projectId: String, name: String, database: Database, logger: Logger) async throws
+        -> (WebhookStore, WebhookEndpoint)
+    {
+        try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: name)
+        let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+        let endpoint = try await webhooks.addEndpoint(
+            projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+        return (webhooks, endpoint)
+    }
+
     @Test func migratingTwiceAppliesNothingTheSecondTime() async throws {
         let logger = logger
         let again = try await withDatabase { database in try await Migrator(database: database, logger: logger).migrate() }
@@ -91,10 +102,7 @@ import Testing
         let logger = logger
         let projectId = "hooks-" + UUID().uuidString
         try await withDatabase { database in
-            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Hooks")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Hooks", database: database, logger: logger)
             let delivery = NewDelivery(
                 endpointId: endpoint.id, projectId: projectId, eventId: "e-\(projectId)", eventType: "checkin", deviceId: "d",
                 eventTime: Date(), sequence: 1, payload: "{}")
@@ -157,10 +165,7 @@ import Testing
         let logger = logger
         let projectId = "order-" + UUID().uuidString
         try await withDatabase { database in
-            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Order")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Order", database: database, logger: logger)
             func delivery(_ sequence: Int, device: String = "d") -> NewDelivery {
                 NewDelivery(
                     endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(device)-\(sequence)",
@@ -231,10 +236,7 @@ import Testing
         let logger = logger
         let projectId = "backlog-" + UUID().uuidString
         let queuedWhileHeld = try await withDatabase { database in
-            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Backlog")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Backlog", database: database, logger: logger)
             func delivery(_ sequence: Int) -> NewDelivery {
                 NewDelivery(
                     endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(sequence)",
@@ -278,10 +280,7 @@ import Testing
         let logger = logger
         let projectId = "removed-" + UUID().uuidString
         let outcome = try await withDatabase { database in
-            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Removed")
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            let endpoint = try await webhooks.addEndpoint(
-                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Removed", database: database, logger: logger)
             try await webhooks.enqueue([
                 NewDelivery(
                     endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-1", eventType: "checkin",
