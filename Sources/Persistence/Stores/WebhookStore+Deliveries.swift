@@ -233,12 +233,10 @@ extension WebhookStore {
     /// `gapHold` has passed, unless the predecessor comes first. So a claim reads the
     /// deliveries that may go, never the backlog behind them.
     ///
-    /// The devices' pending deliveries that are not waiting behind another (those a result
-    /// can be recorded for) are locked first (in id order, as `record` locks them) and the
-    /// new ones judged afterwards, in a statement that sees them as they are then: a
-    /// predecessor being recorded as delivered at the same moment either is seen done here,
-    /// or its recording sees the new delivery waiting behind it and lets it go. The backlog
-    /// of an endpoint that is down is not locked by each queueing of its devices' events.
+    /// The devices' pending deliveries are locked first (in id order, as `record` locks
+    /// them) and the new ones judged afterwards, in a statement that sees them as they are
+    /// then: a predecessor being recorded as delivered at the same moment either is seen
+    /// done here, or its recording sees the new delivery waiting behind it and lets it go.
     @discardableResult
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
         try await enqueue(deliveries, gapHold: gapHold, claim: nil).queued
@@ -279,9 +277,6 @@ extension WebhookStore {
                                     FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[])
                                          AS s(endpoint_id, device_id)) s
                   JOIN deliveries d ON d.endpoint_id = s.endpoint_id AND d.device_id = s.device_id AND d.status = 'pending'
-                 -- Only a delivery that is due, held or in flight can be recorded meanwhile: those
-                 -- waiting behind it stay pending whatever happens, and need no lock.
-                 WHERE d.next_attempt_at < 'infinity'
                  ORDER BY d.id
                    FOR SHARE OF d
                 """, logger: logger)
