@@ -277,6 +277,9 @@ extension WebhookStore {
                                     FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[])
                                          AS s(endpoint_id, device_id)) s
                   JOIN deliveries d ON d.endpoint_id = s.endpoint_id AND d.device_id = s.device_id AND d.status = 'pending'
+                 -- Those waiting behind another too: between this lock and the judging below, the
+                 -- recording of its predecessor could take a waiting one, and be recorded in turn
+                 -- before it sees the new delivery (which would then wait for the 15-second mend).
                  ORDER BY d.id
                    FOR SHARE OF d
                 """, logger: logger)

@@ -4,7 +4,6 @@ import Logging
 import Persistence
 import PostgresNIO
 import Shared
-import Synchronization
 import Testing
 
 /// The stores against the real local Postgres. Serialized: claiming deliveries is
@@ -227,50 +226,6 @@ import Testing
             #expect(try await webhooks.replay(deliveryIds: failed.map(\.id), projectId: projectId).ids.count == 5)
             #expect(try await claim().filter { $0.deviceId == "d" }.map(\.sequence) == [1])
         }
-    }
-
-    /// Queueing a device's event locks the device's deliveries a result can be recorded for,
-    /// not those waiting behind them: a statement holding a waiting one (as a mend or the
-    /// failing of a disabled endpoint's backlog may) does not hold up the queueing.
-    @Test func queueingDoesNotWaitOnTheBacklogBehindADevicesFirstDelivery() async throws {
-        let logger = logger
-        let projectId = "backlog-" + UUID().uuidString
-        let queuedWhileHeld = try await withDatabase { database in
-            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Backlog", database: database, logger: logger)
-            func delivery(_ sequence: Int) -> NewDelivery {
-                NewDelivery(
-                    endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(sequence)",
-                    eventType: sequence % 2 == 1 ? "checkin" : "checkout", deviceId: "d", eventTime: Date(),
-                    sequence: sequence, payload: "{}")
-            }
-            // 1 is due; 2 to 5 wait behind it.
-            try await webhooks.enqueue((1...5).map(delivery))
-            let (locked, lockedContinuation) = AsyncStream.makeStream(of: Void.self)
-            let (release, releaseContinuation) = AsyncStream.makeStream(of: Void.self)
-            let heldTooLong = Mutex(false)
-            let giveUp = Task {
-                try await Task.sleep(for: .seconds(10))
-                heldTooLong.withLock { $0 = true }
-                releaseContinuation.finish()
-            }
-            let holder = Task {
-                try await database.withTransaction { connection in
-                    let rows = try await connection.query(
-                        "SELECT id FROM deliveries WHERE endpoint_id = \(endpoint.id) AND sequence = 5 FOR UPDATE", logger: logger)
-                    for try await _ in rows {}
-                    lockedContinuation.yield()
-                    for await _ in release { break }
-                }
-            }
-            for await _ in locked { break }
-            try await webhooks.enqueue([delivery(6)])
-            let queuedWhileHeld = !heldTooLong.withLock { $0 }
-            releaseContinuation.finish()
-            try await holder.value
-            giveUp.cancel()
-            return queuedWhileHeld
-        }
-        #expect(queuedWhileHeld)
     }
 
     /// An endpoint removed while one of its deliveries is in flight takes the delivery with
