@@ -4,6 +4,7 @@ import Logging
 import Persistence
 import PostgresNIO
 import Shared
+import Synchronization
 import Testing
 
 /// The stores against the real local Postgres. Serialized: claiming deliveries is
@@ -226,6 +227,76 @@ import Testing
             #expect(try await webhooks.replay(deliveryIds: failed.map(\.id), projectId: projectId).ids.count == 5)
             #expect(try await claim().filter { $0.deviceId == "d" }.map(\.sequence) == [1])
         }
+    }
+
+    /// Queueing, recording and the claims a recording makes of each device's next delivery,
+    /// all at once as in a busy notifier: every delivery goes without the 15-second mend.
+    /// (Queueing that locked only the deliveries not waiting behind another left some waiting
+    /// for good: a waiting one could be taken and recorded between its lock and its judging.)
+    @Test func deliveriesQueuedWhileTheirPredecessorsAreRecordedAllGo() async throws {
+        let logger = logger
+        let projectId = "busy-" + UUID().uuidString
+        let (devices, sequences) = (100, 8)
+        let delivered = try await withDatabase { database in
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(
+                projectId, name: "Busy", database: database, logger: logger)
+            let toRecord = Mutex<[DeliveryAttempt]>([])
+            let queueing = Task {
+                for sequence in 1...sequences {
+                    let (_, claimed, _) = try await webhooks.enqueue(
+                        (0..<devices).map { device in
+                            NewDelivery(
+                                endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(device)-\(sequence)",
+                                eventType: sequence % 2 == 1 ? "checkin" : "checkout", deviceId: "d\(device)", eventTime: Date(),
+                                sequence: sequence, payload: "{}")
+                        }, gapHold: .seconds(60), claim: .init(owner: "a", lease: .seconds(60), limit: 10_000))
+                    toRecord.withLock { $0 += claimed }
+                }
+            }
+            let queueingDone = Mutex(false)
+            // Records what was taken as delivered, which takes each device's next one, until
+            // nothing is left to record (and, with `untilQueued`, everything was queued).
+            let recordAll: @Sendable (_ untilQueued: Bool) async throws -> Void = { untilQueued in
+                while true {
+                    let batch = toRecord.withLock { taken in
+                        defer { taken = Array(taken.dropFirst(50)) }
+                        return Array(taken.prefix(50))
+                    }
+                    if batch.isEmpty {
+                        if !untilQueued || queueingDone.withLock({ $0 }) { return }
+                        try await Task.sleep(for: .milliseconds(1))
+                        continue
+                    }
+                    let next = try await webhooks.record(
+                        batch.map {
+                            DeliveryResult(
+                                deliveryId: $0.id, attempt: $0.attempt, startedAt: Date(), latency: .zero, statusCode: 204,
+                                error: nil, outcome: .delivered)
+                        }, owner: "a", chainLease: .seconds(60), gapHold: .seconds(60))
+                    toRecord.withLock { $0 += next }
+                }
+            }
+            async let first: Void = recordAll(true)
+            async let second: Void = recordAll(true)
+            try await queueing.value
+            queueingDone.withLock { $0 = true }
+            try await first
+            try await second
+            // What is due now but was not taken goes by claims, as the notifier's would take it.
+            while true {
+                let claimed = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: .seconds(60))
+                    .filter { $0.projectId == projectId }
+                if claimed.isEmpty { break }
+                toRecord.withLock { $0 += claimed }
+                try await recordAll(false)
+            }
+            let rows = try await database.client.query(
+                "SELECT count(*) FROM deliveries WHERE project_id = \(projectId) AND status = 'delivered'", logger: logger)
+            var count = 0
+            for try await value in rows.decode(Int.self) { count = value }
+            return count
+        }
+        #expect(delivered == devices * sequences)
     }
 
     /// An endpoint removed while one of its deliveries is in flight takes the delivery with
