@@ -37,8 +37,8 @@ if webhooks["received"] != due or webhooks["duplicates"] != 0 or webhooks["badSi
     problems.append(f"received {webhooks['received']} of {due}, {webhooks['duplicates']} twice, {webhooks['badSignatures']} unsigned")
 if webhooks["unmatched"] != 0:
     problems.append(f"{webhooks['unmatched']} webhooks named no fix of the run")
-if not drain["lastWebhookSeconds"] > drain["releasedSeconds"] >= drain["queuedSeconds"]:
-    problems.append(f"times out of order: {drain}")
+if not (summary.get("drainSeconds", 0) > 0 and drain["releasedSeconds"] >= drain["queuedSeconds"]):
+    problems.append(f"times out of order: {drain}, drained in {summary.get('drainSeconds')} s")
 for problem in problems:
     print("load-test:", problem, file=sys.stderr)
 sys.exit(1 if problems else 0)

@@ -91,7 +91,6 @@ struct LoadCommand: AsyncParsableCommand {
                 summary.drain = try await receiver.releaseWhenQueued(expected: expectedWebhooks, since: started, timeout: .seconds(timeout))
             }
             summary.webhooks = try await receiver?.waitUntilQuiet(since: started, timeout: .seconds(timeout))
-            if let last = summary.webhooks?.secondsToLastWebhook, summary.drain != nil { summary.drain?.lastWebhookSeconds = last }
         } catch {
             try? await receiver?.stop()
             throw error

@@ -55,11 +55,11 @@ struct LoadPartnerServer: Sendable {
             case .end:
                 guard let head else { return }
                 let status = answer(head.uri, head.headers, body ?? ByteBuffer())
+                let keepAlive = head.isKeepAlive
                 var headers = HTTPHeaders()
                 headers.add(name: "content-length", value: "0")
-                if !head.isKeepAlive { headers.add(name: "connection", value: "close") }
+                if !keepAlive { headers.add(name: "connection", value: "close") }
                 context.write(wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))), promise: nil)
-                let keepAlive = head.isKeepAlive
                 context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
                     if !keepAlive { context.close(promise: nil) }
                 }

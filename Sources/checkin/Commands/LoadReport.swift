@@ -28,10 +28,19 @@ struct LoadSummary: Encodable, Sendable {
     var drain: DrainFigures?
 
     var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
+    /// With --hold-webhooks: from the endpoints' enabling to the last webhook.
+    var drainSeconds: Double? {
+        guard let drain, let webhooks, webhooks.received > 0 else { return nil }
+        return webhooks.secondsToLastWebhook - drain.releasedSeconds
+    }
+    var drainDeliveriesPerSecond: Double? {
+        guard let drain, let drainSeconds else { return nil }
+        return Double(drain.deliveries) / drainSeconds
+    }
 
     enum CodingKeys: String, CodingKey {
         case fixes, devices, batch, openLoopRate, requests, endToEndSeconds, endToEndFixesPerSecond, webhooks
-        case expectedWebhooks, stages, drain
+        case expectedWebhooks, stages, drain, drainSeconds, drainDeliveriesPerSecond
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -47,6 +56,8 @@ struct LoadSummary: Encodable, Sendable {
         try container.encodeIfPresent(expectedWebhooks, forKey: .expectedWebhooks)
         try container.encodeIfPresent(stages?.figures, forKey: .stages)
         try container.encodeIfPresent(drain, forKey: .drain)
+        try container.encodeIfPresent(drainSeconds, forKey: .drainSeconds)
+        try container.encodeIfPresent(drainDeliveriesPerSecond, forKey: .drainDeliveriesPerSecond)
     }
 
     func printText() {
@@ -65,12 +76,12 @@ struct LoadSummary: Encodable, Sendable {
                     format: "pipeline: %d fixes evaluated %.2f s after the first was sent = %.0f fixes/s end to end", fixes,
                     endToEndSeconds, rate))
         }
-        if let drain, let rate = drain.deliveriesPerSecond {
+        if let drain, let drainSeconds, let rate = drainDeliveriesPerSecond {
             print(
                 String(
                     format:
                         "notifier: %d deliveries to %d endpoint(s) queued %.2f s after the first fix was sent; from their enabling to the last webhook %.2f s = %.0f deliveries/s",
-                    drain.deliveries, drain.endpoints, drain.queuedSeconds, drain.drainSeconds ?? 0, rate))
+                    drain.deliveries, drain.endpoints, drain.queuedSeconds, drainSeconds, rate))
             print(
                 "  (the webhooks' latencies below include the hold"
                     + (drain.receivedBeforeRelease > 0 ? "; \(drain.receivedBeforeRelease) came while the endpoints were held)" : ")"))
@@ -235,8 +246,4 @@ struct DrainFigures: Codable, Sendable {
     var releasedSeconds: Double
     /// Webhooks that came while the endpoints were held (should be none).
     var receivedBeforeRelease: Int
-    var lastWebhookSeconds: Double?
-
-    var drainSeconds: Double? { lastWebhookSeconds.map { $0 - releasedSeconds } }
-    var deliveriesPerSecond: Double? { drainSeconds.map { Double(deliveries) / $0 } }
 }
