@@ -87,13 +87,6 @@ public struct DeviceStateStore: Sendable {
     /// not rewritten since states were stored in binary.
     static let storedState = "COALESCE(s.state_binary, convert_to(s.state::text, 'UTF8'))"
 
-    /// The minute a stale check-out deadline falls in (rounded down, never after it), by which
-    /// the sweep finds its devices: it changes at most once a minute, so a checked-in device's
-    /// writes between changes are heap-only updates that add no index entry.
-    static func staleMinute(_ deadline: String) -> String {
-        "date_bin('1 minute', \(deadline), TIMESTAMPTZ 'epoch')"
-    }
-
     public func save(_ states: [StoredDeviceState], on connection: PostgresConnection) async throws {
         guard !states.isEmpty else { return }
         let sorted = states.sorted { $0.key < $1.key }
@@ -102,7 +95,10 @@ public struct DeviceStateStore: Sendable {
             """
             INSERT INTO device_states (project_id, device_id, state_binary, last_fix_at, stale_at, stale_minute, partition, updated_at)
             SELECT s.project_id, s.device_id, s.state, NULLIF(s.last_fix_at, 'epoch'::timestamptz),
-                   NULLIF(s.stale_at, 'epoch'::timestamptz), \(unescaped: Self.staleMinute("NULLIF(s.stale_at, 'epoch'::timestamptz)")),
+                   NULLIF(s.stale_at, 'epoch'::timestamptz),
+                   -- The minute the deadline falls in (rounded down), by which the sweep finds it: it
+                   -- changes once a minute at most, so the writes between are heap-only updates.
+                   date_bin('1 minute', NULLIF(s.stale_at, 'epoch'::timestamptz), TIMESTAMPTZ 'epoch'),
                    NULLIF(s.partition, -1), now()
             FROM UNNEST(\(sorted.map(\.key.projectId))::text[], \(sorted.map(\.key.deviceId))::text[],
                         \(sorted.map { ByteBuffer(bytes: $0.state) })::bytea[], \(sorted.map { $0.lastFixAt ?? epoch })::timestamptz[],
