@@ -353,8 +353,10 @@ import Testing
             for try await count in attempts.decode(Int.self) { logged = count }
             return (result.map(\.count), logged)
         }
-        if case .failure(let error) = outcome.0 { Issue.record("the result was not recorded: \(String(reflecting: error))") }
-        #expect((try? outcome.0.get()) == 0)
+        switch outcome.0 {
+        case .success(let chained): #expect(chained == 0)
+        case .failure(let error): Issue.record("the result was not recorded: \(String(reflecting: error))")
+        }
         #expect(outcome.1 == 0)
     }
 
@@ -529,8 +531,10 @@ import Testing
         let minute = (Date().timeIntervalSince1970 / 60).rounded(.down) * 60
         let counts = try await withDatabase { database in
             let states = DeviceStateStore(logger: logger)
+            // Five updates in one transaction (whose versions cannot be pruned before it ends):
+            // they fit in the room the table's fill factor leaves in the page of a new row.
             return try await database.withTransaction { connection in
-                for second in 1...11 {
+                for second in 1...6 {
                     let deadline = Date(timeIntervalSince1970: minute + Double(second))
                     try await states.save(
                         [
@@ -548,8 +552,8 @@ import Testing
                 return (-1, -1)
             }
         }
-        #expect(counts.0 == 10)
-        #expect(counts.1 == 10)
+        #expect(counts.0 == 5)
+        #expect(counts.1 == 5)
     }
 
     /// The sweep finds devices by the minute of their deadline, and still takes only those
