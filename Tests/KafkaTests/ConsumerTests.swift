@@ -38,6 +38,15 @@ struct ConsumerTests {
         return try KafkaConsumer(configuration: configuration, rebalanceListener: listener, logger: KafkaTestSupport.logger)
     }
 
+    /// The offsets the next member of `group` reads first (from the group's committed offset), `count` of them.
+    func offsetsReadByANewMember(of group: String, topic: String, count: Int) async throws -> [Int64] {
+        let member = try makeConsumer(topic: topic, group: group)
+        let received = ReceivedMessages(member)
+        return try await withServicesRunning([member]) {
+            try await received.waitFor(count: count)
+        }.map(\.offset)
+    }
+
     @Test("receives what was produced, in order per partition, in bounded batches")
     func receivesProduced() async throws {
         let topic = KafkaTestSupport.uniqueName("consume")
@@ -103,12 +112,7 @@ struct ConsumerTests {
             try first.commit([partition: 6])
         }
 
-        let second = try makeConsumer(topic: topic, group: group)
-        let secondReceived = ReceivedMessages(second)
-        let messages = try await withServicesRunning([second]) {
-            try await secondReceived.waitFor(count: 4)
-        }
-        #expect(messages.map(\.offset) == [6, 7, 8, 9])
+        #expect(try await offsetsReadByANewMember(of: group, topic: topic, count: 4) == [6, 7, 8, 9])
     }
 
     /// With a commit interval, commits wait for it (merged, the latest of each partition),
@@ -135,12 +139,7 @@ struct ConsumerTests {
         }
         #expect(try await reader.committedOffsets(topic: topic, partitions: [0])[0] == 6)
 
-        let second = try makeConsumer(topic: topic, group: group)
-        let secondReceived = ReceivedMessages(second)
-        let messages = try await withServicesRunning([second]) {
-            try await secondReceived.waitFor(count: 4)
-        }
-        #expect(messages.map(\.offset) == [6, 7, 8, 9])
+        #expect(try await offsetsReadByANewMember(of: group, topic: topic, count: 4) == [6, 7, 8, 9])
     }
 
     /// The reader holds its first batch three poll intervals long while more wait: the
