@@ -42,6 +42,9 @@ public struct NotifierConfiguration: Sendable {
     /// Delivered deliveries (and their attempt log) are deleted this long after delivery;
     /// zero keeps them for ever. Pending and failed ones are always kept.
     public var deliveryRetention: Duration
+    /// Most attempt results written in one statement. While this many wait to be written,
+    /// no more deliveries are claimed: their leases are renewed until they are written.
+    public var resultBatch: Int = 2000
 
     public init(
         groupId: String = "checkin-notifier", topics: Topics = Topics(), concurrency: Int = 64, endpointConcurrency: Int = 16,

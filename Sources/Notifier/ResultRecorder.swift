@@ -20,17 +20,20 @@ final class ResultRecorder: Sendable {
     /// deliveries it claimed.
     let onRecorded: @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
 
-    private let pending = NIOLockedValueBox<[DeliveryResult]>([])
+    /// Results added and not yet taken into a batch, and how many of the batch being written.
+    private let unwritten = NIOLockedValueBox<(pending: [DeliveryResult], writing: Int)>(([], 0))
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
-    static let maximumBatch = 2000
+    /// Most results in one batch.
+    let maximumBatch: Int
 
     init(
-        webhooks: WebhookStore, owner: String, chainLease: Duration?, gapHold: Duration, logger: Logger,
-        onRecorded: @escaping @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
+        webhooks: WebhookStore, owner: String, chainLease: Duration?, gapHold: Duration, maximumBatch: Int = 2000,
+        logger: Logger, onRecorded: @escaping @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
     ) {
         self.webhooks = webhooks
         self.owner = owner
+        self.maximumBatch = max(maximumBatch, 1)
         self.chainLease = NIOLockedValueBox(chainLease)
         self.gapHold = gapHold
         self.logger = logger
@@ -39,8 +42,13 @@ final class ResultRecorder: Sendable {
     }
 
     func add(_ result: DeliveryResult) {
-        pending.withLockedValue { $0.append(result) }
+        unwritten.withLockedValue { $0.pending.append(result) }
         signal.yield()
+    }
+
+    /// Whether a whole batch or more waits to be written: the database is behind the sends.
+    var isBehind: Bool {
+        unwritten.withLockedValue { $0.pending.count + $0.writing >= maximumBatch }
     }
 
     /// Writes batches as results come in, until `finish`.
@@ -64,13 +72,15 @@ final class ResultRecorder: Sendable {
     /// Writes everything added so far.
     func flush() async {
         while true {
-            let batch = pending.withLockedValue { results -> [DeliveryResult] in
-                let batch = Array(results.prefix(Self.maximumBatch))
-                results.removeFirst(batch.count)
+            let batch = unwritten.withLockedValue { unwritten -> [DeliveryResult] in
+                let batch = Array(unwritten.pending.prefix(maximumBatch))
+                unwritten.pending.removeFirst(batch.count)
+                unwritten.writing = batch.count
                 return batch
             }
             guard !batch.isEmpty else { return }
             let claimed = await write(batch)
+            unwritten.withLockedValue { $0.writing = 0 }
             onRecorded(batch.map(\.deliveryId), claimed)
         }
     }

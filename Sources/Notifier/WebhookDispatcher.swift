@@ -78,7 +78,7 @@ public final class WebhookDispatcher: Service, Sendable {
         self.recorder = ResultRecorder(
             webhooks: webhooks, owner: owner,
             chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil,
-            gapHold: configuration.gapHold, logger: logger
+            gapHold: configuration.gapHold, maximumBatch: configuration.resultBatch, logger: logger
         ) { [chainsSuccessors = configuration.claimsSuccessorsWithResults] recorded, claimed in
             held.withLockedValue {
                 $0.subtract(recorded)
@@ -163,7 +163,11 @@ public final class WebhookDispatcher: Service, Sendable {
                 while let delivery = scheduler.next() {
                     senders.addTask { await self.attempt(delivery) }
                 }
-                room.withLockedValue { $0 = (capacity - scheduler.held, scheduler.saturatedEndpoints) }
+                // Sent and not yet written, a delivery still holds its lease: while the recorder is
+                // a batch behind, claims wait for it, or the leases to renew (and the renewals
+                // that hold up the recorder) would grow with every claim.
+                let free = recorder.isBehind ? 0 : capacity - scheduler.held
+                room.withLockedValue { $0 = (free, scheduler.saturatedEndpoints) }
                 // Claim when woken, or when fewer are queued than there are slots, so that the
                 // next free slot never waits for a claim.
                 if news.woken || scheduler.queued < configuration.concurrency {

@@ -77,6 +77,75 @@ import Testing
         }
     }
 
+    /// Sent deliveries keep their leases until their results are written. When writing falls
+    /// behind, the notifier stops claiming instead of sending the whole queue: otherwise the
+    /// leases it renews grow with every claim, and so does the renewal that holds up the writing.
+    @Test func claimsWaitWhileResultsCannotBeWritten() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        let database = Database(configuration: try DatabaseConfiguration(url: url), logger: logger)
+        let configuration = {
+            var configuration = NotifierConfiguration(concurrency: 8, endpointConcurrency: 8, pollInterval: .milliseconds(100))
+            configuration.resultBatch = 50
+            return configuration
+        }()
+        let webhooks = WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer)
+        let dispatcher = WebhookDispatcher(
+            configuration: configuration, webhooks: webhooks, webhookClient: try GuardedWebhookClient(policy: .local),
+            logger: logger)
+        let secret = WebhookSecret.generate()
+        let received = ReceivedWebhooks()
+        let ports = AsyncStream.makeStream(of: Int.self)
+        let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received) {
+            ports.continuation.yield($0)
+        }
+        try await withServicesRunning([database, receiver]) {
+            var port = 0
+            for await running in ports.stream {
+                port = running
+                break
+            }
+            try await Migrator(database: database, logger: logger).migrate()
+            try await ProjectStore(database: database, logger: logger).createProject(id: "backlog", name: "Backlog")
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "backlog", url: "http://127.0.0.1:\(port)/hooks", secrets: [secret])
+            let queued = 600
+            try await webhooks.enqueue(try Self.deliveries(count: queued, to: endpoint))
+
+            try await withServicesRunning([dispatcher]) {
+                // Results cannot be written while this transaction holds the attempt log.
+                try await database.client.withConnection { blocker in
+                    try await blocker.query("BEGIN", logger: logger)
+                    try await blocker.query("LOCK TABLE delivery_attempts IN SHARE MODE", logger: logger)
+                    try await received.wait(timeout: .seconds(30)) { $0.count >= configuration.resultBatch }
+                    var sent = await received.payloads.count
+                    while true {
+                        try await Task.sleep(for: .seconds(1))
+                        let now = await received.payloads.count
+                        if now == sent { break }
+                        sent = now
+                    }
+                    // A batch waiting, what the loop held (twice its slots) and one claim more.
+                    let capacity = 2 * configuration.concurrency
+                    #expect(sent <= configuration.resultBatch + capacity + capacity, "sent \(sent) of \(queued)")
+                    try await blocker.query("COMMIT", logger: logger)
+                }
+                try await received.wait(timeout: .seconds(60)) { $0.count >= queued }
+                // And every result is written once the attempt log is free again.
+                var delivered = 0
+                let deadline = ContinuousClock.now + .seconds(30)
+                while delivered < queued && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(100))
+                    delivered = try await database.client.query(
+                        "SELECT count(*) FROM deliveries WHERE status = 'delivered'", logger: logger
+                    ).decode(Int.self).reduce(0, +)
+                }
+                #expect(delivered == queued)
+                #expect(await received.payloads.count == queued)
+            }
+        }
+    }
+
     /// Events of distinct devices (so that no ordering holds them back), as the intake queues them.
     static func deliveries(count: Int, to endpoint: WebhookEndpoint) throws -> [NewDelivery] {
         try (0..<count).map { index in
