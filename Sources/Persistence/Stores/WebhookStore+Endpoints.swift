@@ -46,11 +46,25 @@ extension WebhookStore {
     /// Deletes the endpoint (its deliveries go with it); false when the project has no such endpoint.
     @discardableResult
     public func removeEndpoint(id: String, projectId: String) async throws -> Bool {
-        let rows = try await database.client.query(
-            "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId) RETURNING 1", logger: logger)
-        var removed = false
-        for try await _ in rows { removed = true }
-        return removed
+        try await database.withTransaction { connection in
+            // Its deliveries are locked first, in id order, as queueing, recording and lease
+            // renewal lock them. Deleted by the cascade alone, they would be taken in storage
+            // order while the endpoint is held, which queueing takes after its deliveries (a
+            // deadlock, which fails one of the two).
+            let locked = try await connection.query(
+                """
+                SELECT d.id FROM deliveries d
+                 WHERE d.endpoint_id = \(id)
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = \(id) AND e.project_id = \(projectId))
+                 ORDER BY d.id FOR UPDATE OF d
+                """, logger: logger)
+            for try await _ in locked {}
+            let rows = try await connection.query(
+                "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId) RETURNING 1", logger: logger)
+            var removed = false
+            for try await _ in rows { removed = true }
+            return removed
+        }
     }
 
     public func endpoints(projectId: String) async throws -> [WebhookEndpoint] {

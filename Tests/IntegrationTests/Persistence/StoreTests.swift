@@ -302,6 +302,53 @@ import Testing
     /// An endpoint removed while one of its deliveries is in flight takes the delivery with
     /// it: recording that attempt's result afterwards finds nothing to record, and fails
     /// nothing else of its batch (it used to log the attempt of a delivery that was gone).
+    /// Removing an endpoint while its events are being queued: the queueing locks the devices'
+    /// deliveries and then the endpoint (the new rows' reference); the removal must not hold
+    /// the endpoint while it waits for those deliveries, or one of the two fails (deadlock).
+    @Test func anEndpointRemovedWhileItsEventsAreQueuedIsRemoved() async throws {
+        let logger = logger
+        let projectId = "queueing-" + UUID().uuidString
+        let (removed, queueingErrors) = try await withDatabase { database in
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Queueing", database: database, logger: logger)
+            let devices = 2000
+            func batch(_ sequence: Int) -> [NewDelivery] {
+                (0..<devices).map { device in
+                    NewDelivery(
+                        endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(device)-\(sequence)",
+                        eventType: "checkin", deviceId: "device-\(device)", eventTime: Date(), sequence: sequence, payload: "{}")
+                }
+            }
+            // Every device has deliveries waiting, which each queueing locks.
+            try await webhooks.enqueue(batch(1))
+            let queueing = Task {
+                var errors: [String] = []
+                var sequence = 2
+                while !Task.isCancelled {
+                    do {
+                        try await webhooks.enqueue(batch(sequence))
+                        sequence += 1
+                    } catch {
+                        errors.append(String(reflecting: error))
+                        break
+                    }
+                }
+                return errors
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            let removal: String
+            do {
+                removal = try await webhooks.removeEndpoint(id: endpoint.id, projectId: projectId) ? "removed" : "not found"
+            } catch {
+                removal = String(reflecting: error)
+            }
+            queueing.cancel()
+            return (removal, await queueing.value)
+        }
+        #expect(removed == "removed")
+        // Once it is removed, queueing for it fails on its reference, and on nothing else.
+        #expect(queueingErrors.allSatisfy { !$0.contains("40P01") }, "\(queueingErrors)")
+    }
+
     @Test func aResultForADeliveryRemovedMeanwhileIsDropped() async throws {
         let logger = logger
         let projectId = "removed-" + UUID().uuidString
