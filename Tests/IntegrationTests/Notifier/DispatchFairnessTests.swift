@@ -20,15 +20,10 @@ import Testing
 
     @Test func anEndpointThatTimesOutDoesNotDelayAnother() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        let database = Database(configuration: try DatabaseConfiguration(url: url), logger: logger)
         let configuration = NotifierConfiguration(
             concurrency: 8, endpointConcurrency: 2, requestTimeout: .seconds(20), initialRetryDelay: .seconds(60),
             pollInterval: .milliseconds(100))
-        let webhooks = WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer)
-        let dispatcher = WebhookDispatcher(
-            configuration: configuration, webhooks: webhooks, webhookClient: try GuardedWebhookClient(policy: .local),
-            logger: logger)
+        let (database, webhooks, dispatcher) = try await Self.dispatcherOnFreshDatabase(configuration, logger: logger)
         let secret = WebhookSecret.generate()
         let slow = ReceivedWebhooks()
         let healthy = ReceivedWebhooks()
@@ -82,17 +77,12 @@ import Testing
     /// leases it renews grow with every claim, and so does the renewal that holds up the writing.
     @Test func claimsWaitWhileResultsCannotBeWritten() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        let database = Database(configuration: try DatabaseConfiguration(url: url), logger: logger)
         let configuration = {
             var configuration = NotifierConfiguration(concurrency: 8, endpointConcurrency: 8, pollInterval: .milliseconds(100))
             configuration.resultBatch = 50
             return configuration
         }()
-        let webhooks = WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer)
-        let dispatcher = WebhookDispatcher(
-            configuration: configuration, webhooks: webhooks, webhookClient: try GuardedWebhookClient(policy: .local),
-            logger: logger)
+        let (database, webhooks, dispatcher) = try await Self.dispatcherOnFreshDatabase(configuration, logger: logger)
         let secret = WebhookSecret.generate()
         let received = ReceivedWebhooks()
         let ports = AsyncStream.makeStream(of: Int.self)
@@ -144,6 +134,19 @@ import Testing
                 #expect(await received.payloads.count == queued)
             }
         }
+    }
+
+    /// A database of the test's own and a dispatcher over it (the notifier without its consumer).
+    static func dispatcherOnFreshDatabase(_ configuration: NotifierConfiguration, logger: Logger) async throws
+        -> (Database, WebhookStore, WebhookDispatcher)
+    {
+        let url = try await freshDatabaseURL(logger: logger)
+        let database = Database(configuration: try DatabaseConfiguration(url: url), logger: logger)
+        let webhooks = WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer)
+        let dispatcher = WebhookDispatcher(
+            configuration: configuration, webhooks: webhooks, webhookClient: try GuardedWebhookClient(policy: .local),
+            logger: logger)
+        return (database, webhooks, dispatcher)
     }
 
     /// Events of distinct devices (so that no ordering holds them back), as the intake queues them.

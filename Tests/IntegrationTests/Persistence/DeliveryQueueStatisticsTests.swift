@@ -138,7 +138,14 @@ import Testing
             let bitmap = try await emptyClaimReads(["enable_indexscan = off"])
             // As the store runs it: an index scan, whose first pass marks the versions it finds
             // dead (189 buffers) and whose next pass reads 24.
-            let asRun = try await emptyClaimReads(WebhookStore.claimSettings)
+            var asRun = try await emptyClaimReads(WebhookStore.claimSettings)
+            // A pass marks a version dead only once no transaction of the database may still see
+            // it (under a loaded machine one can take a while to end): looked at again, at most
+            // four times a second apart, while the second pass reads as much as the first.
+            for _ in 0..<4 where asRun.buffers[1] >= 100 {
+                try await Task.sleep(for: .seconds(1))
+                asRun = try await emptyClaimReads(WebhookStore.claimSettings)
+            }
             #expect(!asRun.scans.contains("Bitmap Heap Scan on deliveries"), "\(asRun.scans)")
             #expect(asRun.buffers[1] < 100, "an empty claim read \(asRun.buffers) buffers")
             #expect(bitmap.buffers[1] > 3 * asRun.buffers[1], "bitmap \(bitmap.buffers), as run \(asRun.buffers)")
