@@ -20,8 +20,7 @@ final class ResultRecorder: Sendable {
     /// deliveries it claimed.
     let onRecorded: @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
 
-    /// Results added and not yet taken into a batch, and how many of the batch being written.
-    private let unwritten = NIOLockedValueBox<(pending: [DeliveryResult], writing: Int)>(([], 0))
+    private let pending = NIOLockedValueBox<[DeliveryResult]>([])
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
     /// Most results in one batch.
@@ -42,13 +41,8 @@ final class ResultRecorder: Sendable {
     }
 
     func add(_ result: DeliveryResult) {
-        unwritten.withLockedValue { $0.pending.append(result) }
+        pending.withLockedValue { $0.append(result) }
         signal.yield()
-    }
-
-    /// Whether a whole batch or more waits to be written: the database is behind the sends.
-    var isBehind: Bool {
-        unwritten.withLockedValue { $0.pending.count + $0.writing >= maximumBatch }
     }
 
     /// Writes batches as results come in, until `finish`.
@@ -72,15 +66,13 @@ final class ResultRecorder: Sendable {
     /// Writes everything added so far.
     func flush() async {
         while true {
-            let batch = unwritten.withLockedValue { unwritten -> [DeliveryResult] in
-                let batch = Array(unwritten.pending.prefix(maximumBatch))
-                unwritten.pending.removeFirst(batch.count)
-                unwritten.writing = batch.count
+            let batch = pending.withLockedValue { results -> [DeliveryResult] in
+                let batch = Array(results.prefix(maximumBatch))
+                results.removeFirst(batch.count)
                 return batch
             }
             guard !batch.isEmpty else { return }
             let claimed = await write(batch)
-            unwritten.withLockedValue { $0.writing = 0 }
             onRecorded(batch.map(\.deliveryId), claimed)
         }
     }

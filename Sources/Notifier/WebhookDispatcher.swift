@@ -163,10 +163,12 @@ public final class WebhookDispatcher: Service, Sendable {
                 while let delivery = scheduler.next() {
                     senders.addTask { await self.attempt(delivery) }
                 }
-                // Sent and not yet written, a delivery still holds its lease: while the recorder is
-                // a batch behind, claims wait for it, or the leases to renew (and the renewals
-                // that hold up the recorder) would grow with every claim.
-                let free = recorder.isBehind ? 0 : capacity - scheduler.held
+                // Sent and not yet written, a delivery still holds its lease (it is held, and no
+                // longer the scheduler's): while a whole batch of those waits for the recorder,
+                // claims wait too, or the leases to renew (and the renewals that hold up the
+                // recorder) would grow with every claim.
+                let unwritten = held.withLockedValue { $0.count } - scheduler.held
+                let free = unwritten >= configuration.resultBatch ? 0 : capacity - scheduler.held
                 room.withLockedValue { $0 = (free, scheduler.saturatedEndpoints) }
                 // Claim when woken, or when fewer are queued than there are slots, so that the
                 // next free slot never waits for a claim.
