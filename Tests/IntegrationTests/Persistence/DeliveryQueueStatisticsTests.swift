@@ -141,7 +141,7 @@ import Testing
             var asRun = try await emptyClaimReads(WebhookStore.claimSettings)
             // A pass marks a version dead only once no transaction of the database may still see
             // it (under a loaded machine one can take a while to end): looked at again, at most
-            // four times a second apart, while the second pass reads as much as the first.
+            // four times a second apart, while its second pass still reads 100 buffers or more.
             for _ in 0..<4 where asRun.buffers[1] >= 100 {
                 try await Task.sleep(for: .seconds(1))
                 asRun = try await emptyClaimReads(WebhookStore.claimSettings)
