@@ -215,7 +215,7 @@ struct ConsumerTests {
             var offsets: [Int64] = []
             while listener.assigned.count < 2, let batch = try await iterator.next() { offsets += batch.map(\.offset) }
             while offsets.count < 60, let batch = try await iterator.next() { offsets += batch.map(\.offset) }
-            #expect(offsets.filter { $0 == 5 }.count == 2, "offset 5 is read again after the partition came back")
+            #expect(offsets.filter { $0 == 5 }.count == 2, "offset 5 is read again after the partition came back: \(offsets)")
         }
         #expect(listener.assigned.count == 2)
         #expect(listener.revoked.count == 2)

@@ -206,10 +206,11 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             case .stopped:
                 return nil
             case .satisfied:
-                // The application has had enough batches for a while. Fetching stops (librdkafka
-                // drops what it fetched ahead), but the group is still served (rebalances, the
-                // poll interval), so a slow batch never costs the membership, as long as the
-                // application shows it is working; one hung in a batch lets the poll lapse.
+                // The application has had enough batches for a while. Fetching stops, but the
+                // group is still served (rebalances, the poll interval), so a slow batch never
+                // costs the membership, as long as the application shows it is working; one
+                // hung in a batch lets the poll lapse.
+                if !fetchingPaused { keepFetchedAhead(handle: handle) }
                 setFetchingPaused(true, handle: handle)
                 let quiet = ContinuousClock.now - lastSignOfLife.withLockedValue { $0 }
                 if quiet > quietLimit {
@@ -231,11 +232,15 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 setFetchingPaused(false, handle: handle)
                 lastSignOfLife.withLockedValue { $0 = .now }
             }
-            // The first poll waits a little for data; the rest take what is already there.
+            // The first poll waits a little for data; the rest take what is already there. It
+            // polls even with a batch's worth kept from before a pause, so that a revocation
+            // waiting meanwhile (the poll lapsed) drops those records before any goes out.
             var timeout: Int32 = collected.isEmpty ? 100 : 0
-            while collected.count < maxBatchSize, collectedBytes < maxBatchBytes,
+            var polled = false
+            while !polled || (collected.count < maxBatchSize && collectedBytes < maxBatchBytes),
                 let message = rd_kafka_consumer_poll(handle, timeout)
             {
+                polled = true
                 timeout = 0
                 take(message, handle: handle)
             }
@@ -260,8 +265,48 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         }
     }
 
-    /// The oldest collected messages, up to a batch's count and bytes (at least one).
+    /// The oldest collected messages, up to a batch's count and bytes (at least one): each
+    /// partition's in offset order, the partitions merged by record time. A broker answers a
+    /// fetch with one partition's records after another's, as many as it has; taken in the
+    /// order fetched, a partition behind another's backlog would wait for all of it.
     private func takeBatch() -> [KafkaConsumerMessage] {
+        if let first = collected.first, collected.allSatisfy({ $0.partition == first.partition && $0.topic == first.topic }) {
+            return takePrefix()
+        }
+        var positions: [KafkaTopicPartition: [Int]] = [:]
+        for (index, message) in collected.enumerated() { positions[message.topicPartition, default: []].append(index) }
+        let queues = Array(positions.values)
+        var heads = [Int](repeating: 0, count: queues.count)
+        var taken: [Int] = []
+        var bytes = 0
+        while taken.count < maxBatchSize {
+            // The queue whose next message is the oldest (by record time, then as fetched).
+            var pick: Int?
+            for queue in queues.indices where heads[queue] < queues[queue].count {
+                guard let best = pick else {
+                    pick = queue
+                    continue
+                }
+                if isOlder(queues[queue][heads[queue]], than: queues[best][heads[best]]) { pick = queue }
+            }
+            guard let pick else { break }
+            let index = queues[pick][heads[pick]]
+            let size = collected[index].byteCount
+            if !taken.isEmpty && bytes + size > maxBatchBytes { break }
+            taken.append(index)
+            bytes += size
+            heads[pick] += 1
+        }
+        let messages = taken.map { collected[$0] }
+        var isTaken = [Bool](repeating: false, count: collected.count)
+        for index in taken { isTaken[index] = true }
+        collected = collected.indices.filter { !isTaken[$0] }.map { collected[$0] }
+        collectedBytes -= bytes
+        return messages
+    }
+
+    /// The oldest collected messages of a single partition, up to a batch's count and bytes.
+    private func takePrefix() -> [KafkaConsumerMessage] {
         var count = 0
         var bytes = 0
         for message in collected.prefix(maxBatchSize) {
@@ -274,6 +319,32 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         collected.removeFirst(count)
         collectedBytes -= bytes
         return messages
+    }
+
+    /// Whether `collected[index]` goes before `collected[other]`: by record time, and without
+    /// one (or on a tie) the one fetched first.
+    private func isOlder(_ index: Int, than other: Int) -> Bool {
+        switch (collected[index].timestamp, collected[other].timestamp) {
+        case (let time?, let otherTime?) where time != otherTime: time < otherTime
+        default: index < other
+        }
+    }
+
+    /// Takes what librdkafka has fetched ahead before fetching pauses, which would drop it.
+    /// A broker answers a fetch with one partition's records after another's; dropped at
+    /// every pause, those of the partitions behind the first would be fetched and dropped
+    /// again for as long as the first has a batch's worth waiting, and not read. Kept, they
+    /// go out merged by record time (`takeBatch`). Bounded (fetching goes on until the pause)
+    /// by what the queue holds at most, two batches' bytes (a quarter of `bufferBytes`), and
+    /// by 64 batches' records; the queue stays empty while paused.
+    private func keepFetchedAhead(handle: OpaquePointer) {
+        let countLimit = collected.count + 64 * maxBatchSize
+        let (byteLimit, overflow) = collectedBytes.addingReportingOverflow(2 * min(maxBatchBytes, Int.max / 2))
+        while collected.count < countLimit, overflow || collectedBytes < byteLimit,
+            let message = rd_kafka_consumer_poll(handle, 0)
+        {
+            take(message, handle: handle)
+        }
     }
 
     /// Keeps a polled message for the next batch, or handles the error it carries.

@@ -94,6 +94,54 @@ struct KafkaBrokerTests {
         }
     }
 
+    /// Both topics with a backlog larger than one fetch response holds of each, and an
+    /// application that keeps each batch longer than the poller waits before it pauses
+    /// fetching. The broker answers each fetch with one topic's records before the other's:
+    /// what was fetched ahead must outlive the pause and go out by record time, or the topic
+    /// behind is fetched and dropped again at every pause and not read while the other has
+    /// a batch waiting (as check-outs were, behind check-ins, in a notifier far behind).
+    @Test("an application slower than its fetches reads every topic it subscribed to, not only the first of each fetch")
+    func slowApplicationReadsEveryTopic() async throws {
+        let brokers = TestEnvironment.kafkaBrokers
+        let topics = [KafkaTestSupport.uniqueName("kafka-it-a"), KafkaTestSupport.uniqueName("kafka-it-b")]
+        try await KafkaAdmin.createTopics(
+            topics.map { (name: $0, partitions: 1) }, bootstrapServers: brokers, timeout: .seconds(10),
+            logger: KafkaTestSupport.logger)
+        let producer = try KafkaIntegration.makeProducer()
+        try await withServicesRunning([producer]) {
+            // Each send waited for: a record batch of its own, so that a fetch can stop between them.
+            for chunk in 0..<60 {
+                for topic in topics {
+                    let records = (0..<50).map { KafkaRecord(topic: topic, value: Array("\(chunk * 50 + $0)".utf8)) }
+                    for result in await producer.send(records) { _ = try result.get() }
+                }
+            }
+        }
+        var configuration = KafkaIntegration.consumerConfiguration(groupId: KafkaTestSupport.uniqueName("g"), topics: topics)
+        configuration.maxBatchSize = 50
+        let consumer = try KafkaConsumer(configuration: configuration, logger: KafkaTestSupport.logger)
+        let readByTopic = try await withServicesRunning([consumer]) {
+            var read: [String: Int] = [:]
+            var iterator = consumer.batches.makeAsyncIterator()
+            for _ in 0..<16 {
+                guard let batch = try await iterator.next() else { break }
+                for message in batch { read[message.topic, default: 0] += 1 }
+                // Longer than the poller waits before it pauses (a second), saying it is at work.
+                for _ in 0..<3 {
+                    consumer.noteProgress()
+                    try await Task.sleep(for: .milliseconds(500))
+                }
+            }
+            return read
+        }
+        // Produced side by side, read side by side: apart by at most what the first fetches
+        // held of one topic before the other (five record batches here). Without what was
+        // fetched ahead kept, one topic was read 550 times, the other 250.
+        let counts = topics.map { readByTopic[$0, default: 0] }
+        #expect(counts.reduce(0, +) == 800)
+        #expect(abs(counts[0] - counts[1]) <= 150, "records read of each topic in the first 16 batches: \(counts)")
+    }
+
     @Test("a restarted member resumes after the last committed offset")
     func resumeAfterCommit() async throws {
         let topic = KafkaTestSupport.uniqueName("kafka-it-commit")
