@@ -90,7 +90,8 @@ struct LoadCommand: AsyncParsableCommand {
             if holdWebhooks, let receiver, let expectedWebhooks = summary.expectedWebhooks {
                 summary.drain = try await receiver.releaseWhenQueued(expected: expectedWebhooks, since: started, timeout: .seconds(timeout))
             }
-            summary.webhooks = try await receiver?.waitUntilQuiet(since: started, timeout: .seconds(timeout))
+            summary.webhooks = try await receiver?.waitUntilQuiet(
+                since: started, timeout: .seconds(timeout), expected: summary.expectedWebhooks)
         } catch {
             try? await receiver?.stop()
             throw error

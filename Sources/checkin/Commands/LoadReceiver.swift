@@ -121,13 +121,19 @@ final class LoadReceiver: Sendable {
 
     /// Waits until webhooks have stopped arriving for a while (the pipeline has delivered
     /// what the load decided), then returns the figures, timed from `started`, the first request.
-    func waitUntilQuiet(since started: ContinuousClock.Instant, timeout: Duration, quiet: Duration = .seconds(5)) async throws
-        -> WebhookFigures
-    {
+    ///
+    /// With `expected` known, fewer received is a pause, not the end, for up to `shortQuiet`:
+    /// longer than the notifier's gap hold (60 s), for which a device's delivery may wait
+    /// when its predecessor is queued late.
+    func waitUntilQuiet(
+        since started: ContinuousClock.Instant, timeout: Duration, expected: Int? = nil, quiet: Duration = .seconds(5),
+        shortQuiet: Duration = .seconds(90)
+    ) async throws -> WebhookFigures {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
-            let last = state.withLock { $0.lastArrival }
-            if ContinuousClock.now - last >= quiet { break }
+            let (last, received) = state.withLock { ($0.lastArrival, $0.received) }
+            let isShort = expected.map { received < $0 } ?? false
+            if ContinuousClock.now - last >= (isShort ? shortQuiet : quiet) { break }
             try await Task.sleep(for: .milliseconds(200))
         }
         return state.withLock { state in
