@@ -56,6 +56,7 @@ let package = Package(
             name: "Kafka",
             dependencies: [
                 "Crdkafka",
+                .product(name: "DequeModule", package: "swift-collections"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),

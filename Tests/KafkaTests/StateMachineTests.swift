@@ -1,3 +1,4 @@
+import Foundation
 import NIOConcurrencyHelpers
 import Testing
 
@@ -6,6 +7,33 @@ import Testing
 @Suite("State machines and configuration")
 struct StateMachineTests {
     static let receipt = KafkaDeliveryReceipt(topic: "t", partition: 0, offset: 1)
+
+    /// One partition's backlog fetched ahead of another's, as a broker answers a fetch: the
+    /// batches follow record time across partitions and offsets within each.
+    @Test("collected records go out merged by record time, each partition's in offset order")
+    func collectedRecordsMergeByTime() {
+        func record(_ topic: String, _ offset: Int64, second: Double?) -> KafkaConsumerMessage {
+            KafkaConsumerMessage(
+                topic: topic, partition: 0, offset: offset, value: Array(repeating: 0, count: 10),
+                timestamp: second.map { Date(timeIntervalSince1970: $0) })
+        }
+        var collected = CollectedRecords()
+        // Check-ins at seconds 0, 2, 4, 6 fetched before check-outs at 1, 3, 5, 7.
+        for offset in 0..<4 { collected.append(record("ins", Int64(offset), second: Double(2 * offset))) }
+        for offset in 0..<4 { collected.append(record("outs", Int64(offset), second: Double(2 * offset + 1))) }
+        #expect(collected.count == 8 && collected.bytes == 80)
+        let first = collected.takeBatch(maxCount: 3, maxBytes: .max)
+        #expect(first.map { "\($0.topic)\($0.offset)" } == ["ins0", "outs0", "ins1"])
+        // Bytes bound a batch, which holds one record at least.
+        #expect(collected.takeBatch(maxCount: 10, maxBytes: 25).map { "\($0.topic)\($0.offset)" } == ["outs1", "ins2"])
+        #expect(collected.takeBatch(maxCount: 10, maxBytes: 5).map { "\($0.topic)\($0.offset)" } == ["outs2"])
+        // Without record times, the order polled; a revoked partition's records go.
+        collected.append(record("late", 0, second: nil))
+        collected.remove([KafkaTopicPartition(topic: "ins", partition: 0)])
+        #expect(collected.count == 2 && collected.bytes == 20)
+        #expect(collected.takeBatch(maxCount: 10, maxBytes: .max).map { "\($0.topic)\($0.offset)" } == ["outs3", "late0"])
+        #expect(collected.isEmpty && collected.bytes == 0)
+    }
 
     @Test("a report that arrives before its sender waits is kept for it")
     func earlyReport() {

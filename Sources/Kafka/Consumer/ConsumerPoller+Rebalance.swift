@@ -148,8 +148,7 @@ extension ConsumerPoller {
         guard !partitions.isEmpty else { return }
         state.withLockedValue { $0.revoked(partitions) }
         for partition in partitions { localGenerations.removeValue(forKey: partition) }
-        collected.removeAll { revoked.contains($0.topicPartition) }
-        collectedBytes = collected.reduce(0) { $0 + $1.byteCount }
+        collected.remove(revoked)
         if let listener {
             _ = waitFor { await listener.partitionsRevoked(partitions) }
         }

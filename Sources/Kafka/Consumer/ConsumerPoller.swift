@@ -19,9 +19,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     private let topics: [String]
     private let maxBatchSize: Int
     private let maxBatchBytes: Int
-    var collected: [KafkaConsumerMessage] = []
-    /// The bytes of `collected`.
-    var collectedBytes = 0
+    var collected = CollectedRecords()
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
     /// Whether fetching is paused because the application has enough batches.
     var fetchingPaused = false
@@ -237,7 +235,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             // waiting meanwhile (the poll lapsed) drops those records before any goes out.
             var timeout: Int32 = collected.isEmpty ? 100 : 0
             var polled = false
-            while !polled || (collected.count < maxBatchSize && collectedBytes < maxBatchBytes),
+            while !polled || (collected.count < maxBatchSize && collected.bytes < maxBatchBytes),
                 let message = rd_kafka_consumer_poll(handle, timeout)
             {
                 polled = true
@@ -265,82 +263,22 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         }
     }
 
-    /// The oldest collected messages, up to a batch's count and bytes (at least one): each
-    /// partition's in offset order, the partitions merged by record time. A broker answers a
-    /// fetch with one partition's records after another's, as many as it has; taken in the
-    /// order fetched, a partition behind another's backlog would wait for all of it.
+    /// The oldest collected messages across partitions, up to a batch's count and bytes (at least one).
     private func takeBatch() -> [KafkaConsumerMessage] {
-        if let first = collected.first, collected.allSatisfy({ $0.partition == first.partition && $0.topic == first.topic }) {
-            return takePrefix()
-        }
-        var positions: [KafkaTopicPartition: [Int]] = [:]
-        for (index, message) in collected.enumerated() { positions[message.topicPartition, default: []].append(index) }
-        let queues = Array(positions.values)
-        var heads = [Int](repeating: 0, count: queues.count)
-        var taken: [Int] = []
-        var bytes = 0
-        while taken.count < maxBatchSize {
-            // The queue whose next message is the oldest (by record time, then as fetched).
-            var pick: Int?
-            for queue in queues.indices where heads[queue] < queues[queue].count {
-                guard let best = pick else {
-                    pick = queue
-                    continue
-                }
-                if isOlder(queues[queue][heads[queue]], than: queues[best][heads[best]]) { pick = queue }
-            }
-            guard let pick else { break }
-            let index = queues[pick][heads[pick]]
-            let size = collected[index].byteCount
-            if !taken.isEmpty && bytes + size > maxBatchBytes { break }
-            taken.append(index)
-            bytes += size
-            heads[pick] += 1
-        }
-        let messages = taken.map { collected[$0] }
-        var isTaken = [Bool](repeating: false, count: collected.count)
-        for index in taken { isTaken[index] = true }
-        collected = collected.indices.filter { !isTaken[$0] }.map { collected[$0] }
-        collectedBytes -= bytes
-        return messages
-    }
-
-    /// The oldest collected messages of a single partition, up to a batch's count and bytes.
-    private func takePrefix() -> [KafkaConsumerMessage] {
-        var count = 0
-        var bytes = 0
-        for message in collected.prefix(maxBatchSize) {
-            let size = message.byteCount
-            if count > 0 && bytes + size > maxBatchBytes { break }
-            count += 1
-            bytes += size
-        }
-        let messages = Array(collected.prefix(count))
-        collected.removeFirst(count)
-        collectedBytes -= bytes
-        return messages
-    }
-
-    /// Whether `collected[index]` goes before `collected[other]`: by record time, and without
-    /// one (or on a tie) the one fetched first.
-    private func isOlder(_ index: Int, than other: Int) -> Bool {
-        switch (collected[index].timestamp, collected[other].timestamp) {
-        case (let time?, let otherTime?) where time != otherTime: time < otherTime
-        default: index < other
-        }
+        collected.takeBatch(maxCount: maxBatchSize, maxBytes: maxBatchBytes)
     }
 
     /// Takes what librdkafka has fetched ahead before fetching pauses, which would drop it.
     /// A broker answers a fetch with one partition's records after another's; dropped at
     /// every pause, those of the partitions behind the first would be fetched and dropped
     /// again for as long as the first has a batch's worth waiting, and not read. Kept, they
-    /// go out merged by record time (`takeBatch`). Bounded (fetching goes on until the pause)
+    /// go out merged by record time (`CollectedRecords`). Bounded (fetching goes on until the pause)
     /// by what the queue holds at most, two batches' bytes (a quarter of `bufferBytes`), and
     /// by 64 batches' records; the queue stays empty while paused.
     private func keepFetchedAhead(handle: OpaquePointer) {
         let countLimit = collected.count + 64 * maxBatchSize
-        let (byteLimit, overflow) = collectedBytes.addingReportingOverflow(2 * min(maxBatchBytes, Int.max / 2))
-        while collected.count < countLimit, overflow || collectedBytes < byteLimit,
+        let (byteLimit, overflow) = collected.bytes.addingReportingOverflow(2 * min(maxBatchBytes, Int.max / 2))
+        while collected.count < countLimit, overflow || collected.bytes < byteLimit,
             let message = rd_kafka_consumer_poll(handle, 0)
         {
             take(message, handle: handle)
@@ -352,7 +290,6 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         defer { rd_kafka_message_destroy(message) }
         if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
             let converted = Self.convert(message)
-            collectedBytes += converted.byteCount
             collected.append(converted)
             // A partition assigned while fetching was paused starts fetching; it waits with the others.
             if fetchingPaused { pause(handle: handle) }
