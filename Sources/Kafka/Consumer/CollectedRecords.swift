@@ -16,11 +16,11 @@ struct CollectedRecords {
     private var slots: [KafkaTopicPartition: Int] = [:]
     private var queues: [Deque<Entry>] = []
     private var arrivals = 0
-    private(set) var count = 0
     /// The bytes of the records held (`KafkaConsumerMessage.byteCount`).
     private(set) var bytes = 0
 
-    var isEmpty: Bool { count == 0 }
+    var count: Int { queues.reduce(0) { $0 + $1.count } }
+    var isEmpty: Bool { queues.allSatisfy(\.isEmpty) }
 
     mutating func append(_ message: KafkaConsumerMessage) {
         let partition = message.topicPartition
@@ -34,25 +34,16 @@ struct CollectedRecords {
         }
         queues[slot].append(Entry(arrival: arrivals, message: message))
         arrivals += 1
-        count += 1
         bytes += message.byteCount
     }
 
-    /// Drops the records of `revoked` partitions.
+    /// Drops the records of `revoked` partitions (their queues stay, empty, for when they come back).
     mutating func remove(_ revoked: Set<KafkaTopicPartition>) {
-        guard !revoked.isDisjoint(with: slots.keys) else { return }
-        let kept = slots.filter { !revoked.contains($0.key) }
-        var keptQueues: [Deque<Entry>] = []
-        slots = [:]
-        count = 0
-        bytes = 0
-        for (partition, slot) in kept {
-            slots[partition] = keptQueues.count
-            keptQueues.append(queues[slot])
-            count += queues[slot].count
-            bytes += queues[slot].reduce(0) { $0 + $1.message.byteCount }
+        for partition in revoked {
+            guard let slot = slots[partition] else { continue }
+            bytes -= queues[slot].reduce(0) { $0 + $1.message.byteCount }
+            queues[slot].removeAll()
         }
-        queues = keptQueues
     }
 
     /// The oldest records, up to `maxCount` and `maxBytes` (at least one while any is held).
@@ -65,7 +56,6 @@ struct CollectedRecords {
             batch.append(queues[slot].removeFirst().message)
             batchBytes += size
         }
-        count -= batch.count
         bytes -= batchBytes
         return batch
     }

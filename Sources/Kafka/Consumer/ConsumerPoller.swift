@@ -19,6 +19,9 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     private let topics: [String]
     private let maxBatchSize: Int
     private let maxBatchBytes: Int
+    /// The most bytes `collected` may hold: librdkafka's queue (a quarter of `bufferBytes`),
+    /// taken whole at a pause, on top of less than a batch, below which fetching resumes.
+    private let maxKeptBytes: Int
     var collected = CollectedRecords()
     var localGenerations: [KafkaTopicPartition: UInt64] = [:]
     /// Whether fetching is paused because the application has enough batches.
@@ -88,6 +91,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         self.topics = configuration.topics
         self.maxBatchSize = max(1, configuration.maxBatchSize)
         self.maxBatchBytes = configuration.maxBatchBytes
+        self.maxKeptBytes = configuration.bufferBytes.map { $0 / 4 + $0 / 8 } ?? .max
         self.commitInterval = configuration.commitInterval
     }
 
@@ -227,7 +231,12 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             case .nudged:
                 continue
             case .wanted:
-                setFetchingPaused(false, handle: handle)
+                // Records kept at a pause go out first; fetching resumes once less than a batch
+                // is kept, so that what it fetches is neither dropped at the next pause nor piled
+                // on what is kept.
+                if collected.count < maxBatchSize && collected.bytes < maxBatchBytes {
+                    setFetchingPaused(false, handle: handle)
+                }
                 lastSignOfLife.withLockedValue { $0 = .now }
             }
             // The first poll waits a little for data; the rest take what is already there. It
@@ -245,7 +254,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             if state.withLockedValue({ $0.failure != nil }) { return nil }
             guard !collected.isEmpty else { continue }
             // Messages taken while fetching was paused may make more than a batch; the rest waits.
-            let messages = takeBatch()
+            let messages = collected.takeBatch(maxCount: maxBatchSize, maxBytes: maxBatchBytes)
             var generations: [KafkaTopicPartition: UInt64] = [:]
             for message in messages {
                 let partition = message.topicPartition
@@ -263,22 +272,14 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         }
     }
 
-    /// The oldest collected messages across partitions, up to a batch's count and bytes (at least one).
-    private func takeBatch() -> [KafkaConsumerMessage] {
-        collected.takeBatch(maxCount: maxBatchSize, maxBytes: maxBatchBytes)
-    }
-
     /// Takes what librdkafka has fetched ahead before fetching pauses, which would drop it.
     /// A broker answers a fetch with one partition's records after another's; dropped at
     /// every pause, those of the partitions behind the first would be fetched and dropped
     /// again for as long as the first has a batch's worth waiting, and not read. Kept, they
-    /// go out merged by record time (`CollectedRecords`). Bounded (fetching goes on until the pause)
-    /// by what the queue holds at most, two batches' bytes (a quarter of `bufferBytes`), and
-    /// by 64 batches' records; the queue stays empty while paused.
+    /// go out merged by record time (`CollectedRecords`). Fetching goes on until the pause,
+    /// so the taking stops at `maxKeptBytes` and 64 batches' records.
     private func keepFetchedAhead(handle: OpaquePointer) {
-        let countLimit = collected.count + 64 * maxBatchSize
-        let (byteLimit, overflow) = collected.bytes.addingReportingOverflow(2 * min(maxBatchBytes, Int.max / 2))
-        while collected.count < countLimit, overflow || collected.bytes < byteLimit,
+        while collected.count < 64 * maxBatchSize, collected.bytes < maxKeptBytes,
             let message = rd_kafka_consumer_poll(handle, 0)
         {
             take(message, handle: handle)

@@ -3,6 +3,7 @@ import Foundation
 import Histogram
 import NIOCore
 import NIOHTTP1
+import Notifier
 import Persistence
 import Shared
 import Synchronization
@@ -123,11 +124,11 @@ final class LoadReceiver: Sendable {
     /// what the load decided), then returns the figures, timed from `started`, the first request.
     ///
     /// With `expected` known, fewer received is a pause, not the end, for up to `shortQuiet`:
-    /// longer than the notifier's gap hold (60 s), for which a device's delivery may wait
+    /// longer than the notifier's default gap hold, for which a device's delivery may wait
     /// when its predecessor is queued late.
     func waitUntilQuiet(
         since started: ContinuousClock.Instant, timeout: Duration, expected: Int? = nil, quiet: Duration = .seconds(5),
-        shortQuiet: Duration = .seconds(90)
+        shortQuiet: Duration = NotifierConfiguration().gapHold + .seconds(30)
     ) async throws -> WebhookFigures {
         let deadline = ContinuousClock.now + timeout
         while ContinuousClock.now < deadline {
