@@ -38,8 +38,9 @@ public final class WebhookDispatcher: Service, Sendable {
     /// Claimed and not yet recorded or released: the leases to renew.
     private let held: NIOLockedValueBox<Set<Int64>>
     /// How many more the dispatch loop can take, and the endpoints it holds enough of, as of
-    /// its last turn: what deliveries claimed as they are queued may add.
-    private let room = NIOLockedValueBox<(free: Int, saturated: [String])>((0, []))
+    /// its last turn: what deliveries claimed as they are queued may add. All of its capacity
+    /// before its first turn, so that the first events' deliveries are claimed as they are queued.
+    private let room: NIOLockedValueBox<(free: Int, saturated: [String])>
     private let mailbox: NIOLockedValueBox<Mailbox>
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
@@ -64,6 +65,7 @@ public final class WebhookDispatcher: Service, Sendable {
         self.webhooks = webhooks
         self.logger = logger
         self.policy = DeliveryPolicy(configuration: configuration)
+        self.room = NIOLockedValueBox((Self.capacity(configuration), []))
         self.sender = WebhookSender(configuration: configuration, client: webhookClient)
         let owner = "notifier-" + UUID().uuidString.lowercased()
         let held = NIOLockedValueBox<Set<Int64>>([])
@@ -94,6 +96,10 @@ public final class WebhookDispatcher: Service, Sendable {
             signal.yield()
         }
     }
+
+    /// How many claimed deliveries it holds at most, queued or in flight: twice its slots, so
+    /// that a freed slot finds the next one at hand.
+    static func capacity(_ configuration: NotifierConfiguration) -> Int { configuration.concurrency * 2 }
 
     /// The claim that the intake makes as it queues deliveries, or nil when the loop has no
     /// room for more (they wait for a claim then).
@@ -145,9 +151,10 @@ public final class WebhookDispatcher: Service, Sendable {
     /// and waits for the attempts in flight. Claims run beside it (`claimUntilShutdown`), so
     /// that a free slot never waits for a claim's round trip.
     private func dispatchUntilShutdown() async {
+        let capacity = Self.capacity(configuration)
         var scheduler = DeliveryScheduler(
-            concurrency: configuration.concurrency, endpointConcurrency: configuration.endpointConcurrency)
-        let capacity = configuration.concurrency * 2
+            concurrency: configuration.concurrency, endpointConcurrency: configuration.endpointConcurrency,
+            capacity: capacity)
         await withDiscardingTaskGroup { senders in
             senders.addTask { await self.claimUntilShutdown() }
             for await _ in signals.cancelOnGracefulShutdown() {
@@ -155,13 +162,21 @@ public final class WebhookDispatcher: Service, Sendable {
                     defer { mailbox = Mailbox() }
                     return mailbox
                 }
+                let now = ContinuousClock.now
                 for (endpointId, endpointDisabled) in news.finished {
-                    scheduler.finished(endpointId: endpointId)
+                    scheduler.finished(endpointId: endpointId, at: now)
                     if endpointDisabled { await release(scheduler.removeQueued(endpointId: endpointId)) }
                 }
-                news.chained.forEach { scheduler.add($0) }
-                while let delivery = scheduler.next() {
+                news.chained.forEach { scheduler.add($0, at: now) }
+                while let delivery = scheduler.next(at: now) {
                     senders.addTask { await self.attempt(delivery) }
+                }
+                let surplus = scheduler.takeSurplus(at: now)
+                if !surplus.isEmpty {
+                    logger.info(
+                        "gave back deliveries held for endpoints that started none for a second",
+                        metadata: ["deliveries": "\(surplus.count)", "endpoints": "\(Set(surplus.map(\.endpointId)).sorted())"])
+                    await release(surplus)
                 }
                 // Sent and not yet written, a delivery still holds its lease (it is held, and no
                 // longer the scheduler's): while a whole batch of those waits for the recorder,
@@ -169,7 +184,7 @@ public final class WebhookDispatcher: Service, Sendable {
                 // recorder) would grow with every claim.
                 let unwritten = held.withLockedValue { $0.count } - scheduler.held
                 let free = unwritten >= configuration.resultBatch ? 0 : capacity - scheduler.held
-                room.withLockedValue { $0 = (free, scheduler.saturatedEndpoints) }
+                room.withLockedValue { $0 = (free, scheduler.saturatedEndpoints(at: now)) }
                 // Claim when woken, or when fewer are queued than there are slots, so that the
                 // next free slot never waits for a claim.
                 if news.woken || scheduler.queued < configuration.concurrency {

@@ -18,12 +18,67 @@ import Testing
         var started: [String] = []
         while let next = scheduler.next() { started.append(next.endpointId) }
         #expect(started.sorted() == ["fast", "fast", "slow", "slow"])
-        #expect(scheduler.saturatedEndpoints == ["slow"])
+        #expect(scheduler.saturatedEndpoints(at: .now) == ["slow"])
         scheduler.finished(endpointId: "fast")
         // The free slot cannot go to the slow endpoint, which has its two.
         #expect(scheduler.next() == nil)
         scheduler.finished(endpointId: "slow")
         #expect(scheduler.next()?.endpointId == "slow")
+    }
+
+    /// An endpoint may hold as many as it answered in the last second (at least twice its
+    /// slots, at most the notifier's capacity less that), so a burst for a partner that keeps up is
+    /// taken as it comes while one that answers nothing keeps its small share.
+    @Test func anEndpointThatAnswersFastMayHoldMore() {
+        let start = ContinuousClock.now
+        var scheduler = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        for id in 0..<40 { scheduler.add(attempt(Int64(id), endpoint: "fast", project: "a"), at: start) }
+        while let next = scheduler.next(at: start) { scheduler.finished(endpointId: next.endpointId, at: start) }
+        #expect(scheduler.allowance(of: "fast", at: start) == 40)
+        #expect(scheduler.allowance(of: "silent", at: start) == 8)
+        for id in 100..<130 { scheduler.add(attempt(Int64(id), endpoint: "fast", project: "a"), at: start) }
+        for id in 200..<230 { scheduler.add(attempt(Int64(id), endpoint: "silent", project: "b"), at: start) }
+        #expect(scheduler.saturatedEndpoints(at: start) == ["silent"])
+        // Never more than the notifier's capacity (twice its concurrency) less another's share.
+        var busy = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        for id in 300..<500 { busy.add(attempt(Int64(id), endpoint: "faster", project: "c"), at: start) }
+        while let next = busy.next(at: start) { busy.finished(endpointId: next.endpointId, at: start) }
+        #expect(busy.allowance(of: "faster", at: start) == 120)
+        // Two seconds without an answer: back to twice its slots.
+        #expect(scheduler.allowance(of: "fast", at: start + .seconds(2)) == 8)
+    }
+
+    /// What an endpoint took while it answered fast, it gives back once it stops: the queued
+    /// beyond its allowance, latest first, once it has started none for a second. A burst
+    /// that is still going out is kept.
+    @Test func anEndpointThatStopsGivesBackItsSurplus() {
+        let start = ContinuousClock.now
+        var scheduler = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        for id in 0..<40 { scheduler.add(attempt(Int64(id), endpoint: "partner", project: "a"), at: start) }
+        while let next = scheduler.next(at: start) { scheduler.finished(endpointId: next.endpointId, at: start) }
+        for id in 100..<130 { scheduler.add(attempt(Int64(id), endpoint: "partner", project: "a"), at: start) }
+        // It stops answering: four in flight, 26 queued.
+        for _ in 0..<4 { _ = scheduler.next(at: start) }
+        #expect(scheduler.held == 30)
+        #expect(scheduler.takeSurplus(at: start + .milliseconds(500)).isEmpty)
+        // Within its allowance (40 answered in the last second) it keeps them.
+        #expect(scheduler.takeSurplus(at: start + .milliseconds(1500)).isEmpty)
+        let surplus = scheduler.takeSurplus(at: start + .milliseconds(2500))
+        #expect(surplus.map(\.id) == (108..<130).reversed().map(Int64.init))
+        #expect(scheduler.held == 8)
+        #expect(scheduler.queued == 4)
+        #expect(scheduler.next(at: start + .milliseconds(2500)) == nil)
+
+        // A fresh burst of 50 to a partner not heard from yet: more than its allowance, kept
+        // while it goes out.
+        var fresh = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        for id in 0..<50 { fresh.add(attempt(Int64(id), endpoint: "new", project: "a"), at: start) }
+        for _ in 0..<4 { _ = fresh.next(at: start) }
+        #expect(fresh.takeSurplus(at: start + .milliseconds(900)).isEmpty)
+        fresh.finished(endpointId: "new", at: start + .milliseconds(900))
+        _ = fresh.next(at: start + .milliseconds(900))
+        #expect(fresh.takeSurplus(at: start + .milliseconds(1800)).isEmpty)
+        #expect(fresh.held == 49)
     }
 
     @Test func projectsTakeTurns() {
