@@ -134,7 +134,7 @@ start() {
     data="$(data_dir)"
     log="$data/server.log"
     # A picked port can still be taken before the server binds it: then another is picked.
-    until as_owner "$BIN_DIR/pg_ctl" -D "$data" -l "$log" -o "-p $port" -w -t 30 start >/dev/null; do
+    until as_owner "$BIN_DIR/pg_ctl" -D "$data" -l "$log" -o "-p $port ${CHECKIN_POSTGRES_EXTRA_OPTIONS:-}" -w -t 30 start >/dev/null; do
         if $picked && [ $attempt -lt 3 ] && as_owner grep -q "could not bind" "$log"; then
             port="$(free_port)"
             attempt=$((attempt + 1))
