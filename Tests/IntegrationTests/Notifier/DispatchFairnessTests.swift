@@ -72,6 +72,81 @@ import Testing
         }
     }
 
+    /// A partner that answers fast may hold more of the notifier than its slots' share; once it
+    /// stops answering, it gives back what it holds beyond that, and nothing is lost.
+    @Test func anEndpointThatStopsAnsweringGivesBackWhatItTookWhileFast() async throws {
+        let logger = logger
+        let configuration = NotifierConfiguration(
+            concurrency: 8, endpointConcurrency: 2, requestTimeout: .seconds(20), initialRetryDelay: .seconds(60),
+            pollInterval: .milliseconds(100))
+        let share = 2 * configuration.endpointConcurrency
+        let answeredBeforeStopping = 200
+        let (database, webhooks, dispatcher) = try await Self.dispatcherOnFreshDatabase(configuration, logger: logger)
+        let secret = WebhookSecret.generate()
+        let partner = ReceivedWebhooks()
+        let other = ReceivedWebhooks()
+        let ports = AsyncStream.makeStream(of: (String, Int).self)
+        let partnerReceiver = WebhookReceiver.application(
+            secret: try WebhookSecret(secret), received: partner,
+            respond: { _, _ in
+                if await partner.requests.count > answeredBeforeStopping { try? await Task.sleep(for: .seconds(30)) }
+                return nil
+            }, onRunning: { ports.continuation.yield(("partner", $0)) })
+        let otherReceiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: other) {
+            ports.continuation.yield(("other", $0))
+        }
+        try await withServicesRunning([database, partnerReceiver, otherReceiver]) {
+            var known: [String: Int] = [:]
+            for await (name, port) in ports.stream {
+                known[name] = port
+                if known.count == 2 { break }
+            }
+            try await Migrator(database: database, logger: logger).migrate()
+            let projects = ProjectStore(database: database, logger: logger)
+            try await projects.createProject(id: "partner", name: "Fast, then silent")
+            try await projects.createProject(id: "other", name: "Another partner")
+            let partnerEndpoint = try await webhooks.addEndpoint(
+                projectId: "partner", url: "http://127.0.0.1:\(known["partner"]!)/hooks", secrets: [secret])
+            let otherEndpoint = try await webhooks.addEndpoint(
+                projectId: "other", url: "http://127.0.0.1:\(known["other"]!)/hooks", secrets: [secret])
+            try await webhooks.enqueue(try Self.deliveries(count: 400, to: partnerEndpoint))
+            let leased = { @Sendable () async throws -> Int in
+                try await database.client.query(
+                    """
+                    SELECT count(*) FROM deliveries
+                     WHERE endpoint_id = \(partnerEndpoint.id) AND status = 'pending' AND lease_owner IS NOT NULL
+                    """, logger: logger
+                ).decode(Int.self).reduce(0, +)
+            }
+
+            try await withServicesRunning([dispatcher]) {
+                try await partner.wait(timeout: .seconds(60)) { $0.count >= answeredBeforeStopping }
+                try await Task.sleep(for: .milliseconds(300))
+                // While it answered fast it held more than its share (and more than one claim adds to it).
+                let heldWhenItStopped = try await leased()
+                #expect(heldWhenItStopped > 2 * share - 1, "held \(heldWhenItStopped)")
+                // Silent for a second or two: it keeps its share (its attempts in flight and one
+                // slot's worth queued) and gives back the rest.
+                var held = heldWhenItStopped
+                let deadline = ContinuousClock.now + .seconds(10)
+                while held > share && ContinuousClock.now < deadline {
+                    try await Task.sleep(for: .milliseconds(200))
+                    held = try await leased()
+                }
+                #expect(held <= share, "still held \(held) of \(heldWhenItStopped)")
+                // Another partner's deliveries go meanwhile.
+                try await webhooks.enqueue(try Self.deliveries(count: 20, to: otherEndpoint))
+                try await other.wait(timeout: .seconds(10)) { $0.count >= 20 }
+                // Nothing given back is lost: all the silent partner's undelivered deliveries wait, pending.
+                let pending = try await database.client.query(
+                    "SELECT count(*) FROM deliveries WHERE endpoint_id = \(partnerEndpoint.id) AND status = 'pending'",
+                    logger: logger
+                ).decode(Int.self).reduce(0, +)
+                #expect(pending == 400 - answeredBeforeStopping)
+            }
+        }
+    }
+
     /// Sent deliveries keep their leases until their results are written. When writing falls
     /// behind, the notifier stops claiming instead of sending the whole queue: otherwise the
     /// leases it renews grow with every claim, and so does the renewal that holds up the writing.
