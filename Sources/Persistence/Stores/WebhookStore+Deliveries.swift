@@ -283,6 +283,10 @@ extension WebhookStore {
                  ORDER BY d.id
                    FOR SHARE OF d
                 """, logger: logger)
+            // Those that may go at once are claimed by the insert itself (attempt 1, leased to the
+            // taker), in the batch's order up to the taker's limit: a row written once, not
+            // written and then updated in the same transaction.
+            let taker = claim ?? QueueClaim(owner: "", lease: .zero, limit: 0)
             let rows = try await connection.query(
                 """
                 WITH incoming AS (
@@ -293,15 +297,12 @@ extension WebhookStore {
                                   \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
                                   \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
                                   \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[],
-                                  \(deliveries.map { $0.fixAcceptedAt ?? epoch })::timestamptz[])
+                                  \(deliveries.map { $0.fixAcceptedAt ?? epoch })::timestamptz[]) WITH ORDINALITY
                            AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
-                                fix_accepted_at)
+                                fix_accepted_at, arrival)
                      WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id)
-                ), inserted AS (
-                    INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                            payload, fix_accepted_at, next_attempt_at)
-                    SELECT u.endpoint_id, u.project_id, u.event_id, u.event_type, u.device_id, u.event_time,
-                           NULLIF(u.sequence, 0), u.payload, NULLIF(u.fix_accepted_at, 'epoch'),
+                ), judged AS (
+                    SELECT u.*,
                            CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
                                 THEN 'infinity'::timestamptz
                                 -- Behind an earlier delivery of the device, in this batch or already queued,
@@ -318,10 +319,29 @@ extension WebhookStore {
                                      WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id
                                        AND p.sequence = u.sequence - 1 LIMIT 1) IS NULL
                                 THEN now() + make_interval(secs => \(gapHold.seconds))
-                                ELSE now() END
+                                ELSE now() END AS due_at
                       FROM incoming u
+                ), offered AS (
+                    SELECT j.*, j.due_at <= now() AND NOT (j.endpoint_id = ANY(\(taker.excluding)::text[])) AS takeable
+                      FROM judged j
+                ), taking AS (
+                    SELECT o.*, o.takeable AND row_number() OVER (PARTITION BY o.takeable ORDER BY o.arrival) <= \(taker.limit) AS taken
+                      FROM offered o
+                ), inserted AS (
+                    INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                            payload, fix_accepted_at, next_attempt_at, attempts, lease_owner, leased_until)
+                    SELECT t.endpoint_id, t.project_id, t.event_id, t.event_type, t.device_id, t.event_time,
+                           NULLIF(t.sequence, 0), t.payload, NULLIF(t.fix_accepted_at, 'epoch'),
+                           CASE WHEN t.taken THEN now() + make_interval(secs => \(taker.lease.seconds)) ELSE t.due_at END,
+                           CASE WHEN t.taken THEN 1 ELSE 0 END,
+                           CASE WHEN t.taken THEN \(taker.owner) END,
+                           CASE WHEN t.taken THEN now() + make_interval(secs => \(taker.lease.seconds)) END
+                      FROM taking t
+                     ORDER BY t.arrival
                     ON CONFLICT (endpoint_id, event_id) DO NOTHING
-                    RETURNING id, endpoint_id, device_id, sequence, next_attempt_at <= now() AS due
+                    RETURNING id, endpoint_id, project_id, event_id, device_id, sequence, payload, attempts, created_at,
+                              fix_accepted_at, lease_owner IS NOT NULL AS taken,
+                              lease_owner IS NOT NULL OR next_attempt_at <= now() AS due
                 ), behind AS (
                     -- A predecessor that came late goes first: what was queued after it waits again.
                     UPDATE deliveries l SET next_attempt_at = 'infinity'
@@ -331,43 +351,33 @@ extension WebhookStore {
                        AND (l.leased_until IS NULL OR l.leased_until <= now())
                     RETURNING l.id
                 )
-                SELECT id, due, endpoint_id FROM inserted
+                -- Each new one in the shape of a claimed row (`ClaimedRow`), then whether it is due and taken.
+                SELECT i.id, i.endpoint_id, i.project_id, e.url,
+                       CASE WHEN i.taken
+                            THEN ARRAY(SELECT s.sealed FROM webhook_secrets s
+                                        WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                                        ORDER BY s.id DESC)
+                            ELSE '{}'::text[] END,
+                       i.event_id, i.device_id, COALESCE(i.sequence, 0), CASE WHEN i.taken THEN i.payload ELSE '' END,
+                       i.attempts, false, i.created_at, i.fix_accepted_at, i.due, i.taken
+                  FROM inserted i JOIN webhook_endpoints e ON e.id = i.endpoint_id
+                 ORDER BY i.id
                 """, logger: logger)
             var inserted = 0
-            var due: [Int64] = []
+            var due = 0
             var dueOfExcluded = 0
-            for try await (id, isDue, endpointId) in rows.decode((Int64, Bool, String).self) {
+            var taken: [ClaimedRow] = []
+            for try await row in rows {
+                let columns = row.makeRandomAccess()
+                let isDue = try columns[Self.claimedColumnCount].decode(Bool.self)
+                let isTaken = try columns[Self.claimedColumnCount + 1].decode(Bool.self)
                 inserted += 1
-                if isDue { due.append(id) }
-                if isDue, let claim, claim.excluding.contains(endpointId) { dueOfExcluded += 1 }
+                if isDue { due += 1 }
+                if isTaken { taken.append(try ClaimedRow(columns)) }
+                if isDue, taker.excluding.contains(try columns[1].decode(String.self)) { dueOfExcluded += 1 }
             }
-            guard let claim, claim.limit > 0, !due.isEmpty else {
-                return (inserted, due.count, [DeliveryAttempt](), [DeliveryResult]())
-            }
-            // Just inserted by this transaction: no one else can hold them.
-            let claimedRows = try await connection.query(
-                """
-                WITH taken AS (
-                    SELECT d.id FROM deliveries d
-                     WHERE d.id = ANY(\(due)::bigint[]) AND NOT (d.endpoint_id = ANY(\(claim.excluding)::text[]))
-                     ORDER BY d.id
-                     LIMIT \(claim.limit)
-                )
-                UPDATE deliveries d
-                   SET attempts = d.attempts + 1, lease_owner = \(claim.owner),
-                       leased_until = now() + make_interval(secs => \(claim.lease.seconds)),
-                       next_attempt_at = now() + make_interval(secs => \(claim.lease.seconds))
-                  FROM taken, webhook_endpoints e
-                 WHERE d.id = taken.id AND e.id = d.endpoint_id AND e.enabled
-                RETURNING d.id, d.endpoint_id, d.project_id, e.url,
-                          ARRAY(SELECT s.sealed FROM webhook_secrets s
-                                 WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
-                                 ORDER BY s.id DESC),
-                          d.event_id, d.device_id, COALESCE(d.sequence, 0), d.payload, d.attempts, false, d.created_at,
-                          d.fix_accepted_at
-                """, logger: logger)
-            let (opened, unsigned) = try await openAttempts(claimedRows)
-            return (inserted, due.count - dueOfExcluded, opened, unsigned)
+            let (opened, unsigned) = try openedAttempts(taken)
+            return (inserted, due - dueOfExcluded, opened, unsigned)
         }
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
         return (queued, claimed, due - claimed.count - unsigned.count)
@@ -486,31 +496,72 @@ extension WebhookStore {
             """
     }
 
-    /// Claimed deliveries as rows of (id, endpoint, project, url, sealed secrets, event id,
-    /// device, sequence or 0, payload, attempts, skipped gap, queued at, fix accepted at),
-    /// with their secrets opened. Those whose secret cannot be opened come back apart, for the
-    /// caller to record as retries (`recordUnsigned`) once its transaction has committed.
+    /// A claimed delivery as a claim returns it: (id, endpoint, project, url, sealed secrets,
+    /// event id, device, sequence or 0, payload, attempts, skipped gap, queued at, fix accepted at).
+    struct ClaimedRow {
+        var id: Int64
+        var endpointId: String
+        var projectId: String
+        var url: String
+        var sealedSecrets: [String]
+        var eventId: String
+        var deviceId: String
+        var sequence: Int
+        var payload: String
+        var attempts: Int
+        var skippedGap: Bool
+        var queuedAt: Date
+        var fixAcceptedAt: Date?
+
+        init(_ columns: PostgresRandomAccessRow) throws {
+            id = try columns[0].decode(Int64.self)
+            endpointId = try columns[1].decode(String.self)
+            projectId = try columns[2].decode(String.self)
+            url = try columns[3].decode(String.self)
+            sealedSecrets = try columns[4].decode([String].self)
+            eventId = try columns[5].decode(String.self)
+            deviceId = try columns[6].decode(String.self)
+            sequence = try columns[7].decode(Int.self)
+            payload = try columns[8].decode(String.self)
+            attempts = try columns[9].decode(Int.self)
+            skippedGap = try columns[10].decode(Bool.self)
+            queuedAt = try columns[11].decode(Date.self)
+            fixAcceptedAt = try columns[12].decode(Date?.self)
+        }
+    }
+
+    /// How many columns a `ClaimedRow` takes: a statement may return more after them.
+    static let claimedColumnCount = 13
+
+    /// Claimed deliveries as rows of `ClaimedRow`, with their secrets opened. Those whose
+    /// secret cannot be opened come back apart, for the caller to record as retries
+    /// (`recordUnsigned`) once its transaction has committed.
     private func openAttempts(_ rows: PostgresRowSequence) async throws -> (opened: [DeliveryAttempt], unsigned: [DeliveryResult]) {
+        var claimed: [ClaimedRow] = []
+        for try await row in rows { claimed.append(try ClaimedRow(row.makeRandomAccess())) }
+        return try openedAttempts(claimed)
+    }
+
+    private func openedAttempts(_ claimed: [ClaimedRow]) throws -> (opened: [DeliveryAttempt], unsigned: [DeliveryResult]) {
         var result: [DeliveryAttempt] = []
         var unsigned: [DeliveryResult] = []
-        for try await row in rows {
-            let (id, endpointId, projectId, url, secrets, eventId, deviceId, sequence, payload, attempts, gap, queuedAt, accepted) =
-                try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool, Date, Date?).self)
+        for row in claimed {
             let opened: [String]
             do {
-                opened = try openSecrets(secrets)
+                opened = try openSecrets(row.sealedSecrets)
             } catch {
                 unsigned.append(
                     DeliveryResult(
-                        deliveryId: id, attempt: attempts, startedAt: Date(), latency: .zero, statusCode: nil,
+                        deliveryId: row.id, attempt: row.attempts, startedAt: Date(), latency: .zero, statusCode: nil,
                         error: "not sent: \(error)", outcome: .retry(after: Self.unsignableRetryDelay)))
                 continue
             }
             result.append(
                 DeliveryAttempt(
-                    id: id, endpointId: endpointId, projectId: projectId, url: url, secrets: opened, eventId: eventId,
-                    deviceId: deviceId, sequence: sequence == 0 ? nil : sequence, payload: payload, attempt: attempts,
-                    skippedGap: gap, queuedAt: queuedAt, fixAcceptedAt: accepted))
+                    id: row.id, endpointId: row.endpointId, projectId: row.projectId, url: row.url, secrets: opened,
+                    eventId: row.eventId, deviceId: row.deviceId, sequence: row.sequence == 0 ? nil : row.sequence,
+                    payload: row.payload, attempt: row.attempts, skippedGap: row.skippedGap, queuedAt: row.queuedAt,
+                    fixAcceptedAt: row.fixAcceptedAt))
         }
         return (result, unsigned)
     }
