@@ -24,33 +24,15 @@ import Testing
             concurrency: 8, endpointConcurrency: 2, requestTimeout: .seconds(20), initialRetryDelay: .seconds(60),
             pollInterval: .milliseconds(100))
         let (database, webhooks, dispatcher) = try await Self.dispatcherOnFreshDatabase(configuration, logger: logger)
-        let secret = WebhookSecret.generate()
         let slow = ReceivedWebhooks()
         let healthy = ReceivedWebhooks()
-        let ports = AsyncStream.makeStream(of: (String, Int).self)
-        let slowReceiver = WebhookReceiver.application(
-            secret: try WebhookSecret(secret), received: slow,
+        try await Self.withTwoPartners(
+            database: database, webhooks: webhooks, logger: logger, slow: slow, healthy: healthy,
             respond: { _, _ in
                 try? await Task.sleep(for: .seconds(30))
                 return nil
-            }, onRunning: { ports.continuation.yield(("slow", $0)) })
-        let healthyReceiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: healthy) {
-            ports.continuation.yield(("healthy", $0))
-        }
-        try await withServicesRunning([database, slowReceiver, healthyReceiver]) {
-            var known: [String: Int] = [:]
-            for await (name, port) in ports.stream {
-                known[name] = port
-                if known.count == 2 { break }
             }
-            try await Migrator(database: database, logger: logger).migrate()
-            let projects = ProjectStore(database: database, logger: logger)
-            try await projects.createProject(id: "slow", name: "Slow partner")
-            try await projects.createProject(id: "healthy", name: "Healthy partner")
-            let slowEndpoint = try await webhooks.addEndpoint(
-                projectId: "slow", url: "http://127.0.0.1:\(known["slow"]!)/hooks", secrets: [secret])
-            let healthyEndpoint = try await webhooks.addEndpoint(
-                projectId: "healthy", url: "http://127.0.0.1:\(known["healthy"]!)/hooks", secrets: [secret])
+        ) { slowEndpoint, healthyEndpoint in
             // The slow partner's deliveries are queued first, more than the notifier's slots.
             try await webhooks.enqueue(try Self.deliveries(count: 100, to: slowEndpoint))
             try await webhooks.enqueue(try Self.deliveries(count: 40, to: healthyEndpoint))
@@ -82,33 +64,15 @@ import Testing
         let share = 2 * configuration.endpointConcurrency
         let answeredBeforeStopping = 200
         let (database, webhooks, dispatcher) = try await Self.dispatcherOnFreshDatabase(configuration, logger: logger)
-        let secret = WebhookSecret.generate()
         let partner = ReceivedWebhooks()
         let other = ReceivedWebhooks()
-        let ports = AsyncStream.makeStream(of: (String, Int).self)
-        let partnerReceiver = WebhookReceiver.application(
-            secret: try WebhookSecret(secret), received: partner,
+        try await Self.withTwoPartners(
+            database: database, webhooks: webhooks, logger: logger, slow: partner, healthy: other,
             respond: { _, _ in
                 if await partner.requests.count > answeredBeforeStopping { try? await Task.sleep(for: .seconds(30)) }
                 return nil
-            }, onRunning: { ports.continuation.yield(("partner", $0)) })
-        let otherReceiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: other) {
-            ports.continuation.yield(("other", $0))
-        }
-        try await withServicesRunning([database, partnerReceiver, otherReceiver]) {
-            var known: [String: Int] = [:]
-            for await (name, port) in ports.stream {
-                known[name] = port
-                if known.count == 2 { break }
             }
-            try await Migrator(database: database, logger: logger).migrate()
-            let projects = ProjectStore(database: database, logger: logger)
-            try await projects.createProject(id: "partner", name: "Fast, then silent")
-            try await projects.createProject(id: "other", name: "Another partner")
-            let partnerEndpoint = try await webhooks.addEndpoint(
-                projectId: "partner", url: "http://127.0.0.1:\(known["partner"]!)/hooks", secrets: [secret])
-            let otherEndpoint = try await webhooks.addEndpoint(
-                projectId: "other", url: "http://127.0.0.1:\(known["other"]!)/hooks", secrets: [secret])
+        ) { partnerEndpoint, otherEndpoint in
             try await webhooks.enqueue(try Self.deliveries(count: 400, to: partnerEndpoint))
             let leased = { @Sendable () async throws -> Int in
                 try await database.client.query(
@@ -208,6 +172,39 @@ import Testing
                 #expect(delivered == queued)
                 #expect(await received.payloads.count == queued)
             }
+        }
+    }
+
+    /// Two partners, each the endpoint of a project of its own on `database`: the first answers
+    /// as `respond` says, the second at once. Runs `body` with their endpoints (`slow`'s first).
+    static func withTwoPartners(
+        database: Database, webhooks: WebhookStore, logger: Logger, slow: ReceivedWebhooks, healthy: ReceivedWebhooks,
+        respond: @escaping WebhookReceiver.Responder,
+        _ body: (WebhookEndpoint, WebhookEndpoint) async throws -> Void
+    ) async throws {
+        let secret = WebhookSecret.generate()
+        let ports = AsyncStream.makeStream(of: (String, Int).self)
+        let slowReceiver = WebhookReceiver.application(
+            secret: try WebhookSecret(secret), received: slow, respond: respond,
+            onRunning: { ports.continuation.yield(("slow", $0)) })
+        let healthyReceiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: healthy) {
+            ports.continuation.yield(("healthy", $0))
+        }
+        try await withServicesRunning([database, slowReceiver, healthyReceiver]) {
+            var known: [String: Int] = [:]
+            for await (name, port) in ports.stream {
+                known[name] = port
+                if known.count == 2 { break }
+            }
+            try await Migrator(database: database, logger: logger).migrate()
+            let projects = ProjectStore(database: database, logger: logger)
+            try await projects.createProject(id: "slow", name: "The first partner")
+            try await projects.createProject(id: "healthy", name: "The second partner")
+            let slowEndpoint = try await webhooks.addEndpoint(
+                projectId: "slow", url: "http://127.0.0.1:\(known["slow"]!)/hooks", secrets: [secret])
+            let healthyEndpoint = try await webhooks.addEndpoint(
+                projectId: "healthy", url: "http://127.0.0.1:\(known["healthy"]!)/hooks", secrets: [secret])
+            try await body(slowEndpoint, healthyEndpoint)
         }
     }
 
