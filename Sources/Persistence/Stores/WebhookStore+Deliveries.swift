@@ -626,28 +626,33 @@ extension WebhookStore {
     ) async throws -> [DeliveryAttempt] {
         guard !results.isEmpty else { return [] }
         // Rows are locked in id order, as `renewLeases` and `enqueue` lock them, so that they never deadlock.
-        let results = results.sorted { $0.deliveryId < $1.deliveryId }
-        let statuses = results.map { result -> String in
-            switch result.outcome {
-            case .delivered: DeliveryStatus.delivered.rawValue
-            case .retry: DeliveryStatus.pending.rawValue
-            case .failed: DeliveryStatus.failed.rawValue
-            }
-        }
-        let delays = results.map { result -> Double in
-            if case .retry(let after) = result.outcome { return after.seconds }
-            return 0
-        }
+        let sorted = results.sorted { $0.deliveryId < $1.deliveryId }
         let chain = chainLease != nil
         let lease = chainLease?.seconds ?? 0
-        let ids = results.map(\.deliveryId)
         let (claimed, unsigned) = try await database.withTransaction { connection in
-            // Locked first: a delivery deleted meanwhile (its endpoint removed) is then out of
-            // the next statement's view, and none can go before this commits, so no attempt is
-            // logged for a delivery that is gone (which would fail the whole batch).
+            // Locked first: none can go before this commits, and one deleted meanwhile (its
+            // endpoint removed) is not among them, so no attempt is logged for a delivery that
+            // is gone (which would fail the whole batch).
             let locked = try await connection.query(
-                "SELECT id FROM deliveries WHERE id = ANY(\(ids)::bigint[]) ORDER BY id FOR NO KEY UPDATE", logger: logger)
-            for try await _ in locked {}
+                """
+                SELECT id FROM deliveries WHERE id = ANY(\(sorted.map(\.deliveryId))::bigint[]) ORDER BY id FOR NO KEY UPDATE
+                """, logger: logger)
+            var present: Set<Int64> = []
+            for try await id in locked.decode(Int64.self) { present.insert(id) }
+            let results = sorted.filter { present.contains($0.deliveryId) }
+            guard !results.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            let ids = results.map(\.deliveryId)
+            let statuses = results.map { result -> String in
+                switch result.outcome {
+                case .delivered: DeliveryStatus.delivered.rawValue
+                case .retry: DeliveryStatus.pending.rawValue
+                case .failed: DeliveryStatus.failed.rawValue
+                }
+            }
+            let delays = results.map { result -> Double in
+                if case .retry(let after) = result.outcome { return after.seconds }
+                return 0
+            }
             let updated = try await connection.query(
                 """
                 WITH r AS (
@@ -672,7 +677,7 @@ extension WebhookStore {
                     INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
                     SELECT r.id, (SELECT count(*) + 1 FROM delivery_replays p WHERE p.delivery_id = r.id), r.attempt,
                            r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
-                      FROM r JOIN deliveries d ON d.id = r.id
+                      FROM r
                 )
                 SELECT id, retrying FROM updated
                 """, logger: logger)
