@@ -369,11 +369,11 @@ extension WebhookStore {
             var taken: [ClaimedRow] = []
             for try await row in rows {
                 let columns = row.makeRandomAccess()
-                let isDue = try columns[Self.claimedColumnCount].decode(Bool.self)
-                let isTaken = try columns[Self.claimedColumnCount + 1].decode(Bool.self)
+                let isDue = try columns[ClaimedRow.columnCount].decode(Bool.self)
+                let isTaken = try columns[ClaimedRow.columnCount + 1].decode(Bool.self)
                 inserted += 1
                 if isDue { due += 1 }
-                if isTaken { taken.append(try ClaimedRow(columns)) }
+                if isTaken { taken.append(try ClaimedRow(row)) }
                 if isDue, taker.excluding.contains(try columns[1].decode(String.self)) { dueOfExcluded += 1 }
             }
             let (opened, unsigned) = try openedAttempts(taken)
@@ -497,7 +497,8 @@ extension WebhookStore {
     }
 
     /// A claimed delivery as a claim returns it: (id, endpoint, project, url, sealed secrets,
-    /// event id, device, sequence or 0, payload, attempts, skipped gap, queued at, fix accepted at).
+    /// event id, device, sequence or 0, payload, attempts, skipped gap, queued at, fix accepted at),
+    /// the first columns of its row (a statement may return more after them).
     struct ClaimedRow {
         var id: Int64
         var endpointId: String
@@ -513,32 +514,22 @@ extension WebhookStore {
         var queuedAt: Date
         var fixAcceptedAt: Date?
 
-        init(_ columns: PostgresRandomAccessRow) throws {
-            id = try columns[0].decode(Int64.self)
-            endpointId = try columns[1].decode(String.self)
-            projectId = try columns[2].decode(String.self)
-            url = try columns[3].decode(String.self)
-            sealedSecrets = try columns[4].decode([String].self)
-            eventId = try columns[5].decode(String.self)
-            deviceId = try columns[6].decode(String.self)
-            sequence = try columns[7].decode(Int.self)
-            payload = try columns[8].decode(String.self)
-            attempts = try columns[9].decode(Int.self)
-            skippedGap = try columns[10].decode(Bool.self)
-            queuedAt = try columns[11].decode(Date.self)
-            fixAcceptedAt = try columns[12].decode(Date?.self)
+        /// How many columns it takes.
+        static let columnCount = 13
+
+        init(_ row: PostgresRow) throws {
+            (id, endpointId, projectId, url, sealedSecrets, eventId, deviceId, sequence, payload, attempts, skippedGap,
+             queuedAt, fixAcceptedAt) =
+                try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool, Date, Date?).self)
         }
     }
-
-    /// How many columns a `ClaimedRow` takes: a statement may return more after them.
-    static let claimedColumnCount = 13
 
     /// Claimed deliveries as rows of `ClaimedRow`, with their secrets opened. Those whose
     /// secret cannot be opened come back apart, for the caller to record as retries
     /// (`recordUnsigned`) once its transaction has committed.
     private func openAttempts(_ rows: PostgresRowSequence) async throws -> (opened: [DeliveryAttempt], unsigned: [DeliveryResult]) {
         var claimed: [ClaimedRow] = []
-        for try await row in rows { claimed.append(try ClaimedRow(row.makeRandomAccess())) }
+        for try await row in rows { claimed.append(try ClaimedRow(row)) }
         return try openedAttempts(claimed)
     }
 
