@@ -518,9 +518,10 @@ extension WebhookStore {
         static let columnCount = 13
 
         init(_ row: PostgresRow) throws {
-            (id, endpointId, projectId, url, sealedSecrets, eventId, deviceId, sequence, payload, attempts, skippedGap,
-             queuedAt, fixAcceptedAt) =
-                try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool, Date, Date?).self)
+            (
+                id, endpointId, projectId, url, sealedSecrets, eventId, deviceId, sequence, payload, attempts, skippedGap,
+                queuedAt, fixAcceptedAt
+            ) = try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool, Date, Date?).self)
         }
     }
 
