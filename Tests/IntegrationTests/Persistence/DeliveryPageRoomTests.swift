@@ -1,0 +1,74 @@
+import Foundation
+import Logging
+import Persistence
+import PostgresNIO
+import Shared
+import Testing
+
+/// Where a delivery's new version goes when its result is recorded: on its own page, which
+/// logs only what changed (not the payload) and lets the page prune the old version. Against
+/// the real local Postgres, in a database of this suite's own, so that its pages hold only
+/// these rows.
+@Suite(.serialized) struct DeliveryPageRoomTests {
+    let logger: Logger = {
+        var logger = Logger(label: "test.page-room")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    static let ownDatabaseURL = Task<String, any Error> {
+        var logger = Logger(label: "test.page-room")
+        logger.logLevel = .warning
+        return try await freshDatabaseURL(logger: logger)
+    }
+
+    /// A webhook body of the size the pipeline sends (about 670 bytes).
+    static let payload = "{\"type\":\"checkin\",\"data\":" + String(repeating: "x", count: 640) + "}"
+
+    /// Deliveries queued claimed, which fill their pages as far as the table lets them; then
+    /// the first of each page is recorded as delivered. Every one of those stays on its page,
+    /// but on the last page (which the others' versions may have filled).
+    @Test func aRecordedDeliveryStaysOnItsPage() async throws {
+        let logger = logger
+        try await withMigratedDatabase(url: try await Self.ownDatabaseURL.value, logger: logger) { database in
+            let projectId = "page-room-" + UUID().uuidString
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Page room")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            let queued = (0..<120).map { index in
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(index)", eventType: "checkin",
+                    deviceId: "device-\(index)", eventTime: Date(), sequence: 1, payload: Self.payload)
+            }
+            let (_, claimed, _) = try await webhooks.enqueue(
+                queued, claim: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: queued.count))
+            #expect(claimed.count == queued.count)
+
+            let before = try await pages(of: projectId, in: database)
+            let lastPage = try #require(before.values.max())
+            let firstOfEachPage = Dictionary(grouping: before, by: \.value).values.compactMap { $0.map(\.key).min() }
+            let recorded = firstOfEachPage.filter { before[$0] != lastPage }
+            #expect(recorded.count >= 5, "the rows fill several pages")
+            try await webhooks.record(
+                recorded.map {
+                    DeliveryResult(
+                        deliveryId: $0, attempt: 1, startedAt: Date(), latency: .milliseconds(1), statusCode: 204, error: nil,
+                        outcome: .delivered)
+                }, owner: "a")
+
+            let after = try await pages(of: projectId, in: database)
+            let moved = recorded.filter { after[$0] != before[$0] }
+            #expect(moved.isEmpty, "\(moved.count) of \(recorded.count) recorded deliveries moved to another page")
+        }
+    }
+
+    /// The page each of the project's deliveries is on, by id.
+    private func pages(of projectId: String, in database: Database) async throws -> [Int64: Int64] {
+        let rows = try await database.client.query(
+            "SELECT id, (ctid::text::point)[0]::bigint FROM deliveries WHERE project_id = \(projectId)", logger: logger)
+        var result: [Int64: Int64] = [:]
+        for try await (id, page) in rows.decode((Int64, Int64).self) { result[id] = page }
+        return result
+    }
+}
