@@ -26,6 +26,21 @@ import Testing
         #expect(throws: SecretSealingError.malformedSealedValue) { try sealer.open("hunter2") }
     }
 
+    /// What a sealer keeps of the values it opened changes nothing of what it answers.
+    @Test func aValueOpenedBeforeOpensAgainAndNothingElseDoes() throws {
+        let sealed = sealer.seal(secret)
+        #expect(try sealer.open(sealed) == secret)
+        #expect(try sealer.open(sealed) == secret)
+        let encoded = try #require(sealed.split(separator: ":").last)
+        var bytes = try #require(Data(base64Encoded: String(encoded)))
+        bytes[bytes.count - 1] ^= 1
+        let altered = sealed.split(separator: ":").dropLast().joined(separator: ":") + ":" + bytes.base64EncodedString()
+        #expect(throws: SecretSealingError.authenticationFailed) { try sealer.open(altered) }
+        #expect(throws: SecretSealingError.unknownKey(sealer.key.id)) { try SecretSealer(key: .generate()).open(sealed) }
+        let another = WebhookSecret.generate()
+        #expect(try sealer.open(sealer.seal(another)) == another)
+    }
+
     @Test func passesSecretsStoredBeforeEncryptionThrough() throws {
         #expect(SecretSealer.isPlaintext(secret))
         #expect(try sealer.open(secret) == secret)

@@ -1,17 +1,23 @@
 import Crypto
 import Foundation
+import Synchronization
 
 /// The key webhook secrets are encrypted with at rest: 32 random bytes, given as
 /// base64 in `CHECKIN_SECRET_KEY` (`openssl rand -base64 32`).
 public struct SecretEncryptionKey: Sendable, Equatable {
     public static let variable = "CHECKIN_SECRET_KEY"
     let bytes: Data
+    /// Names the key in each sealed value without revealing it, so that a value
+    /// sealed with another key is reported as such rather than as corrupt. Computed once:
+    /// every secret opened compares it.
+    public let id: String
 
     public init(base64 text: String) throws(SecretSealingError) {
         guard let bytes = Data(base64Encoded: text.trimmingCharacters(in: .whitespacesAndNewlines)), bytes.count == 32 else {
             throw .malformedKey
         }
         self.bytes = bytes
+        id = SHA256.hash(data: Data("checkin-secret-key".utf8) + bytes).prefix(4).map { String(format: "%02x", $0) }.joined()
     }
 
     public static func generate() -> SecretEncryptionKey {
@@ -20,12 +26,6 @@ public struct SecretEncryptionKey: Sendable, Equatable {
     }
 
     public var base64: String { bytes.base64EncodedString() }
-
-    /// Names the key in each sealed value without revealing it, so that a value
-    /// sealed with another key is reported as such rather than as corrupt.
-    public var id: String {
-        SHA256.hash(data: Data("checkin-secret-key".utf8) + bytes).prefix(4).map { String(format: "%02x", $0) }.joined()
-    }
 
     var symmetricKey: SymmetricKey { SymmetricKey(data: bytes) }
 }
@@ -55,6 +55,9 @@ public enum SecretSealingError: Error, Equatable, CustomStringConvertible {
 public struct SecretSealer: Sendable {
     static let prefix = "sealed:v1:"
     public let key: SecretEncryptionKey
+    /// Sealed values this sealer has opened, with what they opened to: the notifier opens
+    /// its endpoints' few secrets for every delivery it signs.
+    private let opened = OpenedSecrets()
 
     public init(key: SecretEncryptionKey) {
         self.key = key
@@ -68,18 +71,41 @@ public struct SecretSealer: Sendable {
 
     public func open(_ stored: String) throws(SecretSealingError) -> String {
         if Self.isPlaintext(stored) { return stored }
+        if let secret = opened.secret(sealedAs: stored) { return secret }
         guard stored.hasPrefix(Self.prefix) else { throw .malformedSealedValue }
         let parts = stored.dropFirst(Self.prefix.count).split(separator: ":", maxSplits: 1)
         guard parts.count == 2, let combined = Data(base64Encoded: String(parts[1])) else { throw .malformedSealedValue }
         guard parts[0] == key.id else { throw .unknownKey(String(parts[0])) }
+        let secret: String
         do {
             let box = try AES.GCM.SealedBox(combined: combined)
-            return String(decoding: try AES.GCM.open(box, using: key.symmetricKey), as: UTF8.self)
+            secret = String(decoding: try AES.GCM.open(box, using: key.symmetricKey), as: UTF8.self)
         } catch {
             throw .authenticationFailed
         }
+        opened.keep(secret, sealedAs: stored)
+        return secret
     }
 
     /// A secret stored before encryption at rest.
     public static func isPlaintext(_ stored: String) -> Bool { stored.hasPrefix(WebhookSecret.prefix) }
+}
+
+/// What sealed values opened to, by the exact sealed text: only a value that opened is kept,
+/// so an altered one is opened (and refused) as if never seen. Bounded: emptied when full.
+private final class OpenedSecrets: Sendable {
+    private let secrets = Mutex<[String: String]>([:])
+    /// Far more than the secrets of the endpoints one notifier sends to.
+    private let capacity = 4096
+
+    func secret(sealedAs sealed: String) -> String? {
+        secrets.withLock { $0[sealed] }
+    }
+
+    func keep(_ secret: String, sealedAs sealed: String) {
+        secrets.withLock { secrets in
+            if secrets.count >= capacity { secrets.removeAll(keepingCapacity: true) }
+            secrets[sealed] = secret
+        }
+    }
 }
