@@ -34,8 +34,10 @@ public struct GuardedWebhookClient: Sendable {
     let group: any EventLoopGroup
     let tlsContext: NIOSSLContext
     let pool: WebhookConnectionPool
-    /// Endpoint URLs the policy allowed, parsed: every delivery to an endpoint sends to the same URL.
-    let allowedTargets = AllowedTargets()
+    /// Endpoint URLs the policy allowed, parsed: every delivery to an endpoint sends to the same
+    /// URL. The check depends on the URL and the policy alone (a host name's addresses are
+    /// checked at each new connection); a refused URL is checked, and counted, every time.
+    let allowedTargets = KeptAnswers<WebhookTarget>()
     /// A partner's answer body is read up to this size; the rest is ignored.
     let maximumResponseBytes = 64 * 1024
     /// Attempts not made because the URL or a resolved address is not allowed: an endpoint
@@ -61,7 +63,7 @@ public struct GuardedWebhookClient: Sendable {
     public func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws -> HTTPClientResponse {
         let deadline = NIODeadline.now() + timeout
         let target: WebhookTarget
-        if let allowed = allowedTargets.target(of: request.url) {
+        if let allowed = allowedTargets.answer(to: request.url) {
             target = allowed
         } else {
             do {
@@ -70,7 +72,7 @@ public struct GuardedWebhookClient: Sendable {
                 refusedCounter.increment()
                 throw WebhookConnectionRefused(problem: error)
             }
-            allowedTargets.keep(target, of: request.url)
+            allowedTargets.keep(target, for: request.url)
         }
         var body = ByteBuffer()
         if let requestBody = request.body {
@@ -311,27 +313,6 @@ final class HTTPExchangeHandler: ChannelDuplexHandler {
             answer.succeed(Answer(head: head, body: body, keepAlive: keepAlive))
         } else {
             answer.fail(failure ?? ClosedBeforeAnswer())
-        }
-    }
-}
-
-/// URLs the client's policy allowed, with their parsed targets. The check depends on the URL
-/// and the policy alone (a host name's addresses are checked on each connection), so a URL
-/// allowed once is allowed again; one refused is checked (and counted) every time. Bounded:
-/// emptied when full.
-final class AllowedTargets: Sendable {
-    private let targets = NIOLockedValueBox<[String: WebhookTarget]>([:])
-    /// Far more than the endpoints one notifier sends to.
-    private let capacity = 4096
-
-    func target(of url: String) -> WebhookTarget? {
-        targets.withLockedValue { $0[url] }
-    }
-
-    func keep(_ target: WebhookTarget, of url: String) {
-        targets.withLockedValue { targets in
-            if targets.count >= capacity { targets.removeAll(keepingCapacity: true) }
-            targets[url] = target
         }
     }
 }

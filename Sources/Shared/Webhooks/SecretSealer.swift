@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import Synchronization
 
 /// The key webhook secrets are encrypted with at rest: 32 random bytes, given as
 /// base64 in `CHECKIN_SECRET_KEY` (`openssl rand -base64 32`).
@@ -57,7 +56,7 @@ public struct SecretSealer: Sendable {
     public let key: SecretEncryptionKey
     /// Sealed values this sealer has opened, with what they opened to: the notifier opens
     /// its endpoints' few secrets for every delivery it signs.
-    private let opened = OpenedSecrets()
+    private let opened = KeptAnswers<String>()
 
     public init(key: SecretEncryptionKey) {
         self.key = key
@@ -71,7 +70,7 @@ public struct SecretSealer: Sendable {
 
     public func open(_ stored: String) throws(SecretSealingError) -> String {
         if Self.isPlaintext(stored) { return stored }
-        if let secret = opened.secret(sealedAs: stored) { return secret }
+        if let secret = opened.answer(to: stored) { return secret }
         guard stored.hasPrefix(Self.prefix) else { throw .malformedSealedValue }
         let parts = stored.dropFirst(Self.prefix.count).split(separator: ":", maxSplits: 1)
         guard parts.count == 2, let combined = Data(base64Encoded: String(parts[1])) else { throw .malformedSealedValue }
@@ -83,29 +82,10 @@ public struct SecretSealer: Sendable {
         } catch {
             throw .authenticationFailed
         }
-        opened.keep(secret, sealedAs: stored)
+        opened.keep(secret, for: stored)
         return secret
     }
 
     /// A secret stored before encryption at rest.
     public static func isPlaintext(_ stored: String) -> Bool { stored.hasPrefix(WebhookSecret.prefix) }
-}
-
-/// What sealed values opened to, by the exact sealed text: only a value that opened is kept,
-/// so an altered one is opened (and refused) as if never seen. Bounded: emptied when full.
-private final class OpenedSecrets: Sendable {
-    private let secrets = Mutex<[String: String]>([:])
-    /// Far more than the secrets of the endpoints one notifier sends to.
-    private let capacity = 4096
-
-    func secret(sealedAs sealed: String) -> String? {
-        secrets.withLock { $0[sealed] }
-    }
-
-    func keep(_ secret: String, sealedAs sealed: String) {
-        secrets.withLock { secrets in
-            if secrets.count >= capacity { secrets.removeAll(keepingCapacity: true) }
-            secrets[sealed] = secret
-        }
-    }
 }
