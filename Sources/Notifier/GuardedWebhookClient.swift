@@ -62,18 +62,7 @@ public struct GuardedWebhookClient: Sendable {
     /// Sends `request` and returns the partner's answer, whatever its status.
     public func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws -> HTTPClientResponse {
         let deadline = NIODeadline.now() + timeout
-        let target: WebhookTarget
-        if let allowed = allowedTargets.answer(to: request.url) {
-            target = allowed
-        } else {
-            do {
-                target = try policy.check(request.url)
-            } catch {
-                refusedCounter.increment()
-                throw WebhookConnectionRefused(problem: error)
-            }
-            allowedTargets.keep(target, for: request.url)
-        }
+        let target = try allowedTarget(request.url)
         var body = ByteBuffer()
         if let requestBody = request.body {
             for try await part in requestBody { body.writeImmutableBuffer(part) }
@@ -111,6 +100,19 @@ public struct GuardedWebhookClient: Sendable {
             }
         }
         throw lastError
+    }
+
+    /// Where `url` sends to, if the policy allows it: checked the first time, kept after.
+    func allowedTarget(_ url: String) throws(WebhookConnectionRefused) -> WebhookTarget {
+        if let target = allowedTargets.answer(to: url) { return target }
+        do {
+            let target = try policy.check(url)
+            allowedTargets.keep(target, for: url)
+            return target
+        } catch {
+            refusedCounter.increment()
+            throw WebhookConnectionRefused(problem: error)
+        }
     }
 
     /// Closes the idle connections.
