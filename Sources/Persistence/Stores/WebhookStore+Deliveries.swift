@@ -631,17 +631,17 @@ extension WebhookStore {
                 """, logger: logger)
             var present: Set<Int64> = []
             for try await id in locked.decode(Int64.self) { present.insert(id) }
-            let results = sorted.filter { present.contains($0.deliveryId) }
-            guard !results.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
-            let ids = results.map(\.deliveryId)
-            let statuses = results.map { result -> String in
+            let found = sorted.filter { present.contains($0.deliveryId) }
+            guard !found.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            let ids = found.map(\.deliveryId)
+            let statuses = found.map { result -> String in
                 switch result.outcome {
                 case .delivered: DeliveryStatus.delivered.rawValue
                 case .retry: DeliveryStatus.pending.rawValue
                 case .failed: DeliveryStatus.failed.rawValue
                 }
             }
-            let delays = results.map { result -> Double in
+            let delays = found.map { result -> Double in
                 if case .retry(let after) = result.outcome { return after.seconds }
                 return 0
             }
@@ -649,10 +649,10 @@ extension WebhookStore {
                 """
                 WITH r AS (
                     SELECT * FROM UNNEST(\(ids)::bigint[], \(statuses)::text[],
-                                         \(results.map { $0.statusCode ?? 0 })::bigint[], \(results.map { $0.error ?? "" })::text[],
-                                         \(delays)::float8[], \(results.map(\.attempt))::bigint[],
-                                         \(results.map(\.startedAt))::timestamptz[],
-                                         \(results.map { $0.latency.seconds * 1000 })::float8[])
+                                         \(found.map { $0.statusCode ?? 0 })::bigint[], \(found.map { $0.error ?? "" })::text[],
+                                         \(delays)::float8[], \(found.map(\.attempt))::bigint[],
+                                         \(found.map(\.startedAt))::timestamptz[],
+                                         \(found.map { $0.latency.seconds * 1000 })::float8[])
                            AS r(id, status, code, error, delay, attempt, started_at, latency_ms)
                 ), updated AS (
                     UPDATE deliveries d
