@@ -18,11 +18,7 @@ import Testing
         let sealed = sealer.seal(secret)
         let other = SecretSealer(key: .generate())
         #expect(throws: SecretSealingError.unknownKey(sealer.key.id)) { try other.open(sealed) }
-        let encoded = try #require(sealed.split(separator: ":").last)
-        var bytes = try #require(Data(base64Encoded: String(encoded)))
-        bytes[bytes.count - 1] ^= 1
-        let altered = sealed.split(separator: ":").dropLast().joined(separator: ":") + ":" + bytes.base64EncodedString()
-        #expect(throws: SecretSealingError.authenticationFailed) { try sealer.open(altered) }
+        #expect(throws: SecretSealingError.authenticationFailed) { try sealer.open(try Self.altered(sealed)) }
         #expect(throws: SecretSealingError.malformedSealedValue) { try sealer.open("hunter2") }
     }
 
@@ -31,14 +27,18 @@ import Testing
         let sealed = sealer.seal(secret)
         #expect(try sealer.open(sealed) == secret)
         #expect(try sealer.open(sealed) == secret)
-        let encoded = try #require(sealed.split(separator: ":").last)
-        var bytes = try #require(Data(base64Encoded: String(encoded)))
-        bytes[bytes.count - 1] ^= 1
-        let altered = sealed.split(separator: ":").dropLast().joined(separator: ":") + ":" + bytes.base64EncodedString()
-        #expect(throws: SecretSealingError.authenticationFailed) { try sealer.open(altered) }
+        #expect(throws: SecretSealingError.authenticationFailed) { try sealer.open(try Self.altered(sealed)) }
         #expect(throws: SecretSealingError.unknownKey(sealer.key.id)) { try SecretSealer(key: .generate()).open(sealed) }
         let another = WebhookSecret.generate()
         #expect(try sealer.open(sealer.seal(another)) == another)
+    }
+
+    /// `sealed` with the last byte of its tag flipped.
+    static func altered(_ sealed: String) throws -> String {
+        let encoded = try #require(sealed.split(separator: ":").last)
+        var bytes = try #require(Data(base64Encoded: String(encoded)))
+        bytes[bytes.count - 1] ^= 1
+        return sealed.split(separator: ":").dropLast().joined(separator: ":") + ":" + bytes.base64EncodedString()
     }
 
     @Test func passesSecretsStoredBeforeEncryptionThrough() throws {

@@ -7,8 +7,8 @@ public struct SecretEncryptionKey: Sendable, Equatable {
     public static let variable = "CHECKIN_SECRET_KEY"
     let bytes: Data
     /// Names the key in each sealed value without revealing it, so that a value
-    /// sealed with another key is reported as such rather than as corrupt. Computed once:
-    /// every secret opened compares it.
+    /// sealed with another key is reported as such rather than as corrupt. Computed once, with
+    /// the key: each value opened compares it.
     public let id: String
 
     public init(base64 text: String) throws(SecretSealingError) {
