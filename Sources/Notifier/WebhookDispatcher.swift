@@ -130,6 +130,7 @@ public final class WebhookDispatcher: Service, Sendable {
         await withTaskGroup(of: Void.self) { chores in
             chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
+            chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.releaseLapsedLeases() } }
             chores.addTask { await self.every(.seconds(15)) { await self.tendDueDeliveries() } }
             await dispatchUntilShutdown()
             chores.cancelAll()
@@ -315,6 +316,16 @@ public final class WebhookDispatcher: Service, Sendable {
             try await webhooks.renewLeases(ids: ids, owner: owner, lease: configuration.attemptLease)
         } catch {
             logger.error("could not renew delivery leases", metadata: ["error": "\(String(reflecting: error))"])
+        }
+    }
+
+    /// Another notifier's claims whose lease ran out (it stopped mid-attempt) are due again:
+    /// within a third of a lease of running out, so that its work goes on.
+    private func releaseLapsedLeases() async {
+        do {
+            if try await webhooks.releaseLapsedLeases() > 0 { wake() }
+        } catch {
+            logger.error("could not release lapsed delivery leases", metadata: ["error": "\(error)"])
         }
     }
 

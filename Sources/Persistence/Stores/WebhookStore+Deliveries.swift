@@ -332,7 +332,7 @@ extension WebhookStore {
                                             payload, fix_accepted_at, next_attempt_at, attempts, lease_owner, leased_until)
                     SELECT t.endpoint_id, t.project_id, t.event_id, t.event_type, t.device_id, t.event_time,
                            NULLIF(t.sequence, 0), t.payload, NULLIF(t.fix_accepted_at, 'epoch'),
-                           CASE WHEN t.taken THEN now() + make_interval(secs => \(taker.lease.seconds)) ELSE t.due_at END,
+                           CASE WHEN t.taken THEN 'infinity'::timestamptz ELSE t.due_at END,
                            CASE WHEN t.taken THEN 1 ELSE 0 END,
                            CASE WHEN t.taken THEN \(taker.owner) END,
                            CASE WHEN t.taken THEN now() + make_interval(secs => \(taker.lease.seconds)) END
@@ -385,7 +385,8 @@ extension WebhookStore {
 
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one
     /// endpoint, each for one attempt, leased to `owner` for `lease` (renewed with
-    /// `renewLeases` while the attempt runs).
+    /// `renewLeases` while the attempt runs). While leased it waits at 'infinity', out of
+    /// the due order: `releaseLapsedLeases` lets it go again if the lease runs out.
     ///
     /// A device's deliveries to an endpoint go in `sequence` order: one waits while an earlier
     /// one is pending (queued, in flight or retrying), so at most one per device and endpoint
@@ -484,7 +485,7 @@ extension WebhookStore {
             UPDATE deliveries d
                SET attempts = d.attempts + 1, lease_owner = \(owner),
                    leased_until = now() + make_interval(secs => \(lease.seconds)),
-                   next_attempt_at = now() + make_interval(secs => \(lease.seconds))
+                   next_attempt_at = 'infinity'
               FROM due, webhook_endpoints e
              WHERE d.id = due.id AND e.id = d.endpoint_id
             RETURNING d.id, d.endpoint_id, d.project_id, e.url,
@@ -571,6 +572,12 @@ extension WebhookStore {
     static let unsignableRetryDelay: Duration = .seconds(300)
 
     /// Keeps `owner`'s claims alive while their attempts run.
+    ///
+    /// A claimed delivery waits at 'infinity' in the due order for as long as it is leased,
+    /// so a renewal writes the lease alone: no column of an index changes, and Postgres
+    /// updates the row in its page without touching the indexes (a heap-only update), as
+    /// it does when a result claims the device's next delivery (`record`). A lease that
+    /// runs out is made due again by `releaseLapsedLeases`.
     public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
         guard !ids.isEmpty else { return }
         try await database.client.query(
@@ -579,10 +586,30 @@ extension WebhookStore {
                 SELECT id FROM deliveries WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
                  ORDER BY id FOR UPDATE
             )
-            UPDATE deliveries d SET leased_until = now() + make_interval(secs => \(lease.seconds)),
-                                    next_attempt_at = now() + make_interval(secs => \(lease.seconds))
+            UPDATE deliveries d SET leased_until = now() + make_interval(secs => \(lease.seconds))
               FROM held WHERE d.id = held.id
             """, logger: logger)
+    }
+
+    /// Makes due again the claimed deliveries whose lease ran out (their notifier stopped
+    /// or lost its database) and that are first of their device at an enabled endpoint.
+    /// Reads only what waits at 'infinity': claimed deliveries and those behind another.
+    /// Returns how many it made due.
+    @discardableResult
+    public func releaseLapsedLeases() async throws -> Int {
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries d SET next_attempt_at = now()
+             WHERE d.status = 'pending' AND d.next_attempt_at = 'infinity' AND d.leased_until <= now()
+               AND d.id = (SELECT p.id FROM deliveries p
+                            WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
+                            ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
+               AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
+            RETURNING d.id
+            """, logger: logger)
+        var count = 0
+        for try await _ in rows { count += 1 }
+        return count
     }
 
     /// Gives back claims that were never attempted (shutdown, endpoint disabled meanwhile):
@@ -712,7 +739,7 @@ extension WebhookStore {
                            ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1) p
                 ), next_ones AS (
                     UPDATE deliveries n
-                       SET next_attempt_at = CASE WHEN s.taken THEN now() + make_interval(secs => \(lease))
+                       SET next_attempt_at = CASE WHEN s.taken THEN 'infinity'::timestamptz
                                                   WHEN s.gap THEN GREATEST(now(), n.created_at + make_interval(secs => \(gapHold.seconds)))
                                                   ELSE now() END,
                            attempts = CASE WHEN s.taken THEN n.attempts + 1 ELSE n.attempts END,
@@ -793,6 +820,7 @@ extension WebhookStore {
                      WHERE p.status = 'pending' AND e.enabled AND (\(endpointId ?? "") = '' OR e.id = \(endpointId ?? ""))
                      ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id) heads
              WHERE d.id = heads.id AND heads.next_attempt_at = 'infinity'
+               AND (d.leased_until IS NULL OR d.leased_until <= now())
             RETURNING d.id
             """, logger: logger)
         var count = 0
@@ -851,7 +879,16 @@ extension WebhookStore {
         let rows = try await database.client.query(
             """
             SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, d.payload,
-                   d.leased_until > now(), NULLIF(d.next_attempt_at, 'infinity')
+                   d.leased_until > now(),
+                   -- A claim whose lease ran out waits at 'infinity' until the lease pass makes it
+                   -- due (`releaseLapsedLeases`): due since its lease ended, unless another is ahead.
+                   CASE WHEN d.next_attempt_at = 'infinity' AND d.lease_owner IS NOT NULL
+                             AND NOT EXISTS (SELECT 1 FROM deliveries p
+                                              WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
+                                                AND p.status = 'pending'
+                                                AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id))
+                        THEN d.leased_until
+                        ELSE NULLIF(d.next_attempt_at, 'infinity') END
               FROM deliveries d
               -- Only the endpoint's url and enabled, so that the delivery's columns stay unambiguous.
               JOIN LATERAL (SELECT url, enabled FROM webhook_endpoints WHERE id = d.endpoint_id) e ON true

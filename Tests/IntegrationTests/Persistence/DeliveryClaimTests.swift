@@ -56,12 +56,14 @@ import Testing
                 }, owner: "a", chainLease: .seconds(60), gapHold: hold)
         }
 
-        /// The project's deliveries waiting at 'infinity' although nothing of their device is pending before them.
+        /// The project's deliveries waiting at 'infinity' although nothing of their device is pending
+        /// before them and no notifier holds them.
         func strandedHeads() async throws -> Int {
             let rows = try await database.client.query(
                 """
                 SELECT count(*)::int FROM deliveries d
                  WHERE d.project_id = \(projectId) AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
+                   AND (d.leased_until IS NULL OR d.leased_until <= now())
                    AND NOT EXISTS (SELECT 1 FROM deliveries e
                                     WHERE e.endpoint_id = d.endpoint_id AND e.device_id = d.device_id
                                       AND e.status = 'pending' AND e.sequence < d.sequence)
@@ -81,6 +83,60 @@ import Testing
             let endpoint = try await webhooks.addEndpoint(
                 projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
             return try await body(Queue(webhooks: webhooks, database: database, projectId: projectId, endpointId: endpoint.id))
+        }
+    }
+
+    /// A claimed delivery waits out of the due order while its lease lasts, however it was
+    /// claimed (by a claim, with its predecessor's result, or as it was queued). When its
+    /// notifier stops and the lease runs out, the lease pass makes it due for another.
+    @Test func aClaimWhoseLeaseRunsOutGoesAgainAfterTheLeasePass() async throws {
+        try await withQueue { queue in
+            let webhooks = queue.webhooks
+            let lease = Duration.seconds(60)
+            func claimByAnother() async throws -> [String] {
+                let claimed = try await webhooks.claimDue(
+                    limit: 1000, perEndpoint: 1000, owner: "b", lease: .seconds(60), gapHold: .seconds(60))
+                return claimed.filter { $0.projectId == queue.projectId }.map { "\($0.deviceId)/\($0.sequence ?? 0)" }.sorted()
+            }
+            func waitingFor(_ id: Int64) async throws -> DeliveryWait? {
+                try await webhooks.delivery(id: id, projectId: queue.projectId)?.waitingFor
+            }
+            try await webhooks.enqueue([queue.delivery(1, device: "chained"), queue.delivery(2, device: "chained")])
+            let first = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "gone", lease: lease, gapHold: .seconds(60))
+                .filter { $0.projectId == queue.projectId }
+            #expect(first.map(\.sequence) == [1])
+            let chained = try await webhooks.record(
+                first.map {
+                    DeliveryResult(
+                        deliveryId: $0.id, attempt: $0.attempt, startedAt: Date(), latency: .zero, statusCode: 204, error: nil,
+                        outcome: .delivered)
+                }, owner: "gone", chainLease: lease)
+            #expect(chained.map(\.sequence) == [2])
+            let queued = try await webhooks.enqueue(
+                [queue.delivery(1, device: "queued")], claim: .init(owner: "gone", lease: lease, limit: 10)
+            ).claimed
+            #expect(queued.map(\.deviceId) == ["queued"])
+            let claimedAlone = try await webhooks.enqueue([queue.delivery(1, device: "alone")])
+            #expect(claimedAlone == 1)
+            let alone = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "gone", lease: lease, gapHold: .seconds(60))
+                .filter { $0.projectId == queue.projectId }
+            #expect(alone.map(\.deviceId) == ["alone"])
+
+            // Leased: in flight, and no other notifier's claim takes them.
+            #expect(try await waitingFor(chained[0].id) == .attemptInFlight)
+            #expect(try await claimByAnother().isEmpty)
+            // The notifier "gone" stops: its leases run out (set here rather than waited for).
+            try await queue.database.client.query(
+                """
+                UPDATE deliveries SET leased_until = now() - interval '1 second'
+                 WHERE project_id = \(queue.projectId) AND lease_owner = 'gone'
+                """, logger: Logger(label: "test.claims"))
+            // Lapsed: due since the lease ended, and made due by the lease pass alone.
+            #expect(try await waitingFor(chained[0].id) == .nextAttempt)
+            #expect(try await claimByAnother().isEmpty)
+            #expect(try await webhooks.releaseLapsedLeases() >= 3)
+            #expect(try await claimByAnother() == ["alone/1", "chained/2", "queued/1"])
+            #expect(try await waitingFor(chained[0].id) == .attemptInFlight)
         }
     }
 

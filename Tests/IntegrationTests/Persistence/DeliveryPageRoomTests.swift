@@ -63,6 +63,69 @@ import Testing
         }
     }
 
+    /// A claimed delivery waits at 'infinity' in the due order while leased, so renewing its
+    /// lease, and claiming a device's next delivery with its predecessor's result, change no
+    /// column of an index: Postgres writes each as a heap-only update, adding no index entry.
+    @Test func renewalsAndClaimsWithAResultAddNoIndexEntries() async throws {
+        let logger = logger
+        // A database of its own, whose statistics count this test's updates alone.
+        try await withMigratedDatabase(url: try await freshDatabaseURL(logger: logger), logger: logger) { database in
+            let projectId = "page-room-" + UUID().uuidString
+            try await ProjectStore(database: database, logger: logger).createProject(id: projectId, name: "Page room")
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
+            // Room on every page for every new version, so that only the columns an update
+            // changes decide whether it is heap-only (`aRecordedDeliveryStaysOnItsPage` is about room).
+            try await database.client.query("ALTER TABLE deliveries SET (fillfactor = 10)", logger: logger)
+            let devices = 10
+            try await webhooks.enqueue(
+                (0..<devices).flatMap { device in
+                    (1...2).map { sequence in
+                        NewDelivery(
+                            endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(device)-\(sequence)",
+                            eventType: "checkin", deviceId: "device-\(device)", eventTime: Date(), sequence: sequence,
+                            payload: "{}")
+                    }
+                })
+            let heads = try await webhooks.claimDue(
+                limit: 100, perEndpoint: 100, owner: "a", lease: .seconds(60), gapHold: .seconds(60)
+            ).filter { $0.projectId == projectId }
+            #expect(heads.count == devices)
+            let before = try await updates(in: database, atLeast: devices)
+
+            try await webhooks.renewLeases(ids: heads.map(\.id), owner: "a", lease: .seconds(60))
+            let chained = try await webhooks.record(
+                heads.map {
+                    DeliveryResult(
+                        deliveryId: $0.id, attempt: $0.attempt, startedAt: Date(), latency: .milliseconds(1), statusCode: 204,
+                        error: nil, outcome: .delivered)
+                }, owner: "a", chainLease: .seconds(60))
+            #expect(chained.count == devices)
+
+            // Each head renewed and recorded, each successor claimed: three updates a device, of
+            // which the recording alone (pending to delivered) changes what the indexes hold.
+            let after = try await updates(in: database, atLeast: before.all + 3 * devices)
+            #expect(after.all - before.all == 3 * devices)
+            #expect(after.heapOnly - before.heapOnly == 2 * devices, "heap-only: \(after.heapOnly - before.heapOnly)")
+        }
+    }
+
+    /// The table's updates and heap-only updates, once the statistics count at least `count`
+    /// updates (each connection reports its counts within about ten seconds of going idle).
+    private func updates(in database: Database, atLeast count: Int) async throws -> (all: Int, heapOnly: Int) {
+        var counts = (all: 0, heapOnly: 0)
+        for _ in 0..<60 {
+            let rows = try await database.client.query(
+                "SELECT n_tup_upd::int, n_tup_hot_upd::int FROM pg_stat_user_tables WHERE relname = 'deliveries'",
+                logger: logger)
+            for try await (all, heapOnly) in rows.decode((Int, Int).self) { counts = (all, heapOnly) }
+            if counts.all >= count { return counts }
+            try await Task.sleep(for: .milliseconds(500))
+        }
+        return counts
+    }
+
     /// The page each of the project's deliveries is on, by id.
     private func pages(of projectId: String, in database: Database) async throws -> [Int64: Int64] {
         let rows = try await database.client.query(
