@@ -126,6 +126,8 @@ public final class WebhookDispatcher: Service, Sendable {
     }
 
     public func run() async throws {
+        // Known to renew before its first claim, so that its claims are looked for if it stops.
+        await renewLeases()
         async let recording: Void = recorder.run()
         await withTaskGroup(of: Void.self) { chores in
             chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
@@ -319,11 +321,11 @@ public final class WebhookDispatcher: Service, Sendable {
         }
     }
 
-    /// Another notifier's claims whose lease ran out (it stopped mid-attempt) are due again:
+    /// The claims of a notifier that stopped renewing (killed mid-attempt) are due again
     /// within a third of a lease of running out, so that its work goes on.
     private func releaseLapsedLeases() async {
         do {
-            if try await webhooks.releaseLapsedLeases() > 0 { wake() }
+            if try await webhooks.releaseLapsedLeases(lease: configuration.attemptLease) > 0 { wake() }
         } catch {
             logger.error("could not release lapsed delivery leases", metadata: ["error": "\(error)"])
         }

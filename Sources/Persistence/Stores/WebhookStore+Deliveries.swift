@@ -386,7 +386,7 @@ extension WebhookStore {
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one
     /// endpoint, each for one attempt, leased to `owner` for `lease` (renewed with
     /// `renewLeases` while the attempt runs). While leased it waits at 'infinity', out of
-    /// the due order: `releaseLapsedLeases` lets it go again if the lease runs out.
+    /// the due order: `releaseLapsedLeases` lets it go again if its notifier stops.
     ///
     /// A device's deliveries to an endpoint go in `sequence` order: one waits while an earlier
     /// one is pending (queued, in flight or retrying), so at most one per device and endpoint
@@ -571,14 +571,21 @@ extension WebhookStore {
     /// waits before it is tried again: until an operator starts the notifier with that key.
     static let unsignableRetryDelay: Duration = .seconds(300)
 
-    /// Keeps `owner`'s claims alive while their attempts run.
+    /// Keeps `owner`'s claims alive while their attempts run, and records that `owner`
+    /// renews them (until `lease` from now), whether it holds any or not.
     ///
     /// A claimed delivery waits at 'infinity' in the due order for as long as it is leased,
     /// so a renewal writes the lease alone: no column of an index changes, and Postgres
     /// updates the row in its page without touching the indexes (a heap-only update), as
-    /// it does when a result claims the device's next delivery (`record`). A lease that
-    /// runs out is made due again by `releaseLapsedLeases`.
+    /// it does when a result claims the device's next delivery (`record`). The claims of a
+    /// notifier that stops renewing are made due again by `releaseLapsedLeases`.
     public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
+        try await database.client.query(
+            """
+            INSERT INTO notifier_leases (owner, renewed_until)
+            VALUES (\(owner), now() + make_interval(secs => \(lease.seconds)))
+            ON CONFLICT (owner) DO UPDATE SET renewed_until = EXCLUDED.renewed_until
+            """, logger: logger)
         guard !ids.isEmpty else { return }
         try await database.client.query(
             """
@@ -591,24 +598,39 @@ extension WebhookStore {
             """, logger: logger)
     }
 
-    /// Makes due again the claimed deliveries whose lease ran out (their notifier stopped
-    /// or lost its database) and that are first of their device at an enabled endpoint.
-    /// Reads only what waits at 'infinity': claimed deliveries and those behind another.
-    /// Returns how many it made due.
+    /// Makes due again the claims of the notifiers that stopped renewing (their renewal ran
+    /// out): those whose lease ran out and that are first of their device at an enabled
+    /// endpoint. A notifier is forgotten `lease` after its renewal ran out, when every claim
+    /// it made has run out too. Returns how many deliveries it made due.
+    ///
+    /// While every notifier renews, it reads one small table and nothing else; the claims of
+    /// one that stopped are looked for among what waits at 'infinity' (claimed deliveries and
+    /// those behind another) on the passes until it is forgotten. A lease that runs out while
+    /// its notifier still renews (which renews every claim it holds) is let go by the mend
+    /// pass (`releaseWaitingHeads`).
     @discardableResult
-    public func releaseLapsedLeases() async throws -> Int {
+    public func releaseLapsedLeases(lease: Duration) async throws -> Int {
         let rows = try await database.client.query(
             """
-            UPDATE deliveries d SET next_attempt_at = now()
-             WHERE d.status = 'pending' AND d.next_attempt_at = 'infinity' AND d.leased_until <= now()
-               AND d.id = (SELECT p.id FROM deliveries p
-                            WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
-                            ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
-               AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
-            RETURNING d.id
+            WITH stopped AS (
+                SELECT owner FROM notifier_leases WHERE renewed_until <= now()
+            ), released AS (
+                UPDATE deliveries d SET next_attempt_at = now()
+                  FROM stopped s
+                 WHERE d.lease_owner = s.owner
+                   AND d.status = 'pending' AND d.next_attempt_at = 'infinity' AND d.leased_until <= now()
+                   AND d.id = (SELECT p.id FROM deliveries p
+                                WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
+                                ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
+                RETURNING d.id
+            ), forgotten AS (
+                DELETE FROM notifier_leases WHERE renewed_until <= now() - make_interval(secs => \(lease.seconds))
+            )
+            SELECT count(*)::int FROM released
             """, logger: logger)
         var count = 0
-        for try await _ in rows { count += 1 }
+        for try await released in rows.decode(Int.self) { count = released }
         return count
     }
 
@@ -880,8 +902,9 @@ extension WebhookStore {
             """
             SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, d.payload,
                    d.leased_until > now(),
-                   -- A claim whose lease ran out waits at 'infinity' until the lease pass makes it
-                   -- due (`releaseLapsedLeases`): due since its lease ended, unless another is ahead.
+                   -- A claim whose lease ran out waits at 'infinity' until a pass makes it due
+                   -- (`releaseLapsedLeases`, `releaseWaitingHeads`): due since its lease ended,
+                   -- unless another is ahead.
                    CASE WHEN d.next_attempt_at = 'infinity' AND d.lease_owner IS NOT NULL
                              AND NOT EXISTS (SELECT 1 FROM deliveries p
                                               WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id

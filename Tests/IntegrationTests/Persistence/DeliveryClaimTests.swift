@@ -88,11 +88,14 @@ import Testing
 
     /// A claimed delivery waits out of the due order while its lease lasts, however it was
     /// claimed (by a claim, with its predecessor's result, or as it was queued). When its
-    /// notifier stops and the lease runs out, the lease pass makes it due for another.
-    @Test func aClaimWhoseLeaseRunsOutGoesAgainAfterTheLeasePass() async throws {
+    /// notifier stops renewing and the lease runs out, the lease pass makes it due for
+    /// another; a lease that runs out while its notifier still renews is left to the mend pass.
+    @Test func aClaimWhoseNotifierStopsGoesAgainAfterTheLeasePass() async throws {
         try await withQueue { queue in
             let webhooks = queue.webhooks
             let lease = Duration.seconds(60)
+            let gone = "gone-" + UUID().uuidString
+            let logger = Logger(label: "test.claims")
             func claimByAnother() async throws -> [String] {
                 let claimed = try await webhooks.claimDue(
                     limit: 1000, perEndpoint: 1000, owner: "b", lease: .seconds(60), gapHold: .seconds(60))
@@ -101,8 +104,30 @@ import Testing
             func waitingFor(_ id: Int64) async throws -> DeliveryWait? {
                 try await webhooks.delivery(id: id, projectId: queue.projectId)?.waitingFor
             }
+            func lapse(device: String? = nil) async throws {
+                try await queue.database.client.query(
+                    """
+                    UPDATE deliveries SET leased_until = now() - interval '1 second'
+                     WHERE project_id = \(queue.projectId) AND lease_owner = \(gone)
+                       AND (\(device ?? "") = '' OR device_id = \(device ?? ""))
+                    """, logger: logger)
+            }
+            func stopRenewing(since seconds: Int) async throws {
+                try await queue.database.client.query(
+                    "UPDATE notifier_leases SET renewed_until = now() - make_interval(secs => \(seconds)) WHERE owner = \(gone)",
+                    logger: logger)
+            }
+            func isKnown() async throws -> Bool {
+                let rows = try await queue.database.client.query(
+                    "SELECT count(*)::int FROM notifier_leases WHERE owner = \(gone)", logger: logger)
+                var count = 0
+                for try await value in rows.decode(Int.self) { count = value }
+                return count > 0
+            }
+            try await webhooks.renewLeases(ids: [], owner: gone, lease: lease)
+            #expect(try await isKnown())
             try await webhooks.enqueue([queue.delivery(1, device: "chained"), queue.delivery(2, device: "chained")])
-            let first = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "gone", lease: lease, gapHold: .seconds(60))
+            let first = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: gone, lease: lease, gapHold: .seconds(60))
                 .filter { $0.projectId == queue.projectId }
             #expect(first.map(\.sequence) == [1])
             let chained = try await webhooks.record(
@@ -110,33 +135,39 @@ import Testing
                     DeliveryResult(
                         deliveryId: $0.id, attempt: $0.attempt, startedAt: Date(), latency: .zero, statusCode: 204, error: nil,
                         outcome: .delivered)
-                }, owner: "gone", chainLease: lease)
+                }, owner: gone, chainLease: lease)
             #expect(chained.map(\.sequence) == [2])
             let queued = try await webhooks.enqueue(
-                [queue.delivery(1, device: "queued")], claim: .init(owner: "gone", lease: lease, limit: 10)
+                [queue.delivery(1, device: "queued")], claim: .init(owner: gone, lease: lease, limit: 10)
             ).claimed
             #expect(queued.map(\.deviceId) == ["queued"])
-            let claimedAlone = try await webhooks.enqueue([queue.delivery(1, device: "alone")])
-            #expect(claimedAlone == 1)
-            let alone = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "gone", lease: lease, gapHold: .seconds(60))
+            #expect(try await webhooks.enqueue([queue.delivery(1, device: "alone")]) == 1)
+            let alone = try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: gone, lease: lease, gapHold: .seconds(60))
                 .filter { $0.projectId == queue.projectId }
             #expect(alone.map(\.deviceId) == ["alone"])
 
             // Leased: in flight, and no other notifier's claim takes them.
             #expect(try await waitingFor(chained[0].id) == .attemptInFlight)
             #expect(try await claimByAnother().isEmpty)
-            // The notifier "gone" stops: its leases run out (set here rather than waited for).
-            try await queue.database.client.query(
-                """
-                UPDATE deliveries SET leased_until = now() - interval '1 second'
-                 WHERE project_id = \(queue.projectId) AND lease_owner = 'gone'
-                """, logger: Logger(label: "test.claims"))
-            // Lapsed: due since the lease ended, and made due by the lease pass alone.
+            // One lease runs out while its notifier renews: the lease pass leaves it, the mend pass lets it go.
+            try await lapse(device: "alone")
+            try await webhooks.releaseLapsedLeases(lease: lease)
+            #expect(try await claimByAnother().isEmpty)
+            try await webhooks.mendDueDeliveries(gapHold: .seconds(60))
+            #expect(try await claimByAnother() == ["alone/1"])
+            // The notifier stops: its renewal and its leases run out (set here rather than waited for).
+            try await lapse()
+            try await stopRenewing(since: 1)
             #expect(try await waitingFor(chained[0].id) == .nextAttempt)
             #expect(try await claimByAnother().isEmpty)
-            #expect(try await webhooks.releaseLapsedLeases() >= 3)
-            #expect(try await claimByAnother() == ["alone/1", "chained/2", "queued/1"])
+            #expect(try await webhooks.releaseLapsedLeases(lease: lease) >= 2)
+            #expect(try await claimByAnother() == ["chained/2", "queued/1"])
             #expect(try await waitingFor(chained[0].id) == .attemptInFlight)
+            // A lease after its renewal ran out, every claim it made has run out: it is forgotten.
+            #expect(try await isKnown())
+            try await stopRenewing(since: 61)
+            try await webhooks.releaseLapsedLeases(lease: lease)
+            #expect(try await isKnown() == false)
         }
     }
 
