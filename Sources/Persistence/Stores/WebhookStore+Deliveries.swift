@@ -610,27 +610,30 @@ extension WebhookStore {
     /// pass (`releaseWaitingHeads`).
     @discardableResult
     public func releaseLapsedLeases(lease: Duration) async throws -> Int {
-        let rows = try await database.client.query(
+        // The forgotten ones are among those stopped: their claims are looked for one last time.
+        let stoppedRows = try await database.client.query(
             """
-            WITH stopped AS (
-                SELECT owner FROM notifier_leases WHERE renewed_until <= now()
-            ), released AS (
-                UPDATE deliveries d SET next_attempt_at = now()
-                  FROM stopped s
-                 WHERE d.lease_owner = s.owner
-                   AND d.status = 'pending' AND d.next_attempt_at = 'infinity' AND d.leased_until <= now()
-                   AND d.id = (SELECT p.id FROM deliveries p
-                                WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
-                                ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
-                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
-                RETURNING d.id
-            ), forgotten AS (
+            WITH forgotten AS (
                 DELETE FROM notifier_leases WHERE renewed_until <= now() - make_interval(secs => \(lease.seconds))
             )
-            SELECT count(*)::int FROM released
+            SELECT owner FROM notifier_leases WHERE renewed_until <= now()
+            """, logger: logger)
+        var stopped: [String] = []
+        for try await owner in stoppedRows.decode(String.self) { stopped.append(owner) }
+        guard !stopped.isEmpty else { return 0 }
+        let rows = try await database.client.query(
+            """
+            UPDATE deliveries d SET next_attempt_at = now()
+             WHERE d.lease_owner = ANY(\(stopped)::text[])
+               AND d.status = 'pending' AND d.next_attempt_at = 'infinity' AND d.leased_until <= now()
+               AND d.id = (SELECT p.id FROM deliveries p
+                            WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
+                            ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
+               AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
+            RETURNING d.id
             """, logger: logger)
         var count = 0
-        for try await released in rows.decode(Int.self) { count = released }
+        for try await _ in rows { count += 1 }
         return count
     }
 
