@@ -147,6 +147,14 @@ public final class WebhookDispatcher: Service, Sendable {
                 defer { mailbox.chained = [] }
                 return mailbox.chained
             })
+        // Holding nothing, it is no notifier that stopped mid-attempt: the others need not look.
+        if held.withLockedValue({ $0.isEmpty }) {
+            do {
+                try await webhooks.stopRenewing(owner: owner)
+            } catch {
+                logger.warning("could not say the notifier stopped renewing", metadata: ["error": "\(error)"])
+            }
+        }
         sender.client.shutdown()
     }
 
@@ -325,7 +333,9 @@ public final class WebhookDispatcher: Service, Sendable {
     /// within a third of a lease of running out, so that its work goes on.
     private func releaseLapsedLeases() async {
         do {
-            if try await webhooks.releaseLapsedLeases(lease: configuration.attemptLease) > 0 { wake() }
+            let released = try await webhooks.releaseLapsedLeases(
+                lease: configuration.attemptLease, gapHold: configuration.gapHold)
+            if released > 0 { wake() }
         } catch {
             logger.error("could not release lapsed delivery leases", metadata: ["error": "\(error)"])
         }

@@ -599,42 +599,35 @@ extension WebhookStore {
     }
 
     /// Makes due again the claims of the notifiers that stopped renewing (their renewal ran
-    /// out): those whose lease ran out and that are first of their device at an enabled
-    /// endpoint. A notifier is forgotten `lease` after its renewal ran out, when every claim
-    /// it made has run out too. Returns how many deliveries it made due.
+    /// out) once their leases have run out, as the mend pass does (`releaseWaitingHeads`:
+    /// each device's first pending delivery that waits at 'infinity' with no live lease).
+    /// A notifier is forgotten `lease` after its renewal ran out, when every claim it made
+    /// has run out too. Returns how many deliveries it made due.
     ///
-    /// While every notifier renews, it reads one small table and nothing else; the claims of
-    /// one that stopped are looked for among what waits at 'infinity' (claimed deliveries and
-    /// those behind another) on the passes until it is forgotten. A lease that runs out while
-    /// its notifier still renews (which renews every claim it holds) is let go by the mend
-    /// pass (`releaseWaitingHeads`).
+    /// While every notifier renews, it reads one small table and nothing else: the mend
+    /// pass reads every pending delivery, which every third of a lease would cost more than
+    /// the heap-only renewals save under a backlog. A lease that runs out while its notifier
+    /// still renews (which renews every claim it holds) waits for the 15-second mend.
     @discardableResult
-    public func releaseLapsedLeases(lease: Duration) async throws -> Int {
-        // The forgotten ones are among those stopped: their claims are looked for one last time.
-        let stoppedRows = try await database.client.query(
+    public func releaseLapsedLeases(lease: Duration, gapHold: Duration) async throws -> Int {
+        // The forgotten ones are among those stopped: their claims are let go one last time.
+        let stopped = try await database.client.query(
             """
             WITH forgotten AS (
                 DELETE FROM notifier_leases WHERE renewed_until <= now() - make_interval(secs => \(lease.seconds))
             )
-            SELECT owner FROM notifier_leases WHERE renewed_until <= now()
+            SELECT count(*)::int FROM notifier_leases WHERE renewed_until <= now()
             """, logger: logger)
-        var stopped: [String] = []
-        for try await owner in stoppedRows.decode(String.self) { stopped.append(owner) }
-        guard !stopped.isEmpty else { return 0 }
-        let rows = try await database.client.query(
-            """
-            UPDATE deliveries d SET next_attempt_at = now()
-             WHERE d.lease_owner = ANY(\(stopped)::text[])
-               AND d.status = 'pending' AND d.next_attempt_at = 'infinity' AND d.leased_until <= now()
-               AND d.id = (SELECT p.id FROM deliveries p
-                            WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
-                            ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
-               AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
-            RETURNING d.id
-            """, logger: logger)
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count
+        var anyStopped = false
+        for try await count in stopped.decode(Int.self) { anyStopped = count > 0 }
+        guard anyStopped else { return 0 }
+        return try await releaseWaitingHeads(gapHold: gapHold)
+    }
+
+    /// Forgets `owner`'s renewals: it stopped holding claims (a graceful shutdown), so the
+    /// lease pass need not look for them.
+    public func stopRenewing(owner: String) async throws {
+        try await database.client.query("DELETE FROM notifier_leases WHERE owner = \(owner)", logger: logger)
     }
 
     /// Gives back claims that were never attempted (shutdown, endpoint disabled meanwhile):

@@ -112,7 +112,7 @@ import Testing
                        AND (\(device ?? "") = '' OR device_id = \(device ?? ""))
                     """, logger: logger)
             }
-            func stopRenewing(since seconds: Int) async throws {
+            func renewalRanOut(secondsAgo seconds: Int) async throws {
                 try await queue.database.client.query(
                     "UPDATE notifier_leases SET renewed_until = now() - make_interval(secs => \(seconds)) WHERE owner = \(gone)",
                     logger: logger)
@@ -151,22 +151,27 @@ import Testing
             #expect(try await claimByAnother().isEmpty)
             // One lease runs out while its notifier renews: the lease pass leaves it, the mend pass lets it go.
             try await lapse(device: "alone")
-            try await webhooks.releaseLapsedLeases(lease: lease)
+            try await webhooks.releaseLapsedLeases(lease: lease, gapHold: .seconds(60))
             #expect(try await claimByAnother().isEmpty)
             try await webhooks.mendDueDeliveries(gapHold: .seconds(60))
             #expect(try await claimByAnother() == ["alone/1"])
             // The notifier stops: its renewal and its leases run out (set here rather than waited for).
             try await lapse()
-            try await stopRenewing(since: 1)
+            try await renewalRanOut(secondsAgo: 1)
             #expect(try await waitingFor(chained[0].id) == .nextAttempt)
             #expect(try await claimByAnother().isEmpty)
-            #expect(try await webhooks.releaseLapsedLeases(lease: lease) >= 2)
+            #expect(try await webhooks.releaseLapsedLeases(lease: lease, gapHold: .seconds(60)) >= 2)
             #expect(try await claimByAnother() == ["chained/2", "queued/1"])
             #expect(try await waitingFor(chained[0].id) == .attemptInFlight)
             // A lease after its renewal ran out, every claim it made has run out: it is forgotten.
             #expect(try await isKnown())
-            try await stopRenewing(since: 61)
-            try await webhooks.releaseLapsedLeases(lease: lease)
+            try await renewalRanOut(secondsAgo: 61)
+            try await webhooks.releaseLapsedLeases(lease: lease, gapHold: .seconds(60))
+            #expect(try await isKnown() == false)
+            // A notifier that stops holding claims (a graceful shutdown) is forgotten at once.
+            try await webhooks.renewLeases(ids: [], owner: gone, lease: lease)
+            #expect(try await isKnown())
+            try await webhooks.stopRenewing(owner: gone)
             #expect(try await isKnown() == false)
         }
     }
