@@ -582,14 +582,11 @@ extension WebhookStore {
     public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
         try await database.client.query(
             """
-            INSERT INTO notifier_leases (owner, renewed_until)
-            VALUES (\(owner), now() + make_interval(secs => \(lease.seconds)))
-            ON CONFLICT (owner) DO UPDATE SET renewed_until = EXCLUDED.renewed_until
-            """, logger: logger)
-        guard !ids.isEmpty else { return }
-        try await database.client.query(
-            """
-            WITH held AS (
+            WITH renewed AS (
+                INSERT INTO notifier_leases (owner, renewed_until)
+                VALUES (\(owner), now() + make_interval(secs => \(lease.seconds)))
+                ON CONFLICT (owner) DO UPDATE SET renewed_until = EXCLUDED.renewed_until
+            ), held AS (
                 SELECT id FROM deliveries WHERE id = ANY(\(ids)::bigint[]) AND lease_owner = \(owner)
                  ORDER BY id FOR UPDATE
             )
