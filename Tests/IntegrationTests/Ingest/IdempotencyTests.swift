@@ -157,11 +157,17 @@ import Testing
                 try await store.complete(scope: scope, key: key, answer: answer)
                 #expect(try await store.claim(scope: scope, key: key, fingerprint: request) == .replay(answer))
             }
+            // "old" is past the retention; "purged" is 23 hours old, younger than the retention, so
+            // that the retention pass of an Ingest started by another test meanwhile leaves it for
+            // this test's own purge, whose cutoff is 22 hours (no other test's answers are that old).
             try await database.client.query(
-                "UPDATE idempotency_keys SET created_at = now() - interval '25 hours' WHERE scope = \(scope)", logger: harness.logger)
+                """
+                UPDATE idempotency_keys
+                SET created_at = now() - CASE key WHEN 'old' THEN interval '25 hours' ELSE interval '23 hours' END
+                WHERE scope = \(scope)
+                """, logger: harness.logger)
             #expect(try await store.claim(scope: scope, key: "old", fingerprint: request) == .claimed)
-            // Only what is older than the retention: other tests' answers stay.
-            #expect(try await store.purge(before: Date() - 86_400) >= 1)
+            #expect(try await store.purge(before: Date() - 22 * 3_600) >= 1)
             let left = try await database.client.query(
                 "SELECT key FROM idempotency_keys WHERE scope = \(scope) ORDER BY key", logger: harness.logger)
             var keys: [String] = []
