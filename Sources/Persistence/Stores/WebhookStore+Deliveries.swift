@@ -269,7 +269,6 @@ extension WebhookStore {
         -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
     {
         guard !deliveries.isEmpty else { return (0, [], 0) }
-        let epoch = Date(timeIntervalSince1970: 0)
         let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
             try await connection.query(
                 """
@@ -288,81 +287,7 @@ extension WebhookStore {
             // written and then updated in the same transaction.
             let taker = claim ?? QueueClaim(owner: "", lease: .zero, limit: 0)
             let rows = try await connection.query(
-                """
-                WITH incoming AS (
-                    -- What is new (a repeat of a queued event is no turn of its device's), with its
-                    -- turn among the batch's new deliveries of its device and endpoint.
-                    SELECT u.*, row_number() OVER (PARTITION BY u.endpoint_id, u.device_id ORDER BY u.sequence, u.event_id) AS turn
-                      FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
-                                  \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
-                                  \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
-                                  \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[],
-                                  \(deliveries.map { $0.fixAcceptedAt ?? epoch })::timestamptz[]) WITH ORDINALITY
-                           AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
-                                fix_accepted_at, arrival)
-                     WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id)
-                ), judged AS (
-                    SELECT u.*,
-                           CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
-                                THEN 'infinity'::timestamptz
-                                -- Behind an earlier delivery of the device, in this batch or already queued,
-                                -- or behind one in flight (a later one sent past a gap): one at a time.
-                                WHEN u.turn > 1 OR EXISTS (
-                                    SELECT 1 FROM deliveries h
-                                     WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
-                                       AND (COALESCE(h.sequence, 0) <= u.sequence OR h.leased_until > now()))
-                                THEN 'infinity'::timestamptz
-                                -- Its predecessor not queued (yet): it waits for it, up to the gap hold.
-                                -- (A scalar subquery: one index probe per row, never a hash of the table.)
-                                WHEN u.sequence > 1 AND (
-                                    SELECT true FROM deliveries p
-                                     WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id
-                                       AND p.sequence = u.sequence - 1 LIMIT 1) IS NULL
-                                THEN now() + make_interval(secs => \(gapHold.seconds))
-                                ELSE now() END AS due_at
-                      FROM incoming u
-                ), offered AS (
-                    SELECT j.*, j.due_at <= now() AND NOT (j.endpoint_id = ANY(\(taker.excluding)::text[])) AS takeable
-                      FROM judged j
-                ), taking AS (
-                    SELECT o.*, o.takeable AND row_number() OVER (PARTITION BY o.takeable ORDER BY o.arrival) <= \(taker.limit) AS taken
-                      FROM offered o
-                ), inserted AS (
-                    INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                            payload, fix_accepted_at, next_attempt_at, attempts, lease_owner, leased_until)
-                    SELECT t.endpoint_id, t.project_id, t.event_id, t.event_type, t.device_id, t.event_time,
-                           NULLIF(t.sequence, 0), t.payload, NULLIF(t.fix_accepted_at, 'epoch'),
-                           CASE WHEN t.taken THEN 'infinity'::timestamptz ELSE t.due_at END,
-                           CASE WHEN t.taken THEN 1 ELSE 0 END,
-                           CASE WHEN t.taken THEN \(taker.owner) END,
-                           CASE WHEN t.taken THEN now() + make_interval(secs => \(taker.lease.seconds)) END
-                      FROM taking t
-                     ORDER BY t.arrival
-                    ON CONFLICT (endpoint_id, event_id) DO NOTHING
-                    RETURNING id, endpoint_id, project_id, event_id, device_id, sequence, payload, attempts, created_at,
-                              fix_accepted_at, lease_owner IS NOT NULL AS taken,
-                              lease_owner IS NOT NULL OR next_attempt_at <= now() AS due
-                ), behind AS (
-                    -- A predecessor that came late goes first: what was queued after it waits again.
-                    UPDATE deliveries l SET next_attempt_at = 'infinity'
-                      FROM inserted i
-                     WHERE l.endpoint_id = i.endpoint_id AND l.device_id = i.device_id AND l.sequence > i.sequence
-                       AND l.status = 'pending' AND l.next_attempt_at < 'infinity'
-                       AND (l.leased_until IS NULL OR l.leased_until <= now())
-                    RETURNING l.id
-                )
-                -- Each new one in the shape of a claimed row (`ClaimedRow`), then whether it is due and taken.
-                SELECT i.id, i.endpoint_id, i.project_id, e.url,
-                       CASE WHEN i.taken
-                            THEN ARRAY(SELECT s.sealed FROM webhook_secrets s
-                                        WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
-                                        ORDER BY s.id DESC)
-                            ELSE '{}'::text[] END,
-                       i.event_id, i.device_id, COALESCE(i.sequence, 0), CASE WHEN i.taken THEN i.payload ELSE '' END,
-                       i.attempts, false, i.created_at, i.fix_accepted_at, i.due, i.taken
-                  FROM inserted i JOIN webhook_endpoints e ON e.id = i.endpoint_id
-                 ORDER BY i.id
-                """, logger: logger)
+                Self.queueStatement(deliveries, gapHold: gapHold, taker: taker), logger: logger)
             var inserted = 0
             var due = 0
             var dueOfExcluded = 0
@@ -381,6 +306,89 @@ extension WebhookStore {
         }
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
         return (queued, claimed, due - claimed.count - unsigned.count)
+    }
+
+    /// The statement of `enqueue` that writes the new deliveries (after their devices'
+    /// pending ones are locked), on its own so that what it reads can be measured (EXPLAIN).
+    static func queueStatement(_ deliveries: [NewDelivery], gapHold: Duration, taker: QueueClaim) -> PostgresQuery {
+        let epoch = Date(timeIntervalSince1970: 0)
+        return """
+            WITH incoming AS (
+                -- What is new (a repeat of a queued event is no turn of its device's), with its
+                -- turn among the batch's new deliveries of its device and endpoint.
+                SELECT u.*, row_number() OVER (PARTITION BY u.endpoint_id, u.device_id ORDER BY u.sequence, u.event_id) AS turn
+                  FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
+                              \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
+                              \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
+                              \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[],
+                              \(deliveries.map { $0.fixAcceptedAt ?? epoch })::timestamptz[]) WITH ORDINALITY
+                       AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
+                            fix_accepted_at, arrival)
+                 WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id)
+            ), judged AS MATERIALIZED (
+                -- Materialized: judged once a delivery, where inlined each use of `due_at`
+                -- below (the sort, the taking, the insert) ran its lookups again.
+                SELECT u.*,
+                       CASE WHEN EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = u.endpoint_id AND NOT e.enabled)
+                            THEN 'infinity'::timestamptz
+                            -- Behind an earlier delivery of the device, in this batch or already queued,
+                            -- or behind one in flight (a later one sent past a gap): one at a time.
+                            WHEN u.turn > 1 OR EXISTS (
+                                SELECT 1 FROM deliveries h
+                                 WHERE h.endpoint_id = u.endpoint_id AND h.device_id = u.device_id AND h.status = 'pending'
+                                   AND (COALESCE(h.sequence, 0) <= u.sequence OR h.leased_until > now()))
+                            THEN 'infinity'::timestamptz
+                            -- Its predecessor not queued (yet): it waits for it, up to the gap hold.
+                            -- (A scalar subquery: one index probe per row, never a hash of the table.)
+                            WHEN u.sequence > 1 AND (
+                                SELECT true FROM deliveries p
+                                 WHERE p.endpoint_id = u.endpoint_id AND p.device_id = u.device_id
+                                   AND p.sequence = u.sequence - 1 LIMIT 1) IS NULL
+                            THEN now() + make_interval(secs => \(gapHold.seconds))
+                            ELSE now() END AS due_at
+                  FROM incoming u
+            ), offered AS (
+                SELECT j.*, j.due_at <= now() AND NOT (j.endpoint_id = ANY(\(taker.excluding)::text[])) AS takeable
+                  FROM judged j
+            ), taking AS (
+                SELECT o.*, o.takeable AND row_number() OVER (PARTITION BY o.takeable ORDER BY o.arrival) <= \(taker.limit) AS taken
+                  FROM offered o
+            ), inserted AS (
+                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                        payload, fix_accepted_at, next_attempt_at, attempts, lease_owner, leased_until)
+                SELECT t.endpoint_id, t.project_id, t.event_id, t.event_type, t.device_id, t.event_time,
+                       NULLIF(t.sequence, 0), t.payload, NULLIF(t.fix_accepted_at, 'epoch'),
+                       CASE WHEN t.taken THEN 'infinity'::timestamptz ELSE t.due_at END,
+                       CASE WHEN t.taken THEN 1 ELSE 0 END,
+                       CASE WHEN t.taken THEN \(taker.owner) END,
+                       CASE WHEN t.taken THEN now() + make_interval(secs => \(taker.lease.seconds)) END
+                  FROM taking t
+                 ORDER BY t.arrival
+                ON CONFLICT (endpoint_id, event_id) DO NOTHING
+                RETURNING id, endpoint_id, project_id, event_id, device_id, sequence, payload, attempts, created_at,
+                          fix_accepted_at, lease_owner IS NOT NULL AS taken,
+                          lease_owner IS NOT NULL OR next_attempt_at <= now() AS due
+            ), behind AS (
+                -- A predecessor that came late goes first: what was queued after it waits again.
+                UPDATE deliveries l SET next_attempt_at = 'infinity'
+                  FROM inserted i
+                 WHERE l.endpoint_id = i.endpoint_id AND l.device_id = i.device_id AND l.sequence > i.sequence
+                   AND l.status = 'pending' AND l.next_attempt_at < 'infinity'
+                   AND (l.leased_until IS NULL OR l.leased_until <= now())
+                RETURNING l.id
+            )
+            -- Each new one in the shape of a claimed row (`ClaimedRow`), then whether it is due and taken.
+            SELECT i.id, i.endpoint_id, i.project_id, e.url,
+                   CASE WHEN i.taken
+                        THEN ARRAY(SELECT s.sealed FROM webhook_secrets s
+                                    WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
+                                    ORDER BY s.id DESC)
+                        ELSE '{}'::text[] END,
+                   i.event_id, i.device_id, COALESCE(i.sequence, 0), CASE WHEN i.taken THEN i.payload ELSE '' END,
+                   i.attempts, false, i.created_at, i.fix_accepted_at, i.due, i.taken
+              FROM inserted i JOIN webhook_endpoints e ON e.id = i.endpoint_id
+             ORDER BY i.id
+            """
     }
 
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one

@@ -153,6 +153,31 @@ import Testing
         }
     }
 
+    /// Queueing judges each new delivery once: whether it waits behind a pending delivery of
+    /// its device, or for its predecessor, is looked up once a delivery, though the statement
+    /// uses the judgment three times (to sort, to choose what the taker claims, to write).
+    @Test func queueingLooksUpEachNewDeliveryOnce() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+            let firsts = Self.deliveries(to: endpointId, devices: 0..<300, sequences: 1...1)
+            #expect(try await webhooks.enqueue(firsts) == firsts.count)
+            // 300 seconds behind their pending firsts, and 300 whose firsts never came (each
+            // then also looks for its predecessor).
+            let seconds = Self.deliveries(to: endpointId, devices: 0..<600, sequences: 2...2)
+            let statement = WebhookStore.queueStatement(
+                seconds, gapHold: .seconds(60), taker: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: 100))
+            let plan = try await Self.plan(of: statement, options: "ANALYZE", in: database, logger: logger)
+            // Three times as many with the judgment inlined into each use: 1,800 and 900.
+            #expect(Self.loops(in: plan, alias: "h") == 600, "looked for pending deliveries ahead")
+            #expect(Self.loops(in: plan, alias: "p") == 300, "looked for predecessors")
+            let waiting = try await database.client.query(
+                "SELECT count(*) FROM deliveries WHERE sequence = 2 AND next_attempt_at = 'infinity'", logger: logger)
+            for try await count in waiting.decode(Int.self) { #expect(count == 300) }
+        }
+    }
+
     /// The operators' backlog count (polled by the notifier's monitor and `checkin status`)
     /// reads the undelivered rows by index, never the whole table of delivered ones.
     @Test func theBacklogCountReadsOnlyUndeliveredRows() async throws {
@@ -265,6 +290,19 @@ import Testing
             let read = plan["Shared Read Blocks"] as? Int
         else { throw TestFailure("no rows or buffers in the plan: \(plan)") }
         return (rows, hit + read, scans(in: plan))
+    }
+
+    /// How many times the scans of `alias` (as the statement names the table; `alias_2` and
+    /// so on where the planner copied the subquery) ran in a plan run with ANALYZE.
+    static func loops(in node: [String: Any], alias: String) -> Int {
+        var count = 0
+        if let name = node["Alias"] as? String, node["Relation Name"] != nil,
+            name == alias || (name.hasPrefix(alias + "_") && Int(name.dropFirst(alias.count + 1)) != nil)
+        {
+            count += node["Actual Loops"] as? Int ?? 0
+        }
+        for child in node["Plans"] as? [[String: Any]] ?? [] { count += loops(in: child, alias: alias) }
+        return count
     }
 
     /// Every scan in a plan, as "Seq Scan on deliveries" or "Index Scan deliveries_failed on deliveries".
