@@ -270,6 +270,9 @@ extension WebhookStore {
     {
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
+            for setting in Self.queueSettings {
+                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger)
+            }
             try await connection.query(
                 """
                 SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
@@ -307,6 +310,12 @@ extension WebhookStore {
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
         return (queued, claimed, due - claimed.count - unsigned.count)
     }
+
+    /// Set for the queueing transaction alone. The queueing statement keeps its batch, with
+    /// every payload, in memory three times (the batch as unnested, as judged, as inserted):
+    /// an event to ten endpoints, a batch of 500 events, is 5,000 rows of about a kilobyte,
+    /// which Postgres's default of 4 MB a node spilled to temporary files.
+    static let queueSettings = ["work_mem = '32MB'"]
 
     /// The statement of `enqueue` that writes the new deliveries (after their devices'
     /// pending ones are locked), on its own so that what it reads can be measured (EXPLAIN).
