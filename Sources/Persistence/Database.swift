@@ -23,15 +23,20 @@ public final class Database: Service, Sendable {
 
     /// Runs `body` in a transaction, retrying it when Postgres reports a
     /// serialization failure or a deadlock, which are expected under concurrency.
+    /// `settings` (such as `work_mem = '32MB'`) hold for this transaction alone (SET LOCAL).
     public func withTransaction<Result: Sendable>(
         attempts: Int = 5,
+        settings: [String] = [],
         _ body: (PostgresConnection) async throws -> Result
     ) async throws -> Result {
         var attempt = 1
         while true {
             do {
                 return try await client.withTransaction(logger: logger) { connection in
-                    try await body(connection)
+                    for setting in settings {
+                        try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger)
+                    }
+                    return try await body(connection)
                 }
             } catch let error as PSQLError where attempt < attempts && error.isRetryable {
                 logger.debug("retrying transaction", metadata: ["attempt": "\(attempt)", "sqlState": "\(error.sqlState ?? "")"])

@@ -269,10 +269,7 @@ extension WebhookStore {
         -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
     {
         guard !deliveries.isEmpty else { return (0, [], 0) }
-        let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
-            for setting in Self.queueSettings {
-                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger)
-            }
+        let (queued, due, claimed, unsigned) = try await database.withTransaction(settings: Self.queueSettings) { connection in
             try await connection.query(
                 """
                 SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
@@ -415,10 +412,7 @@ extension WebhookStore {
     public func claimDue(
         limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String] = []
     ) async throws -> [DeliveryAttempt] {
-        let (opened, unsigned) = try await database.withTransaction { connection in
-            for setting in Self.claimSettings {
-                try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger)
-            }
+        let (opened, unsigned) = try await database.withTransaction(settings: Self.claimSettings) { connection in
             let rows = try await connection.query(
                 Self.claimStatement(
                     limit: limit, perEndpoint: perEndpoint, owner: owner, lease: lease, gapHold: gapHold,

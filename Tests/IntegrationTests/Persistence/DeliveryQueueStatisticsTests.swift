@@ -282,8 +282,7 @@ import Testing
     static func plan(
         of statement: PostgresQuery, options: String, settings: [String] = [], in database: Database, logger: Logger
     ) async throws -> [String: Any] {
-        let text = try await database.withTransaction { connection in
-            for setting in settings { try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger) }
+        let text = try await database.withTransaction(settings: settings) { connection in
             let explained = try await connection.query(
                 PostgresQuery(
                     unsafeSQL: "EXPLAIN (\(options.isEmpty ? "" : options + ", ")FORMAT JSON) " + statement.sql,
