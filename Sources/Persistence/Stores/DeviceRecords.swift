@@ -135,16 +135,25 @@ extension DeviceRecords {
             let rows = try await connection.query(
                 """
                 UPDATE deliveries
-                   SET payload = '', sequence = NULL, erased_at = now(), lease_owner = NULL, leased_until = NULL,
+                   SET sequence = NULL, erased_at = now(), lease_owner = NULL, leased_until = NULL,
                        status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
                        last_error = CASE WHEN status = 'pending' THEN 'cancelled: the device was erased' ELSE last_error END
                  WHERE project_id = \(projectId) AND device_id = \(deviceId) AND erased_at IS NULL
-                RETURNING status = 'cancelled'
+                RETURNING status = 'cancelled', event_id
                 """, logger: logger)
-            for try await wasCancelled in rows.decode(Bool.self) {
+            var eventIds: [String] = []
+            for try await (wasCancelled, eventId) in rows.decode((Bool, String).self) {
                 erased += 1
                 if wasCancelled { cancelled += 1 }
+                eventIds.append(eventId)
             }
+            // Their events' bodies, kept once for all endpoints, after the deliveries (the
+            // order queueing takes them in). Kept empty: a delivery still finds one.
+            try await connection.query(
+                """
+                UPDATE event_payloads SET payload = ''
+                 WHERE project_id = \(projectId) AND event_id = ANY(\(eventIds)::text[]) AND payload <> ''
+                """, logger: logger)
             return DeviceErasure(
                 deviceId: deviceId, states: states, decisionRecords: decisions, loggedEvents: logged,
                 unpublishedEvents: unpublished, deliveriesErased: erased, deliveriesCancelled: cancelled)

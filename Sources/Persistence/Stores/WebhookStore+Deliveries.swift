@@ -223,6 +223,36 @@ public struct DeliveryDetail: Sendable, Codable, Equatable {
     public var attemptLog: [DeliveryAttemptRecord]
 }
 
+/// An event's body as its deliveries send it, kept once for all of them (`event_payloads`).
+struct EventPayload {
+    struct Key: Hashable {
+        var projectId: String
+        var eventId: String
+    }
+
+    var projectId: String
+    var eventId: String
+    var payload: String
+
+    /// One for each event of `deliveries`, with the body of its first delivery (an event's
+    /// deliveries all carry the same).
+    static func distinct(in deliveries: [NewDelivery]) -> [EventPayload] {
+        var seen: Set<Key> = []
+        var result: [EventPayload] = []
+        for delivery in deliveries where seen.insert(Key(projectId: delivery.projectId, eventId: delivery.eventId)).inserted {
+            result.append(EventPayload(projectId: delivery.projectId, eventId: delivery.eventId, payload: delivery.payload))
+        }
+        return result
+    }
+
+    /// The body of each event of `deliveries`, by its key.
+    static func bodies(of deliveries: [NewDelivery]) -> [Key: String] {
+        Dictionary(
+            distinct(in: deliveries).map { (Key(projectId: $0.projectId, eventId: $0.eventId), $0.payload) },
+            uniquingKeysWith: { first, _ in first })
+    }
+}
+
 extension WebhookStore {
     /// Adds deliveries (all or none); an (endpoint, event) pair already queued is left as it
     /// is, which makes a redelivered event harmless. Returns how many were new.
@@ -270,22 +300,12 @@ extension WebhookStore {
     {
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let (queued, due, claimed, unsigned) = try await database.withTransaction(settings: Self.queueSettings) { connection in
-            try await connection.query(
-                """
-                SELECT d.id FROM (SELECT DISTINCT endpoint_id, device_id
-                                    FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[])
-                                         AS s(endpoint_id, device_id)) s
-                  JOIN deliveries d ON d.endpoint_id = s.endpoint_id AND d.device_id = s.device_id AND d.status = 'pending'
-                 -- Those waiting behind another too: between this lock and the judging below, the
-                 -- recording of its predecessor could take a waiting one, and be recorded in turn
-                 -- before it sees the new delivery (which would then wait for the 15-second mend).
-                 ORDER BY d.id
-                   FOR SHARE OF d
-                """, logger: logger)
+            try await connection.query(Self.lockStatement(deliveries), logger: logger)
             // Those that may go at once are claimed by the insert itself (attempt 1, leased to the
             // taker), in the batch's order up to the taker's limit: a row written once, not
             // written and then updated in the same transaction.
             let taker = claim ?? QueueClaim(owner: "", lease: .zero, limit: 0)
+            let payloads = EventPayload.bodies(of: deliveries)
             let rows = try await connection.query(
                 Self.queueStatement(deliveries, gapHold: gapHold, taker: taker), logger: logger)
             var inserted = 0
@@ -298,7 +318,11 @@ extension WebhookStore {
                 let isTaken = try columns[ClaimedRow.columnCount + 1].decode(Bool.self)
                 inserted += 1
                 if isDue { due += 1 }
-                if isTaken { taken.append(try ClaimedRow(row)) }
+                if isTaken {
+                    var claimed = try ClaimedRow(row)
+                    claimed.payload = payloads[EventPayload.Key(projectId: claimed.projectId, eventId: claimed.eventId)]
+                    taken.append(claimed)
+                }
                 if isDue, taker.excluding.contains(try columns[1].decode(String.self)) { dueOfExcluded += 1 }
             }
             let (opened, unsigned) = try openedAttempts(taken)
@@ -308,29 +332,68 @@ extension WebhookStore {
         return (queued, claimed, due - claimed.count - unsigned.count)
     }
 
-    /// Set for the queueing transaction alone. The queueing statement keeps its batch, with
-    /// every payload, in memory three times (the batch as unnested, as judged, as inserted):
-    /// an event to ten endpoints, a batch of 500 events, is 5,000 rows of about a kilobyte,
-    /// which Postgres's default of 4 MB a node spilled to temporary files.
+    /// Set for the queueing transaction alone. The queueing statement keeps its batch in
+    /// memory three times (the batch as unnested, as judged, as inserted), and its events'
+    /// bodies sorted: an event to ten endpoints, a batch of 500 events, is 5,000 rows, which
+    /// Postgres's default of 4 MB a node spilled to temporary files while each row carried
+    /// its body.
     static let queueSettings = ["work_mem = '32MB'"]
+
+    /// The statement of `enqueue` that locks the pending deliveries of the batch's devices
+    /// (to the batch's endpoints), on its own so that its plan can be checked.
+    ///
+    /// Those waiting behind another too: between this lock and the judging that follows,
+    /// the recording of its predecessor could take a waiting one, and be recorded in turn
+    /// before it sees the new delivery (which would then wait for the 15-second mend).
+    /// Found by one probe of the pending-heads index for each device and endpoint (a join
+    /// was planned as a scan of every pending delivery), then locked in id order.
+    static func lockStatement(_ deliveries: [NewDelivery]) -> PostgresQuery {
+        """
+        SELECT d.id FROM deliveries d
+         WHERE d.id = ANY(ARRAY(
+                   SELECT p.id
+                     FROM (SELECT DISTINCT endpoint_id, device_id
+                             FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.deviceId))::text[])
+                                  AS s(endpoint_id, device_id)) s
+                    CROSS JOIN LATERAL (
+                        SELECT p.id FROM deliveries p
+                         WHERE p.endpoint_id = s.endpoint_id AND p.device_id = s.device_id AND p.status = 'pending'
+                        OFFSET 0) p))
+         ORDER BY d.id
+           FOR SHARE OF d
+        """
+    }
 
     /// The statement of `enqueue` that writes the new deliveries (after their devices'
     /// pending ones are locked), on its own so that what it reads can be measured (EXPLAIN).
     static func queueStatement(_ deliveries: [NewDelivery], gapHold: Duration, taker: QueueClaim) -> PostgresQuery {
         let epoch = Date(timeIntervalSince1970: 0)
+        let events = EventPayload.distinct(in: deliveries)
         return """
-            WITH incoming AS (
+            WITH stored AS (
+                -- Each event's body once, whatever the number of its endpoints. One already kept
+                -- (an event consumed again) is locked, not skipped: a purge of bodies no delivery
+                -- needs any more waits for this transaction, and then sees its new deliveries.
+                INSERT INTO event_payloads (project_id, event_id, payload)
+                SELECT * FROM UNNEST(\(events.map(\.projectId))::text[], \(events.map(\.eventId))::text[],
+                                     \(events.map(\.payload))::text[]) AS e(project_id, event_id, payload)
+                 -- In key order, as every writer of these rows takes them: never a deadlock.
+                 ORDER BY project_id, event_id
+                ON CONFLICT (project_id, event_id) DO UPDATE SET payload = event_payloads.payload
+            ), incoming AS (
                 -- What is new (a repeat of a queued event is no turn of its device's), with its
                 -- turn among the batch's new deliveries of its device and endpoint.
                 SELECT u.*, row_number() OVER (PARTITION BY u.endpoint_id, u.device_id ORDER BY u.sequence, u.event_id) AS turn
                   FROM UNNEST(\(deliveries.map(\.endpointId))::text[], \(deliveries.map(\.projectId))::text[],
                               \(deliveries.map(\.eventId))::text[], \(deliveries.map(\.eventType))::text[],
                               \(deliveries.map(\.deviceId))::text[], \(deliveries.map(\.eventTime))::timestamptz[],
-                              \(deliveries.map { $0.sequence ?? 0 })::bigint[], \(deliveries.map(\.payload))::text[],
+                              \(deliveries.map { $0.sequence ?? 0 })::bigint[],
                               \(deliveries.map { $0.fixAcceptedAt ?? epoch })::timestamptz[]) WITH ORDINALITY
-                       AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence, payload,
+                       AS u(endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
                             fix_accepted_at, arrival)
-                 WHERE NOT EXISTS (SELECT 1 FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id)
+                 -- A scalar subquery: one probe of the unique key a delivery, never a hash of the
+                 -- whole table (which the planner chose for small rows).
+                 WHERE (SELECT true FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id) IS NULL
             ), judged AS MATERIALIZED (
                 -- Materialized: judged once a delivery, where inlined each use of `due_at`
                 -- below (the sort, the taking, the insert) ran its lookups again.
@@ -361,9 +424,9 @@ extension WebhookStore {
                   FROM offered o
             ), inserted AS (
                 INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                        payload, fix_accepted_at, next_attempt_at, attempts, lease_owner, leased_until)
+                                        fix_accepted_at, next_attempt_at, attempts, lease_owner, leased_until)
                 SELECT t.endpoint_id, t.project_id, t.event_id, t.event_type, t.device_id, t.event_time,
-                       NULLIF(t.sequence, 0), t.payload, NULLIF(t.fix_accepted_at, 'epoch'),
+                       NULLIF(t.sequence, 0), NULLIF(t.fix_accepted_at, 'epoch'),
                        CASE WHEN t.taken THEN 'infinity'::timestamptz ELSE t.due_at END,
                        CASE WHEN t.taken THEN 1 ELSE 0 END,
                        CASE WHEN t.taken THEN \(taker.owner) END,
@@ -371,7 +434,7 @@ extension WebhookStore {
                   FROM taking t
                  ORDER BY t.arrival
                 ON CONFLICT (endpoint_id, event_id) DO NOTHING
-                RETURNING id, endpoint_id, project_id, event_id, device_id, sequence, payload, attempts, created_at,
+                RETURNING id, endpoint_id, project_id, event_id, device_id, sequence, attempts, created_at,
                           fix_accepted_at, lease_owner IS NOT NULL AS taken,
                           lease_owner IS NOT NULL OR next_attempt_at <= now() AS due
             ), behind AS (
@@ -384,13 +447,14 @@ extension WebhookStore {
                 RETURNING l.id
             )
             -- Each new one in the shape of a claimed row (`ClaimedRow`), then whether it is due and taken.
+            -- Without its body: the statement does not see the bodies it stores, the caller has them.
             SELECT i.id, i.endpoint_id, i.project_id, e.url,
                    CASE WHEN i.taken
                         THEN ARRAY(SELECT s.sealed FROM webhook_secrets s
                                     WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
                                     ORDER BY s.id DESC)
                         ELSE '{}'::text[] END,
-                   i.event_id, i.device_id, COALESCE(i.sequence, 0), CASE WHEN i.taken THEN i.payload ELSE '' END,
+                   i.event_id, i.device_id, COALESCE(i.sequence, 0), NULL::text,
                    i.attempts, false, i.created_at, i.fix_accepted_at, i.due, i.taken
               FROM inserted i JOIN webhook_endpoints e ON e.id = i.endpoint_id
              ORDER BY i.id
@@ -504,8 +568,15 @@ extension WebhookStore {
                              WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
                              ORDER BY s.id DESC),
                       d.event_id, d.device_id,
-                      COALESCE(d.sequence, 0), d.payload, d.attempts, due.skipped_gap, d.created_at, d.fix_accepted_at
+                      COALESCE(d.sequence, 0), \(unescaped: Self.payloadOf("d")), d.attempts, due.skipped_gap, d.created_at,
+                      d.fix_accepted_at
             """
+    }
+
+    /// The body of the event of the delivery row `alias`, kept once for all its endpoints
+    /// (NULL if it were not kept).
+    static func payloadOf(_ alias: String) -> String {
+        "(SELECT b.payload FROM event_payloads b WHERE b.project_id = \(alias).project_id AND b.event_id = \(alias).event_id)"
     }
 
     /// A claimed delivery as a claim returns it: (id, endpoint, project, url, sealed secrets,
@@ -520,7 +591,8 @@ extension WebhookStore {
         var eventId: String
         var deviceId: String
         var sequence: Int
-        var payload: String
+        /// Nil when the event's body is not kept (never for a delivery not erased).
+        var payload: String?
         var attempts: Int
         var skippedGap: Bool
         var queuedAt: Date
@@ -533,7 +605,7 @@ extension WebhookStore {
             (
                 id, endpointId, projectId, url, sealedSecrets, eventId, deviceId, sequence, payload, attempts, skippedGap,
                 queuedAt, fixAcceptedAt
-            ) = try row.decode((Int64, String, String, String, [String], String, String, Int, String, Int, Bool, Date, Date?).self)
+            ) = try row.decode((Int64, String, String, String, [String], String, String, Int, String?, Int, Bool, Date, Date?).self)
         }
     }
 
@@ -550,6 +622,15 @@ extension WebhookStore {
         var result: [DeliveryAttempt] = []
         var unsigned: [DeliveryResult] = []
         for row in claimed {
+            guard let payload = row.payload else {
+                // Cannot happen while its delivery exists; were it so, the delivery fails
+                // (replayable) instead of failing every claim that takes it.
+                unsigned.append(
+                    DeliveryResult(
+                        deliveryId: row.id, attempt: row.attempts, startedAt: Date(), latency: .zero, statusCode: nil,
+                        error: "not sent: its event's payload is not kept", outcome: .failed))
+                continue
+            }
             let opened: [String]
             do {
                 opened = try openSecrets(row.sealedSecrets)
@@ -564,7 +645,7 @@ extension WebhookStore {
                 DeliveryAttempt(
                     id: row.id, endpointId: row.endpointId, projectId: row.projectId, url: row.url, secrets: opened,
                     eventId: row.eventId, deviceId: row.deviceId, sequence: row.sequence == 0 ? nil : row.sequence,
-                    payload: row.payload, attempt: row.attempts, skippedGap: row.skippedGap, queuedAt: row.queuedAt,
+                    payload: payload, attempt: row.attempts, skippedGap: row.skippedGap, queuedAt: row.queuedAt,
                     fixAcceptedAt: row.fixAcceptedAt))
         }
         return (result, unsigned)
@@ -573,7 +654,7 @@ extension WebhookStore {
     private func recordUnsigned(_ unsigned: [DeliveryResult], owner: String) async throws {
         guard !unsigned.isEmpty else { return }
         logger.error(
-            "deliveries not sent: their endpoint's secret cannot be opened with CHECKIN_SECRET_KEY",
+            "deliveries not sent: their endpoint's secret cannot be opened with CHECKIN_SECRET_KEY, or their payload is not kept",
             metadata: ["deliveries": "\(unsigned.count)", "error": "\(unsigned[0].error ?? "")"])
         try await record(unsigned, owner: owner)
     }
@@ -738,8 +819,14 @@ extension WebhookStore {
                 let waiting = try await connection.query(
                     """
                     SELECT EXISTS (SELECT 1 FROM deliveries d
-                                     JOIN deliveries n ON n.endpoint_id = d.endpoint_id AND n.device_id = d.device_id
-                                                      AND n.status = 'pending'
+                                    -- One probe of the pending-heads index a delivery, whatever the
+                                    -- planner thinks of the table (a join of the two was planned as a
+                                    -- scan of every pending delivery once the rows were small).
+                                    CROSS JOIN LATERAL (
+                                        SELECT 1 FROM deliveries n
+                                         WHERE n.endpoint_id = d.endpoint_id AND n.device_id = d.device_id
+                                           AND n.status = 'pending'
+                                         LIMIT 1) n
                                     WHERE d.id = ANY(\(finished)::bigint[]))
                     """, logger: logger)
                 var anyWaiting = false
@@ -775,7 +862,7 @@ extension WebhookStore {
                      WHERE n.id = s.id
                        AND n.next_attempt_at = 'infinity'
                        AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = n.endpoint_id AND e.enabled)
-                    RETURNING n.id, n.endpoint_id, n.project_id, n.event_id, n.device_id, n.sequence, n.payload, n.attempts,
+                    RETURNING n.id, n.endpoint_id, n.project_id, n.event_id, n.device_id, n.sequence, n.attempts,
                               n.created_at, n.fix_accepted_at, s.taken
                 ), held_back AS (
                     -- A device's delivery to retry: the ones behind it wait with it (any let out of
@@ -793,7 +880,8 @@ extension WebhookStore {
                        ARRAY(SELECT s.sealed FROM webhook_secrets s
                               WHERE s.endpoint_id = e.id AND (s.expires_at IS NULL OR s.expires_at > now())
                               ORDER BY s.id DESC),
-                       t.event_id, t.device_id, COALESCE(t.sequence, 0), t.payload, t.attempts, false, t.created_at,
+                       t.event_id, t.device_id, COALESCE(t.sequence, 0), \(unescaped: Self.payloadOf("t")), t.attempts, false,
+                       t.created_at,
                        t.fix_accepted_at
                   FROM next_ones t JOIN webhook_endpoints e ON e.id = t.endpoint_id
                  WHERE t.taken
@@ -904,7 +992,7 @@ extension WebhookStore {
     public func delivery(id: Int64, projectId: String) async throws -> DeliveryDetail? {
         let rows = try await database.client.query(
             """
-            SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, d.payload,
+            SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, \(unescaped: Self.payloadOf("d")),
                    d.leased_until > now(),
                    -- A claim whose lease ran out waits at 'infinity' until a pass makes it due
                    -- (`releaseLapsedLeases`, `releaseWaitingHeads`): due since its lease ended,
@@ -927,7 +1015,7 @@ extension WebhookStore {
             let columns = row.makeRandomAccess()
             let (url, enabled, kept, payload) = (
                 try columns[12].decode(String.self), try columns[13].decode(Bool.self), try columns[14].decode(Bool.self),
-                try columns[15].decode(String.self)
+                try columns[15].decode(String?.self)
             )
             // Nil at 'infinity': waiting behind the device's earlier delivery (or a disabled endpoint).
             let (inFlight, next) = (try columns[16].decode(Bool?.self) ?? false, try columns[17].decode(Date?.self))

@@ -53,16 +53,21 @@ extension WebhookStore {
             // deadlock, which fails one of the two).
             let locked = try await connection.query(
                 """
-                SELECT d.id FROM deliveries d
+                SELECT d.event_id FROM deliveries d
                  WHERE d.endpoint_id = \(id)
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = \(id) AND e.project_id = \(projectId))
                  ORDER BY d.id FOR UPDATE OF d
                 """, logger: logger)
-            for try await _ in locked {}
+            var bodies: Set<EventPayload.Key> = []
+            for try await eventId in locked.decode(String.self) {
+                bodies.insert(EventPayload.Key(projectId: projectId, eventId: eventId))
+            }
             let rows = try await connection.query(
                 "DELETE FROM webhook_endpoints WHERE id = \(id) AND project_id = \(projectId) RETURNING 1", logger: logger)
             var removed = false
             for try await _ in rows { removed = true }
+            // The bodies of events that were queued for this endpoint alone go with its deliveries.
+            try await EventPayloadStore.deleteUnneeded(bodies, on: connection, logger: logger)
             return removed
         }
     }

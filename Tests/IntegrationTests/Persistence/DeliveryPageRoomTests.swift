@@ -6,7 +6,7 @@ import Shared
 import Testing
 
 /// Where a delivery's new version goes when its result is recorded: on its own page, which
-/// logs only what changed (not the payload) and lets the page prune the old version. Against
+/// logs only what changed and lets the page prune the old version. Against
 /// the real local Postgres, in a database of this suite's own, so that its pages hold only
 /// these rows.
 @Suite(.serialized) struct DeliveryPageRoomTests {
@@ -36,7 +36,8 @@ import Testing
             let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
             let endpoint = try await webhooks.addEndpoint(
                 projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
-            let queued = (0..<120).map { index in
+            // Rows of about 200 bytes (the body is kept apart, in `event_payloads`): a dozen pages.
+            let queued = (0..<300).map { index in
                 NewDelivery(
                     endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(index)", eventType: "checkin",
                     deviceId: "device-\(index)", eventTime: Date(), sequence: 1, payload: Self.payload)

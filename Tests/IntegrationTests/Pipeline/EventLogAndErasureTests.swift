@@ -94,7 +94,7 @@ extension ExplanationSuites {
                 #expect(positions.count == 8)
                 let before = try await rowsMentioning([trip.deviceId] + positions, harness: harness)
                 #expect(Set(before.map(\.table)).isSuperset(of: ["device_states", "decision_records", "event_log", "deliveries"]))
-                #expect(before.contains { row in row.table == "deliveries" && positions.contains { row.text.contains($0) } })
+                #expect(before.contains { row in row.table == "event_payloads" && positions.contains { row.text.contains($0) } })
 
                 let erased = try await post(Data(), to: "\(base)/devices/\(trip.deviceId)", key: harness.managementKey, method: .DELETE)
                 try #require(erased.status == 200, "\(erased.body)")
@@ -166,7 +166,11 @@ extension ExplanationSuites {
                 database in
                 var result: [(status: String, payload: String, erased: Bool)] = []
                 for try await (status, payload, erased) in try await database.client.query(
-                    "SELECT status, payload, erased_at IS NOT NULL FROM deliveries WHERE device_id = \(deviceId)",
+                    """
+                    SELECT d.status, b.payload, d.erased_at IS NOT NULL
+                      FROM deliveries d JOIN event_payloads b ON b.project_id = d.project_id AND b.event_id = d.event_id
+                     WHERE d.device_id = \(deviceId)
+                    """,
                     logger: harness.logger
                 ).decode((String, String, Bool).self) {
                     result.append((status, payload, erased))
