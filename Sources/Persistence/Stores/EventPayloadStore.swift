@@ -1,6 +1,36 @@
 import Logging
 import PostgresNIO
 
+/// An event's body as its deliveries send it, kept once for all of them (`event_payloads`).
+struct EventPayload {
+    struct Key: Hashable {
+        var projectId: String
+        var eventId: String
+    }
+
+    var projectId: String
+    var eventId: String
+    var payload: String
+
+    /// One for each event of `deliveries`, with the body of its first delivery (an event's
+    /// deliveries all carry the same).
+    static func distinct(in deliveries: [NewDelivery]) -> [EventPayload] {
+        var seen: Set<Key> = []
+        var result: [EventPayload] = []
+        for delivery in deliveries where seen.insert(Key(projectId: delivery.projectId, eventId: delivery.eventId)).inserted {
+            result.append(EventPayload(projectId: delivery.projectId, eventId: delivery.eventId, payload: delivery.payload))
+        }
+        return result
+    }
+
+    /// The body of each event of `deliveries`, by its key.
+    static func bodies(of deliveries: [NewDelivery]) -> [Key: String] {
+        Dictionary(
+            distinct(in: deliveries).map { (Key(projectId: $0.projectId, eventId: $0.eventId), $0.payload) },
+            uniquingKeysWith: { first, _ in first })
+    }
+}
+
 /// The bodies of events (`event_payloads`), kept once for all of an event's deliveries for
 /// as long as one of them is.
 enum EventPayloadStore {
