@@ -1,32 +1,18 @@
 import Logging
 import PostgresNIO
 
-/// An event's body as its deliveries send it, kept once for all of them (`event_payloads`).
-struct EventPayload {
+/// Events' bodies as their deliveries send them, kept once for all of an event's deliveries
+/// (`event_payloads`), by project and event.
+enum EventPayload {
     struct Key: Hashable {
         var projectId: String
         var eventId: String
     }
 
-    var projectId: String
-    var eventId: String
-    var payload: String
-
-    /// One for each event of `deliveries`, with the body of its first delivery (an event's
-    /// deliveries all carry the same).
-    static func distinct(in deliveries: [NewDelivery]) -> [EventPayload] {
-        var seen: Set<Key> = []
-        var result: [EventPayload] = []
-        for delivery in deliveries where seen.insert(Key(projectId: delivery.projectId, eventId: delivery.eventId)).inserted {
-            result.append(EventPayload(projectId: delivery.projectId, eventId: delivery.eventId, payload: delivery.payload))
-        }
-        return result
-    }
-
-    /// The body of each event of `deliveries`, by its key.
+    /// The body of each event of `deliveries` (an event's deliveries all carry the same).
     static func bodies(of deliveries: [NewDelivery]) -> [Key: String] {
         Dictionary(
-            distinct(in: deliveries).map { (Key(projectId: $0.projectId, eventId: $0.eventId), $0.payload) },
+            deliveries.map { (Key(projectId: $0.projectId, eventId: $0.eventId), $0.payload) },
             uniquingKeysWith: { first, _ in first })
     }
 }
@@ -45,8 +31,8 @@ enum EventPayloadStore {
         _ keys: Set<EventPayload.Key>, on connection: PostgresConnection, logger: Logger
     ) async throws {
         guard !keys.isEmpty else { return }
-        let sorted = keys.sorted { ($0.projectId, $0.eventId) < ($1.projectId, $1.eventId) }
-        let (projects, events) = (sorted.map(\.projectId), sorted.map(\.eventId))
+        // In any order: the lock below takes them in key order.
+        let (projects, events) = (keys.map(\.projectId), keys.map(\.eventId))
         let locked = try await connection.query(
             """
             SELECT b.event_id FROM event_payloads b

@@ -269,15 +269,15 @@ extension WebhookStore {
         -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
     {
         guard !deliveries.isEmpty else { return (0, [], 0) }
-        let (queued, due, claimed, unsigned) = try await database.withTransaction(settings: Self.queueSettings) { connection in
+        let bodies = EventPayload.bodies(of: deliveries)
+        let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
             try await connection.query(Self.lockStatement(deliveries), logger: logger)
             // Those that may go at once are claimed by the insert itself (attempt 1, leased to the
             // taker), in the batch's order up to the taker's limit: a row written once, not
             // written and then updated in the same transaction.
             let taker = claim ?? QueueClaim(owner: "", lease: .zero, limit: 0)
-            let payloads = EventPayload.bodies(of: deliveries)
             let rows = try await connection.query(
-                Self.queueStatement(deliveries, gapHold: gapHold, taker: taker), logger: logger)
+                Self.queueStatement(deliveries, bodies: bodies, gapHold: gapHold, taker: taker), logger: logger)
             var inserted = 0
             var due = 0
             var dueOfExcluded = 0
@@ -290,7 +290,7 @@ extension WebhookStore {
                 if isDue { due += 1 }
                 if isTaken {
                     var claimed = try ClaimedRow(row)
-                    claimed.payload = payloads[EventPayload.Key(projectId: claimed.projectId, eventId: claimed.eventId)]
+                    claimed.payload = bodies[EventPayload.Key(projectId: claimed.projectId, eventId: claimed.eventId)]
                     taken.append(claimed)
                 }
                 if isDue, taker.excluding.contains(try columns[1].decode(String.self)) { dueOfExcluded += 1 }
@@ -301,13 +301,6 @@ extension WebhookStore {
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
         return (queued, claimed, due - claimed.count - unsigned.count)
     }
-
-    /// Set for the queueing transaction alone. The queueing statement keeps its batch in
-    /// memory three times (the batch as unnested, as judged, as inserted), and its events'
-    /// bodies sorted: an event to ten endpoints, a batch of 500 events, is 5,000 rows, which
-    /// Postgres's default of 4 MB a node spilled to temporary files while each row carried
-    /// its body.
-    static let queueSettings = ["work_mem = '32MB'"]
 
     /// The statement of `enqueue` that locks the pending deliveries of the batch's devices
     /// (to the batch's endpoints), on its own so that its plan can be checked.
@@ -335,18 +328,25 @@ extension WebhookStore {
     }
 
     /// The statement of `enqueue` that writes the new deliveries (after their devices'
-    /// pending ones are locked), on its own so that what it reads can be measured (EXPLAIN).
-    static func queueStatement(_ deliveries: [NewDelivery], gapHold: Duration, taker: QueueClaim) -> PostgresQuery {
+    /// pending ones are locked) and their events' `bodies`, on its own so that what it reads
+    /// can be measured (EXPLAIN).
+    ///
+    /// It holds the batch three times (as unnested, as judged, as inserted): without the
+    /// bodies in its rows, 500 events to ten endpoints stay within Postgres's default 4 MB a
+    /// node (they spilled to temporary files while each row carried its body).
+    static func queueStatement(
+        _ deliveries: [NewDelivery], bodies: [EventPayload.Key: String], gapHold: Duration, taker: QueueClaim
+    ) -> PostgresQuery {
         let epoch = Date(timeIntervalSince1970: 0)
-        let events = EventPayload.distinct(in: deliveries)
+        let events = Array(bodies)
         return """
             WITH stored AS (
                 -- Each event's body once, whatever the number of its endpoints. One already kept
                 -- (an event consumed again) is locked, not skipped: a purge of bodies no delivery
                 -- needs any more waits for this transaction, and then sees its new deliveries.
                 INSERT INTO event_payloads (project_id, event_id, payload)
-                SELECT * FROM UNNEST(\(events.map(\.projectId))::text[], \(events.map(\.eventId))::text[],
-                                     \(events.map(\.payload))::text[]) AS e(project_id, event_id, payload)
+                SELECT * FROM UNNEST(\(events.map(\.key.projectId))::text[], \(events.map(\.key.eventId))::text[],
+                                     \(events.map(\.value))::text[]) AS e(project_id, event_id, payload)
                  -- In key order, as every writer of these rows takes them: never a deadlock.
                  ORDER BY project_id, event_id
                 ON CONFLICT (project_id, event_id) DO UPDATE SET payload = event_payloads.payload
