@@ -786,19 +786,7 @@ extension WebhookStore {
             // Most devices have nothing queued behind a delivery when it is done: a look, with the
             // same fresh view the statement below would have, spares planning that statement.
             if retrying.isEmpty {
-                let waiting = try await connection.query(
-                    """
-                    SELECT EXISTS (SELECT 1 FROM deliveries d
-                                    -- One probe of the pending-heads index a delivery, whatever the
-                                    -- planner thinks of the table (a join of the two was planned as a
-                                    -- scan of every pending delivery once the rows were small).
-                                    CROSS JOIN LATERAL (
-                                        SELECT 1 FROM deliveries n
-                                         WHERE n.endpoint_id = d.endpoint_id AND n.device_id = d.device_id
-                                           AND n.status = 'pending'
-                                         LIMIT 1) n
-                                    WHERE d.id = ANY(\(finished)::bigint[]))
-                    """, logger: logger)
+                let waiting = try await connection.query(Self.waitingStatement(behind: finished), logger: logger)
                 var anyWaiting = false
                 for try await exists in waiting.decode(Bool.self) { anyWaiting = exists }
                 guard anyWaiting else { return ([DeliveryAttempt](), [DeliveryResult]()) }
@@ -861,6 +849,22 @@ extension WebhookStore {
         // Their rows were locked by the transaction until it committed.
         try await recordUnsigned(unsigned, owner: owner)
         return claimed
+    }
+
+    /// Whether any of these deliveries' devices has a pending delivery to the same endpoint
+    /// (`record`'s look before it lets successors go), on its own so that its plan can be
+    /// checked: one probe of the pending-heads index a delivery, whatever the planner thinks
+    /// of the table (a join of the two was planned as a scan of every pending delivery once
+    /// the rows were small).
+    static func waitingStatement(behind finished: [Int64]) -> PostgresQuery {
+        """
+        SELECT EXISTS (SELECT 1 FROM deliveries d
+                        CROSS JOIN LATERAL (
+                            SELECT 1 FROM deliveries n
+                             WHERE n.endpoint_id = d.endpoint_id AND n.device_id = d.device_id AND n.status = 'pending'
+                             LIMIT 1) n
+                        WHERE d.id = ANY(\(finished)::bigint[]))
+        """
     }
 
     /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity')

@@ -176,10 +176,11 @@ import Testing
         }
     }
 
-    /// Queueing looks up what it needs of the table by index, one probe for each new
-    /// delivery or device, however many deliveries the table holds: with rows of about 200
-    /// bytes (the bodies kept apart), the planner hashed the whole table to find repeats and
-    /// read every pending delivery to lock a batch's devices.
+    /// Queueing, and recording's look for deliveries waiting behind those it recorded, look
+    /// up what they need of the table by index, one probe for each delivery or device,
+    /// however many deliveries the table holds: with rows of about 200 bytes (the bodies kept
+    /// apart), the planner hashed the whole table to find repeats, and read every pending
+    /// delivery to lock a batch's devices and to look for waiting ones.
     @Test func queueingProbesTheTableInsteadOfReadingIt() async throws {
         let logger = logger
         let url = try await freshDatabaseURL(logger: logger)
@@ -215,6 +216,19 @@ import Testing
                 "\(scans)")
             #expect(Self.loops(in: locking, alias: "p") == 300, "probed each device")
 
+            // Recording the last delivered ones of 300 devices looks whether any has one waiting.
+            var finished: [Int64] = []
+            for try await id in try await database.client.query(
+                "SELECT id FROM deliveries WHERE status = 'delivered' AND sequence = 10 ORDER BY id LIMIT 300", logger: logger
+            ).decode(Int64.self) {
+                finished.append(id)
+            }
+            let looking = try await Self.plan(
+                of: WebhookStore.waitingStatement(behind: finished), options: "ANALYZE", in: database, logger: logger)
+            let looks = Self.scans(in: looking)
+            #expect(
+                !looks.contains { $0.hasPrefix("Seq Scan") || $0.hasPrefix("Bitmap Heap Scan") || $0.contains("deliveries_due_order") },
+                "\(looks)")
         }
     }
 
