@@ -702,7 +702,9 @@ extension WebhookStore {
     }
 
     /// Records the results of many attempts in one transaction: each delivery's new status
-    /// (only while `owner` still holds it) and one attempt-log row per attempt.
+    /// (only while `owner` still holds it) and each attempt in the attempt log, the one that
+    /// finished its delivery on the delivery's own row (most deliveries take one attempt:
+    /// they then cost no row of the log).
     ///
     /// A delivery done lets the device's next one go. With `chainLease`, a next one that is
     /// the done one's immediate successor (so no gap can be behind it) is claimed for `owner`
@@ -764,16 +766,21 @@ extension WebhookStore {
                            next_attempt_at = CASE WHEN r.status = 'pending'
                                                   THEN now() + make_interval(secs => r.delay) ELSE d.next_attempt_at END,
                            delivered_at = CASE WHEN r.status = 'delivered' THEN now() ELSE d.delivered_at END,
+                           -- The attempt that finished it stays on its row (its code and error are the last ones).
+                           finishing_attempt_started_at = CASE WHEN r.status = 'pending' THEN NULL ELSE r.started_at END,
+                           finishing_attempt_latency_ms = CASE WHEN r.status = 'pending' THEN NULL ELSE r.latency_ms END,
                            lease_owner = NULL, leased_until = NULL
                       FROM r
                      WHERE d.id = r.id AND d.lease_owner = \(owner)
                     RETURNING d.id, d.status = 'pending' AS retrying
                 ), logged AS (
+                    -- The others in the attempt log: retried, or recorded after their lease ran out.
                     -- An attempt counts in the round begun by the delivery's latest replay.
                     INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
                     SELECT r.id, (SELECT count(*) + 1 FROM delivery_replays p WHERE p.delivery_id = r.id), r.attempt,
                            r.started_at, r.latency_ms, NULLIF(r.code, 0), NULLIF(r.error, '')
                       FROM r
+                     WHERE NOT EXISTS (SELECT 1 FROM updated u WHERE u.id = r.id AND NOT u.retrying)
                 )
                 SELECT id, retrying FROM updated
                 """, logger: logger)
@@ -977,13 +984,15 @@ extension WebhookStore {
                                                 AND p.status = 'pending'
                                                 AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id))
                         THEN d.leased_until
-                        ELSE NULLIF(d.next_attempt_at, 'infinity') END
+                        ELSE NULLIF(d.next_attempt_at, 'infinity') END,
+                   d.finishing_attempt_started_at, d.finishing_attempt_latency_ms
               FROM deliveries d
               -- Only the endpoint's url and enabled, so that the delivery's columns stay unambiguous.
               JOIN LATERAL (SELECT url, enabled FROM webhook_endpoints WHERE id = d.endpoint_id) e ON true
              WHERE d.id = \(id) AND d.project_id = \(projectId)
             """, logger: logger)
         var found: DeliveryDetail?
+        var finishing: (startedAt: Date, latency: Double)?
         for try await row in rows {
             let record = try DeliveryRecord(row: row)
             let columns = row.makeRandomAccess()
@@ -993,6 +1002,9 @@ extension WebhookStore {
             )
             // Nil at 'infinity': waiting behind the device's earlier delivery (or a disabled endpoint).
             let (inFlight, next) = (try columns[16].decode(Bool?.self) ?? false, try columns[17].decode(Date?.self))
+            if let startedAt = try columns[18].decode(Date?.self), let latency = try columns[19].decode(Double?.self) {
+                finishing = (startedAt, latency)
+            }
             // In this order: a disabled endpoint's deliveries may wait at 'infinity' or at a
             // time that has passed, and wait for nothing but its enabling either way.
             let waitingFor: DeliveryWait?
@@ -1020,12 +1032,23 @@ extension WebhookStore {
             SELECT round, attempt, started_at, latency_ms, status_code, error FROM delivery_attempts
              WHERE delivery_id = \(id) ORDER BY round, id
             """, logger: logger)
+        func logged(round: Int, attempt: Int, startedAt: Date, latency: Double, code: Int?, error: String?) -> DeliveryAttemptRecord {
+            DeliveryAttemptRecord(
+                round: round, attempt: attempt, startedAt: startedAt,
+                // To a tenth of a millisecond: the rest is the clock's noise, not the partner's.
+                latencyMilliseconds: (latency * 10).rounded() / 10, statusCode: code, error: error)
+        }
         for try await (round, attempt, startedAt, latency, code, error) in attempts.decode((Int, Int, Date, Double, Int?, String?).self) {
             found.attemptLog.append(
-                DeliveryAttemptRecord(
-                    round: round, attempt: attempt, startedAt: startedAt,
-                    // To a tenth of a millisecond: the rest is the clock's noise, not the partner's.
-                    latencyMilliseconds: (latency * 10).rounded() / 10, statusCode: code, error: error))
+                logged(round: round, attempt: attempt, startedAt: startedAt, latency: latency, code: code, error: error))
+        }
+        // The attempt that finished the current round, kept on the delivery's row: the last of its round.
+        if let finishing {
+            let delivery = found.delivery
+            found.attemptLog.append(
+                logged(
+                    round: found.replays.count + 1, attempt: delivery.attempts, startedAt: finishing.startedAt,
+                    latency: finishing.latency, code: delivery.lastStatusCode, error: delivery.lastError))
         }
         return found
     }
@@ -1037,17 +1060,12 @@ extension WebhookStore {
         return try await Self.replayed(
             try await database.client.query(
                 """
-                WITH replayed AS (
-                    UPDATE deliveries
-                       SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
-                           lease_owner = NULL, leased_until = NULL
+                WITH chosen AS (
+                    SELECT \(unescaped: Self.replayedColumns) FROM deliveries
                      WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
-                    RETURNING id, endpoint_id
-                ), logged AS (
-                    INSERT INTO delivery_replays (delivery_id) SELECT id FROM replayed
-                )
-                SELECT id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = replayed.endpoint_id)
-                  FROM replayed
+                     ORDER BY id
+                       FOR UPDATE
+                ), \(unescaped: Self.replayingOfChosen)
                 """, logger: logger))
     }
 
@@ -1057,18 +1075,45 @@ extension WebhookStore {
         return try await Self.replayed(
             try await database.client.query(
                 """
-                WITH replayed AS (
-                    UPDATE deliveries
-                       SET status = 'pending', attempts = 0, next_attempt_at = now(), lease_owner = NULL, leased_until = NULL
+                WITH chosen AS (
+                    SELECT \(unescaped: Self.replayedColumns) FROM deliveries
                      WHERE project_id = \(projectId) AND status = 'failed' AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
-                    RETURNING id, endpoint_id
-                ), logged AS (
-                    INSERT INTO delivery_replays (delivery_id) SELECT id FROM replayed
-                )
-                SELECT id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = replayed.endpoint_id)
-                  FROM replayed
+                     ORDER BY id
+                       FOR UPDATE
+                ), \(unescaped: Self.replayingOfChosen)
                 """, logger: logger))
     }
+
+    /// What a replay reads of each delivery it queues again (`chosen`, locked in id order as
+    /// `record` locks them, so that the attempt moved below is the one that finished it).
+    static let replayedColumns = """
+        id, endpoint_id, attempts, last_status_code, last_error, finishing_attempt_started_at, finishing_attempt_latency_ms
+        """
+
+    /// The rest of a replay, after its `chosen` deliveries: the attempt that finished each one's
+    /// round moves from its row to the attempt log, then the delivery is pending again, due
+    /// now, its attempts counted from 0 in a new round.
+    static let replayingOfChosen = """
+        moved AS (
+            INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
+            SELECT c.id, (SELECT count(*) + 1 FROM delivery_replays p WHERE p.delivery_id = c.id), c.attempts,
+                   c.finishing_attempt_started_at, c.finishing_attempt_latency_ms, c.last_status_code, c.last_error
+              FROM chosen c
+             WHERE c.finishing_attempt_started_at IS NOT NULL
+        ), replayed AS (
+            UPDATE deliveries d
+               SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
+                   lease_owner = NULL, leased_until = NULL,
+                   finishing_attempt_started_at = NULL, finishing_attempt_latency_ms = NULL
+              FROM chosen c
+             WHERE d.id = c.id
+            RETURNING d.id, d.endpoint_id
+        ), logged AS (
+            INSERT INTO delivery_replays (delivery_id) SELECT id FROM replayed
+        )
+        SELECT id, endpoint_id, (SELECT enabled FROM webhook_endpoints e WHERE e.id = replayed.endpoint_id)
+          FROM replayed
+        """
 
     /// The rows a replay returned: each delivery's id, endpoint and whether that is enabled.
     private static func replayed(_ rows: PostgresRowSequence) async throws -> ReplayedDeliveries {

@@ -159,6 +159,73 @@ import Testing
         }
     }
 
+    /// Most deliveries take one attempt: the one that finishes a delivery is kept on its row,
+    /// not in a row of the attempt log, and the log still lists it; a replay moves it to the
+    /// log before the next round.
+    @Test func theAttemptThatFinishesADeliveryIsKeptOnItsRow() async throws {
+        let logger = logger
+        let projectId = "finishing-" + UUID().uuidString
+        try await withDatabase { database in
+            let (webhooks, endpoint) = try await Self.projectWithEndpoint(projectId, name: "Finishing", database: database, logger: logger)
+            let deliveries = (1...2).map { device in
+                NewDelivery(
+                    endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(device)", eventType: "checkin",
+                    deviceId: "d\(device)", eventTime: Date(), sequence: 1, payload: "{}")
+            }
+            #expect(try await webhooks.enqueue(deliveries) == 2)
+            func claim() async throws -> [DeliveryAttempt] {
+                try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: .zero)
+                    .filter { $0.projectId == projectId }.sorted { $0.eventId < $1.eventId }
+            }
+            func logRows() async throws -> Int {
+                try await database.client.query(
+                    """
+                    SELECT count(*)::int FROM delivery_attempts a JOIN deliveries d ON d.id = a.delivery_id
+                     WHERE d.project_id = \(projectId)
+                    """, logger: logger
+                ).decode(Int.self).reduce(0, +)
+            }
+            let startedAt = Date(timeIntervalSince1970: 1_800_000_000)
+            let claimed = try await claim()
+            try #require(claimed.count == 2)
+            try await webhooks.record(
+                [
+                    DeliveryResult(
+                        deliveryId: claimed[0].id, attempt: 1, startedAt: startedAt, latency: .milliseconds(12),
+                        statusCode: 204, error: nil, outcome: .delivered),
+                    DeliveryResult(
+                        deliveryId: claimed[1].id, attempt: 1, startedAt: startedAt, latency: .milliseconds(30),
+                        statusCode: 410, error: "HTTP 410", outcome: .failed),
+                ], owner: "a")
+            #expect(try await logRows() == 0)
+            func described(_ log: [DeliveryAttemptRecord]) -> [String] {
+                log.map {
+                    "\($0.round).\($0.attempt) \($0.startedAt.timeIntervalSince1970) \($0.latencyMilliseconds) ms "
+                        + "\($0.statusCode ?? 0) \($0.error ?? "-")"
+                }
+            }
+            let delivered = try #require(try await webhooks.delivery(id: claimed[0].id, projectId: projectId))
+            #expect(described(delivered.attemptLog) == ["1.1 1800000000.0 12.0 ms 204 -"])
+            let failed = try #require(try await webhooks.delivery(id: claimed[1].id, projectId: projectId))
+            #expect(described(failed.attemptLog) == ["1.1 1800000000.0 30.0 ms 410 HTTP 410"])
+
+            // Replayed: the finishing attempt moves to the log, and the next round's is on the row.
+            #expect(try await webhooks.replayFailed(projectId: projectId).ids == [claimed[1].id])
+            #expect(try await logRows() == 1)
+            let again = try await claim()
+            #expect(again.map(\.id) == [claimed[1].id])
+            try await webhooks.record(
+                [
+                    DeliveryResult(
+                        deliveryId: claimed[1].id, attempt: 1, startedAt: startedAt + 60, latency: .milliseconds(5),
+                        statusCode: 204, error: nil, outcome: .delivered)
+                ], owner: "a")
+            let replayed = try #require(try await webhooks.delivery(id: claimed[1].id, projectId: projectId))
+            #expect(described(replayed.attemptLog) == ["1.1 1800000000.0 30.0 ms 410 HTTP 410", "2.1 1800000060.0 5.0 ms 204 -"])
+            #expect(try await logRows() == 1)
+        }
+    }
+
     /// A device's deliveries to an endpoint leave one at a time in `sequence` order; a gap
     /// (an event not queued yet) is waited for up to the hold; a disabled endpoint's wait.
     @Test func deliveriesOfADeviceLeaveInSequenceOrder() async throws {
