@@ -169,8 +169,8 @@ import Testing
                         if now == sent { break }
                         sent = now
                     }
-                    // A batch waiting, what the loop held (twice its slots) and one claim more.
-                    let capacity = 2 * configuration.concurrency
+                    // A batch waiting, what the loop held (its hold) and one claim more.
+                    let capacity = WebhookDispatcher.capacity(configuration)
                     #expect(sent <= configuration.resultBatch + capacity + capacity, "sent \(sent) of \(queued)")
                     try await blocker.query("COMMIT", logger: logger)
                 }
