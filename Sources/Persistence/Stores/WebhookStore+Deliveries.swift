@@ -474,9 +474,10 @@ extension WebhookStore {
                 -- The due deliveries in the order they go, as many as the claim may need: each
                 -- device's first pending one (those behind it wait at 'infinity', those in flight
                 -- until their lease ends), so the cost follows the claim, not the backlog.
+                -- (`< 'infinity'`, implied by `<= now()`, names the due order's index predicate.)
                 SELECT d.id, d.endpoint_id, d.device_id, d.sequence, d.created_at, d.next_attempt_at, d.leased_until
                   FROM deliveries d
-                 WHERE d.status = 'pending' AND d.next_attempt_at <= now()
+                 WHERE d.status = 'pending' AND d.next_attempt_at < 'infinity' AND d.next_attempt_at <= now()
                    AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
                  ORDER BY d.next_attempt_at, d.id
                  LIMIT \(4 * limit)
@@ -636,7 +637,7 @@ extension WebhookStore {
     /// Keeps `owner`'s claims alive while their attempts run, and records that `owner`
     /// renews them (until `lease` from now), whether it holds any or not.
     ///
-    /// A claimed delivery waits at 'infinity' in the due order for as long as it is leased,
+    /// A claimed delivery waits at 'infinity', out of the due order, for as long as it is leased,
     /// so a renewal writes the lease alone: no column of an index changes, and Postgres
     /// updates the row in its page without touching the indexes (a heap-only update), as
     /// it does when a result claims the device's next delivery (`record`). The claims of a

@@ -153,6 +153,38 @@ import Testing
         }
     }
 
+    /// The due order holds the deliveries that have a time to go, not those waiting at
+    /// 'infinity': 3,000 claimed as they are queued (as under load) add nothing to it, where
+    /// 3,000 left due fill pages of it. Before, each of the claimed ones wrote an entry too.
+    @Test func deliveriesWaitingAtInfinityStayOutOfTheDueOrder() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+            try await database.client.query("ALTER TABLE deliveries SET (autovacuum_enabled = false)", logger: logger)
+            func dueOrderPages() async throws -> Int {
+                let rows = try await database.client.query(
+                    "SELECT (pg_relation_size('deliveries_due_order') / current_setting('block_size')::int)::int",
+                    logger: logger)
+                var pages = 0
+                for try await value in rows.decode(Int.self) { pages = value }
+                return pages
+            }
+            let empty = try await dueOrderPages()
+            let claimedAtOnce = Self.deliveries(to: endpointId, devices: 0..<3000)
+            let taken = try await webhooks.enqueue(
+                claimedAtOnce, claim: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: 3000))
+            #expect(taken.queued == 3000 && taken.claimed.count == 3000)
+            let afterClaimed = try await dueOrderPages()
+            let leftDue = Self.deliveries(to: endpointId, devices: 3000..<6000)
+            #expect(try await webhooks.enqueue(leftDue) == 3000)
+            let afterDue = try await dueOrderPages()
+            // A btree's metapage and its one leaf: at most two pages whatever the rows at 'infinity'.
+            #expect(afterClaimed <= max(empty, 2), "\(afterClaimed) pages after 3,000 claimed (\(empty) before)")
+            #expect(afterDue > afterClaimed + 5, "\(afterDue) pages after 3,000 due (\(afterClaimed) before)")
+        }
+    }
+
     /// Queueing judges each new delivery once: whether it waits behind a pending delivery of
     /// its device, or for its predecessor, is looked up once a delivery, though the statement
     /// uses the judgment three times (to sort, to choose what the taker claims, to write).
