@@ -133,14 +133,7 @@ extension DeviceRecords {
             var erased = 0
             var cancelled = 0
             let rows = try await connection.query(
-                """
-                UPDATE deliveries
-                   SET sequence = NULL, erased_at = now(), lease_owner = NULL, leased_until = NULL,
-                       status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
-                       last_error = CASE WHEN status = 'pending' THEN 'cancelled: the device was erased' ELSE last_error END
-                 WHERE project_id = \(projectId) AND device_id = \(deviceId) AND erased_at IS NULL
-                RETURNING status = 'cancelled', event_id
-                """, logger: logger)
+                Self.erasingDeliveriesStatement(projectId: projectId, deviceId: deviceId), logger: logger)
             var eventIds: [String] = []
             for try await (wasCancelled, eventId) in rows.decode((Bool, String).self) {
                 erased += 1
@@ -158,5 +151,22 @@ extension DeviceRecords {
                 deviceId: deviceId, states: states, decisionRecords: decisions, loggedEvents: logged,
                 unpublishedEvents: unpublished, deliveriesErased: erased, deliveriesCancelled: cancelled)
         }
+    }
+
+    /// The statement of `erase` that erases the device's deliveries (the pending ones are
+    /// cancelled), on its own so that its plan can be checked. They are found through the
+    /// project's endpoints, by endpoint and device in the device-order index: every delivery
+    /// belongs to an endpoint of its project (removing an endpoint removes its deliveries).
+    /// Found by project and device, they were read from every delivery the table holds.
+    static func erasingDeliveriesStatement(projectId: String, deviceId: String) -> PostgresQuery {
+        """
+        UPDATE deliveries
+           SET sequence = NULL, erased_at = now(), lease_owner = NULL, leased_until = NULL,
+               status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
+               last_error = CASE WHEN status = 'pending' THEN 'cancelled: the device was erased' ELSE last_error END
+         WHERE endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e WHERE e.project_id = \(projectId)))
+           AND device_id = \(deviceId) AND project_id = \(projectId) AND erased_at IS NULL
+        RETURNING status = 'cancelled', event_id
+        """
     }
 }

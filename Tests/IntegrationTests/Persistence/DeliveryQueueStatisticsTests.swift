@@ -185,6 +185,32 @@ import Testing
         }
     }
 
+    /// Erasing a device reads its deliveries, not the table: of 100,000 deliveries of 2,000
+    /// devices, the 50 of one device are found through the project's endpoint by the
+    /// device-order index (810 buffers, most of them the update's own). Found by project and
+    /// device, they were a scan of all 100,000 (3,533 buffers).
+    @Test func erasingADeviceReadsItsDeliveriesNotTheTable() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+            try await database.client.query(
+                """
+                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                        status, delivered_at)
+                SELECT \(endpointId), \(Self.projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
+                       g / 2000 + 1, 'delivered', now()
+                  FROM generate_series(0, 99999) g
+                """, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            let erasing = DeviceRecords.erasingDeliveriesStatement(projectId: Self.projectId, deviceId: "device-7")
+            let run = try await Self.run(erasing, settings: [], in: database, logger: logger)
+            #expect(run.rows == 50)
+            #expect(!run.scans.contains("Seq Scan on deliveries"), "\(run.scans)")
+            #expect(run.buffers < 1500, "erasing 50 deliveries read \(run.buffers) buffers")
+        }
+    }
+
     /// Queueing judges each new delivery once: whether it waits behind a pending delivery of
     /// its device, or for its predecessor, is looked up once a delivery, though the statement
     /// uses the judgment three times (to sort, to choose what the taker claims, to write).
