@@ -34,10 +34,11 @@ struct DeliveryScheduler {
     private(set) var inFlight = 0
     private(set) var queued = 0
 
-    init(concurrency: Int, endpointConcurrency: Int, capacity: Int? = nil) {
+    /// `capacity` is the dispatcher's (`WebhookDispatcher.capacity`), at least `concurrency`.
+    init(concurrency: Int, endpointConcurrency: Int, capacity: Int) {
         self.concurrency = max(concurrency, 1)
         self.endpointConcurrency = max(1, min(endpointConcurrency, concurrency))
-        self.capacity = max(capacity ?? 2 * self.concurrency, self.concurrency)
+        self.capacity = max(capacity, self.concurrency)
     }
 
     /// Claimed and not yet finished: queued here or in flight.

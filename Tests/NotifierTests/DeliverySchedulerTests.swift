@@ -12,7 +12,7 @@ import Testing
     }
 
     @Test func anEndpointGetsItsShareAndNoMore() {
-        var scheduler = DeliveryScheduler(concurrency: 4, endpointConcurrency: 2)
+        var scheduler = DeliveryScheduler(concurrency: 4, endpointConcurrency: 2, capacity: 32)
         for id in 0..<10 { scheduler.add(attempt(Int64(id), endpoint: "slow", project: "a")) }
         for id in 10..<12 { scheduler.add(attempt(Int64(id), endpoint: "fast", project: "b")) }
         var started: [String] = []
@@ -31,7 +31,7 @@ import Testing
     /// taken as it comes while one that answers nothing keeps its small share.
     @Test func anEndpointThatAnswersFastMayHoldMore() {
         let start = ContinuousClock.now
-        var scheduler = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        var scheduler = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4, capacity: 512)
         for id in 0..<40 { scheduler.add(attempt(Int64(id), endpoint: "fast", project: "a"), at: start) }
         while let next = scheduler.next(at: start) { scheduler.finished(endpointId: next.endpointId, at: start) }
         #expect(scheduler.allowance(of: "fast", at: start) == 40)
@@ -39,8 +39,8 @@ import Testing
         for id in 100..<130 { scheduler.add(attempt(Int64(id), endpoint: "fast", project: "a"), at: start) }
         for id in 200..<230 { scheduler.add(attempt(Int64(id), endpoint: "silent", project: "b"), at: start) }
         #expect(scheduler.saturatedEndpoints(at: start) == ["silent"])
-        // Never more than the notifier's capacity (twice its concurrency) less another's share.
-        var busy = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        // Never more than the notifier's capacity less another's share: 128 - 8.
+        var busy = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4, capacity: 128)
         for id in 300..<500 { busy.add(attempt(Int64(id), endpoint: "faster", project: "c"), at: start) }
         while let next = busy.next(at: start) { busy.finished(endpointId: next.endpointId, at: start) }
         #expect(busy.allowance(of: "faster", at: start) == 120)
@@ -53,7 +53,7 @@ import Testing
     /// that is still going out is kept.
     @Test func anEndpointThatStopsGivesBackItsSurplus() {
         let start = ContinuousClock.now
-        var scheduler = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        var scheduler = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4, capacity: 512)
         for id in 0..<40 { scheduler.add(attempt(Int64(id), endpoint: "partner", project: "a"), at: start) }
         while let next = scheduler.next(at: start) { scheduler.finished(endpointId: next.endpointId, at: start) }
         for id in 100..<130 { scheduler.add(attempt(Int64(id), endpoint: "partner", project: "a"), at: start) }
@@ -71,7 +71,7 @@ import Testing
 
         // A fresh burst of 50 to a partner not heard from yet: more than its allowance, kept
         // while it goes out.
-        var fresh = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4)
+        var fresh = DeliveryScheduler(concurrency: 64, endpointConcurrency: 4, capacity: 512)
         for id in 0..<50 { fresh.add(attempt(Int64(id), endpoint: "new", project: "a"), at: start) }
         for _ in 0..<4 { _ = fresh.next(at: start) }
         #expect(fresh.takeSurplus(at: start + .milliseconds(900)).isEmpty)
@@ -82,7 +82,7 @@ import Testing
     }
 
     @Test func projectsTakeTurns() {
-        var scheduler = DeliveryScheduler(concurrency: 100, endpointConcurrency: 100)
+        var scheduler = DeliveryScheduler(concurrency: 100, endpointConcurrency: 100, capacity: 800)
         for id in 0..<3 { scheduler.add(attempt(Int64(id), endpoint: "a1", project: "a")) }
         for id in 3..<6 { scheduler.add(attempt(Int64(id), endpoint: "a2", project: "a")) }
         for id in 6..<9 { scheduler.add(attempt(Int64(id), endpoint: "b1", project: "b")) }
@@ -95,7 +95,7 @@ import Testing
     }
 
     @Test func aDisabledEndpointsQueueIsTakenBack() {
-        var scheduler = DeliveryScheduler(concurrency: 1, endpointConcurrency: 1)
+        var scheduler = DeliveryScheduler(concurrency: 1, endpointConcurrency: 1, capacity: 8)
         for id in 0..<3 { scheduler.add(attempt(Int64(id), endpoint: "gone", project: "a")) }
         #expect(scheduler.next()?.id == 0)
         #expect(scheduler.removeQueued(endpointId: "gone").map(\.id) == [1, 2])
