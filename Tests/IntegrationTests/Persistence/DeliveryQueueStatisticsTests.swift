@@ -21,16 +21,8 @@ import Testing
         let url = try await freshDatabaseURL(logger: logger)
         try await withMigratedDatabase(url: url, logger: logger) { database in
             let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
-            let projectId = Self.projectId
             // History: ten delivered deliveries for each of 2,000 devices, analysed with none pending.
-            try await database.client.query(
-                """
-                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                        status, delivered_at)
-                SELECT \(endpointId), \(projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
-                       g / 2000 + 1, 'delivered', now()
-                  FROM generate_series(0, 19999) g
-                """, logger: logger)
+            try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             // Then a backlog: each device's next two events, the first of each due; the claim's
             // reads measured, then measured again with the backlog doubled.
@@ -194,14 +186,7 @@ import Testing
         let url = try await freshDatabaseURL(logger: logger)
         try await withMigratedDatabase(url: url, logger: logger) { database in
             let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
-            try await database.client.query(
-                """
-                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                        status, delivered_at)
-                SELECT \(endpointId), \(Self.projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
-                       g / 2000 + 1, 'delivered', now()
-                  FROM generate_series(0, 99999) g
-                """, logger: logger)
+            try await Self.insertDeliveredHistory(100_000, to: endpointId, in: database, logger: logger)
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let erasing = DeviceRecords.erasingDeliveriesStatement(projectId: Self.projectId, deviceId: "device-7")
             let run = try await Self.run(erasing, settings: [], in: database, logger: logger)
@@ -245,14 +230,7 @@ import Testing
         try await withMigratedDatabase(url: url, logger: logger) { database in
             let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
             // History: 20,000 delivered deliveries of 2,000 devices; then each device's next one pending.
-            try await database.client.query(
-                """
-                INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
-                                        status, delivered_at)
-                SELECT \(endpointId), \(Self.projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
-                       g / 2000 + 1, 'delivered', now()
-                  FROM generate_series(0, 19999) g
-                """, logger: logger)
+            try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
             let pending = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 11...11)
             #expect(try await webhooks.enqueue(pending) == pending.count)
             // Analysed, not vacuumed: as a busy table mostly is between autovacuum's passes.
@@ -369,6 +347,21 @@ import Testing
         let endpoint = try await webhooks.addEndpoint(
             projectId: projectId, url: "http://127.0.0.1:9/x", secrets: [WebhookSecret.generate()])
         return (webhooks, endpoint.id)
+    }
+
+    /// `count` delivered deliveries to `endpointId` of 2,000 devices (`device-N`, `old-…`
+    /// events), each device's numbered from 1 in turn: a history that went through.
+    static func insertDeliveredHistory(_ count: Int, to endpointId: String, in database: Database, logger: Logger)
+        async throws
+    {
+        try await database.client.query(
+            """
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                    status, delivered_at)
+            SELECT \(endpointId), \(projectId), 'old-' || g, 'checkin', 'device-' || (g % 2000), now(),
+                   g / 2000 + 1, 'delivered', now()
+              FROM generate_series(0, \(count - 1)) g
+            """, logger: logger)
     }
 
     /// Check-ins of `devices` (`device-N`) to `endpointId`, each device's `sequences` in order.
