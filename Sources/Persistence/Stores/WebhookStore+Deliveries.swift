@@ -440,6 +440,12 @@ extension WebhookStore {
     /// one is pending (queued, in flight or retrying), so at most one per device and endpoint
     /// is out at a time. One whose predecessor is not queued yet (it comes from the other
     /// event topic, not consumed yet) waits for it up to `gapHold` after being queued.
+    ///
+    /// A claim reads nothing of what waits behind the deliveries it takes: a late predecessor
+    /// of one in flight (sent past the gap hold) is never due while that one is out, because
+    /// whatever makes a delivery due (queueing, the mend pass, an endpoint's enabling, a
+    /// replay) makes it wait instead while another of its device's is leased, and the
+    /// recording of that one lets it go.
     /// Deliveries of a disabled endpoint wait until it is enabled again, and endpoints in
     /// `excluding` (the caller holds enough of theirs already) are passed over, so that a
     /// backlog at one endpoint never fills a claim.
@@ -504,10 +510,6 @@ extension WebhookStore {
                                   AND p.status = 'pending'
                                 ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
                    AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled)
-                   -- None of the device's others in flight (a later one sent past a gap): one at a time.
-                   AND NOT EXISTS (SELECT 1 FROM deliveries q
-                                    WHERE q.endpoint_id = w.endpoint_id AND q.device_id = w.device_id
-                                      AND q.status = 'pending' AND q.id <> w.id AND q.leased_until > now())
             ), eligible AS (
                 -- One whose predecessor is missing goes once the gap hold has passed.
                 SELECT id, endpoint_id, next_attempt_at, skipped_gap FROM checked
@@ -520,9 +522,10 @@ extension WebhookStore {
                        row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
                   FROM eligible
             ), due AS (
-                -- Locking rechecks the row as it is now: another notifier may have claimed it meanwhile.
+                -- Locking rechecks the row as it is now: another notifier may have claimed it
+                -- meanwhile, or a late predecessor's queueing made it wait (at 'infinity').
                 SELECT d.id, r.skipped_gap FROM deliveries d JOIN ranked r ON r.id = d.id
-                 WHERE r.turn <= \(perEndpoint) AND d.status = 'pending'
+                 WHERE r.turn <= \(perEndpoint) AND d.status = 'pending' AND d.next_attempt_at <= now()
                    AND (d.leased_until IS NULL OR d.leased_until <= now())
                  ORDER BY r.next_attempt_at, d.id
                  LIMIT \(limit)
@@ -917,6 +920,11 @@ extension WebhookStore {
                      ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id) heads
              WHERE d.id = heads.id AND heads.next_attempt_at = 'infinity'
                AND (d.leased_until IS NULL OR d.leased_until <= now())
+               -- Not while a later one of its device is in flight (sent past a gap): its
+               -- recording lets this one go.
+               AND NOT EXISTS (SELECT 1 FROM deliveries q
+                                WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
+                                  AND q.status = 'pending' AND q.id <> d.id AND q.leased_until > now())
             RETURNING d.id
             """, logger: logger)
         var count = 0
@@ -1102,8 +1110,14 @@ extension WebhookStore {
               FROM chosen c
              WHERE c.finishing_attempt_started_at IS NOT NULL
         ), replayed AS (
+            -- Due now, unless another of its device's is in flight: its recording lets this one go.
             UPDATE deliveries d
-               SET status = 'pending', attempts = 0, next_attempt_at = now(), delivered_at = NULL,
+               SET status = 'pending', attempts = 0, delivered_at = NULL,
+                   next_attempt_at = CASE WHEN EXISTS (
+                                              SELECT 1 FROM deliveries q
+                                               WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
+                                                 AND q.status = 'pending' AND q.id <> d.id AND q.leased_until > now())
+                                          THEN 'infinity'::timestamptz ELSE now() END,
                    lease_owner = NULL, leased_until = NULL,
                    finishing_attempt_started_at = NULL, finishing_attempt_latency_ms = NULL
               FROM chosen c

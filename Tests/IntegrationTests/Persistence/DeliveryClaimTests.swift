@@ -231,6 +231,45 @@ import Testing
         }
     }
 
+    /// Claims do not look for a device's deliveries in flight: whatever makes deliveries due
+    /// while one is out leaves the others of its device waiting, and its recording lets the
+    /// next go. A late event behind one sent past the gap hold stays out of the claims through
+    /// the mend pass and the endpoint's disabling and enabling; a failed event replayed while
+    /// a later one of its device is out waits for it too.
+    @Test func whatMakesDeliveriesDueLeavesThoseBehindOneInFlightWaiting() async throws {
+        try await withQueue { queue in
+            try await queue.webhooks.enqueue([queue.delivery(1)])
+            try await queue.finish(try await queue.claim())
+            try await queue.webhooks.enqueue([queue.delivery(3)], gapHold: .zero)
+            let third = try await queue.claim(hold: .zero)
+            #expect(third.map(\.sequence) == [3])
+            try await queue.webhooks.enqueue([queue.delivery(2)])
+            try await queue.webhooks.mendDueDeliveries()
+            #expect(try await queue.claim().isEmpty, "claimed after the mend pass")
+            _ = try await queue.webhooks.disableEndpoint(id: queue.endpointId, reason: "paused")
+            _ = try await queue.webhooks.enableEndpoint(id: queue.endpointId, projectId: queue.projectId)
+            #expect(try await queue.claim().isEmpty, "claimed after the endpoint's enabling")
+            let next = try await queue.finish(third)
+            let second = next.isEmpty ? try await queue.claim() : next
+            #expect(second.map(\.sequence) == [2])
+            try await queue.finish(second)
+
+            // A device's first event failed, its second is out, then the first is replayed.
+            try await queue.webhooks.enqueue([queue.delivery(1, device: "r")])
+            let failed = try await queue.claim()
+            try await queue.finish(failed, .failed)
+            try await queue.webhooks.enqueue([queue.delivery(2, device: "r")])
+            let out = try await queue.claim()
+            #expect(out.map(\.sequence) == [2])
+            let replayed = try await queue.webhooks.replay(deliveryIds: failed.map(\.id), projectId: queue.projectId)
+            #expect(replayed.ids.count == 1)
+            #expect(try await queue.claim().isEmpty, "the replayed first claimed while the second is out")
+            let afterSecond = try await queue.finish(out)
+            let first = afterSecond.isEmpty ? try await queue.claim() : afterSecond
+            #expect(first.map { "\($0.deviceId)/\($0.sequence ?? 0)" } == ["r/1"])
+        }
+    }
+
     /// A device's next event queued at the very moment its previous one is recorded as
     /// delivered is let go by one of the two: none is left waiting for a mend pass.
     @Test func anEventQueuedWhileItsPredecessorIsRecordedIsNotStranded() async throws {
