@@ -440,15 +440,13 @@ extension WebhookStore {
     /// one is pending (queued, in flight or retrying), so at most one per device and endpoint
     /// is out at a time. One whose predecessor is not queued yet (it comes from the other
     /// event topic, not consumed yet) waits for it up to `gapHold` after being queued.
-    ///
-    /// A claim reads nothing of what waits behind the deliveries it takes: a late predecessor
-    /// of one in flight (sent past the gap hold) is never due while that one is out, because
-    /// whatever makes a delivery due (queueing, the mend pass, an endpoint's enabling, a
-    /// replay) makes it wait instead while another of its device's is leased, and the
-    /// recording of that one lets it go.
     /// Deliveries of a disabled endpoint wait until it is enabled again, and endpoints in
     /// `excluding` (the caller holds enough of theirs already) are passed over, so that a
     /// backlog at one endpoint never fills a claim.
+    ///
+    /// A claim reads nothing of what waits behind the deliveries it takes: a late predecessor
+    /// of one in flight (sent past the gap hold) is never due while that one is out (see
+    /// `anotherOfItsDeviceInFlight`).
     public func claimDue(
         limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String] = []
     ) async throws -> [DeliveryAttempt] {
@@ -545,6 +543,22 @@ extension WebhookStore {
                       COALESCE(d.sequence, 0), \(unescaped: Self.payloadOf("d")), d.attempts, due.skipped_gap, d.created_at,
                       d.fix_accepted_at
             """
+    }
+
+    /// Whether another pending delivery of the device and endpoint of the delivery row `alias`
+    /// is in flight (leased): one sent past the gap hold before its late predecessor came.
+    ///
+    /// Claims do not look for one (it reads every pending delivery of the device); instead
+    /// what lets a waiting delivery go checks this and leaves it at 'infinity': queueing (in
+    /// its own form, for deliveries not yet rows), the mend pass and an endpoint's enabling
+    /// (`releaseWaitingHeads`), and a replay. Recording needs no check: what it lets go is
+    /// the delivery that was out, retried, or the device's next once it is done.
+    static func anotherOfItsDeviceInFlight(_ alias: String) -> String {
+        """
+        EXISTS (SELECT 1 FROM deliveries q
+                 WHERE q.endpoint_id = \(alias).endpoint_id AND q.device_id = \(alias).device_id
+                   AND q.status = 'pending' AND q.id <> \(alias).id AND q.leased_until > now())
+        """
     }
 
     /// The body of the event of the delivery row `alias`, kept once for all its endpoints
@@ -920,11 +934,8 @@ extension WebhookStore {
                      ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id) heads
              WHERE d.id = heads.id AND heads.next_attempt_at = 'infinity'
                AND (d.leased_until IS NULL OR d.leased_until <= now())
-               -- Not while a later one of its device is in flight (sent past a gap): its
-               -- recording lets this one go.
-               AND NOT EXISTS (SELECT 1 FROM deliveries q
-                                WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                  AND q.status = 'pending' AND q.id <> d.id AND q.leased_until > now())
+               -- Not while a later one of its device is in flight: its recording lets this one go.
+               AND NOT \(unescaped: Self.anotherOfItsDeviceInFlight("d"))
             RETURNING d.id
             """, logger: logger)
         var count = 0
@@ -1101,7 +1112,8 @@ extension WebhookStore {
 
     /// The rest of a replay, after its `chosen` deliveries: the attempt that finished each one's
     /// round moves from its row to the attempt log, then the delivery is pending again, due
-    /// now, its attempts counted from 0 in a new round.
+    /// now (or, while another of its device's is in flight, once that one is recorded), its
+    /// attempts counted from 0 in a new round.
     static let replayingOfChosen = """
         moved AS (
             INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
@@ -1110,13 +1122,9 @@ extension WebhookStore {
               FROM chosen c
              WHERE c.finishing_attempt_started_at IS NOT NULL
         ), replayed AS (
-            -- Due now, unless another of its device's is in flight: its recording lets this one go.
             UPDATE deliveries d
                SET status = 'pending', attempts = 0, delivered_at = NULL,
-                   next_attempt_at = CASE WHEN EXISTS (
-                                              SELECT 1 FROM deliveries q
-                                               WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                                 AND q.status = 'pending' AND q.id <> d.id AND q.leased_until > now())
+                   next_attempt_at = CASE WHEN \(WebhookStore.anotherOfItsDeviceInFlight("d"))
                                           THEN 'infinity'::timestamptz ELSE now() END,
                    lease_owner = NULL, leased_until = NULL,
                    finishing_attempt_started_at = NULL, finishing_attempt_latency_ms = NULL
