@@ -18,9 +18,7 @@ import Testing
 
     @Test func aClaimReadsLittleMoreThanItReturnsAfterAnAnalyzeThatSawNothingPending() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             // History: ten delivered deliveries for each of 2,000 devices, analysed with none pending.
             try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
@@ -59,9 +57,7 @@ import Testing
     /// window of 512.
     @Test func aClaimCappedPerEndpointChecksOnlyWhatItMayTake() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             let backlog = Self.deliveries(to: endpointId, devices: 0..<2000)
             #expect(try await webhooks.enqueue(backlog) == backlog.count)
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
@@ -82,9 +78,7 @@ import Testing
     /// (7,833 against 3,688).
     @Test func aClaimReadsNothingOfWhatWaitsBehindWhatItTakes() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             /// Queues `behind` + 1 deliveries for each of `devices`, then claims their first ones:
             /// how many it took and the shared buffers it read.
             func claimHeads(devices: Range<Int>, behind: Int) async throws -> (claimed: Int, buffers: Int) {
@@ -118,9 +112,7 @@ import Testing
     /// buffers here; the claim's settings keep the index scan.
     @Test func anEmptyClaimAfterMuchDeliveredDoesNotReadWhatWentThrough() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             try await database.client.query("ALTER TABLE deliveries SET (autovacuum_enabled = false)", logger: logger)
             // 3,000 deliveries through the queue: queued, claimed, delivered, with leases
             // that run out within a second.
@@ -181,9 +173,7 @@ import Testing
     /// 3,000 left due fill pages of it. Before, each of the claimed ones wrote an entry too.
     @Test func deliveriesWaitingAtInfinityStayOutOfTheDueOrder() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             try await database.client.query("ALTER TABLE deliveries SET (autovacuum_enabled = false)", logger: logger)
             func dueOrderPages() async throws -> Int {
                 let rows = try await database.client.query(
@@ -214,9 +204,7 @@ import Testing
     /// device, they were a scan of all 100,000 (3,533 buffers).
     @Test func erasingADeviceReadsItsDeliveriesNotTheTable() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, _, endpointId in
             try await Self.insertDeliveredHistory(100_000, to: endpointId, in: database, logger: logger)
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
             let erasing = DeviceRecords.erasingDeliveriesStatement(projectId: Self.projectId, deviceId: "device-7")
@@ -232,9 +220,7 @@ import Testing
     /// uses the judgment three times (to sort, to choose what the taker claims, to write).
     @Test func queueingLooksUpEachNewDeliveryOnce() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             let firsts = Self.deliveries(to: endpointId, devices: 0..<300, sequences: 1...1)
             #expect(try await webhooks.enqueue(firsts) == firsts.count)
             // 300 seconds behind their pending firsts, and 300 whose firsts never came (each
@@ -257,9 +243,7 @@ import Testing
     /// delivery to lock a batch's devices and to look for waiting ones.
     @Test func queueingProbesTheTableInsteadOfReadingIt() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, webhooks, endpointId in
             // History: 20,000 delivered deliveries of 2,000 devices; then each device's next one pending.
             try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
             let pending = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 11...11)
@@ -303,9 +287,7 @@ import Testing
     /// 5,000 deliveries whose events' bodies are a kilobyte each write no temporary file.
     @Test func aLargeBatchIsQueuedWithoutTemporaryFiles() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, _, endpointId in
             let batch = Self.deliveries(to: endpointId, devices: 0..<5000, payload: String(repeating: "x", count: 1000))
             let plan = try await Self.plan(of: Self.queueing(batch), options: "ANALYZE, BUFFERS", in: database, logger: logger)
             #expect(plan["Actual Rows"] as? Int == batch.count)
@@ -319,9 +301,7 @@ import Testing
     /// reads the undelivered rows by index, never the whole table of delivered ones.
     @Test func theBacklogCountReadsOnlyUndeliveredRows() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let (_, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+        try await withProject { database, _, endpointId in
             try await database.client.query(
                 """
                 INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, status)
@@ -368,6 +348,17 @@ import Testing
     }
 
     static let projectId = "p"
+
+    /// A database of the test's own (the tests analyse and vacuum the whole deliveries table),
+    /// migrated, with the project `projectId` and one webhook endpoint.
+    func withProject(_ body: @Sendable (Database, WebhookStore, String) async throws -> Void) async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let (webhooks, endpointId) = try await Self.projectWithEndpoint(database, logger: logger)
+            try await body(database, webhooks, endpointId)
+        }
+    }
 
     /// The project `projectId` with one webhook endpoint, in `database`.
     static func projectWithEndpoint(_ database: Database, logger: Logger) async throws
