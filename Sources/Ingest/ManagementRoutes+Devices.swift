@@ -11,7 +11,7 @@ extension ManagementRoutes {
         router.get("/v1/devices/:deviceId") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
-            let deviceId = try context.parameters.require("deviceId")
+            let deviceId = try context.parameters.decoded("deviceId")
             guard let view = try await dependencies.insight.view(projectId: projectId, deviceId: deviceId) else {
                 throw Problem.notFound("nothing is kept about device \(deviceId) in this project")
             }
@@ -19,7 +19,7 @@ extension ManagementRoutes {
         }
         router.delete("/v1/devices/:deviceId") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let deviceId = try context.parameters.require("deviceId")
+            let deviceId = try context.parameters.decoded("deviceId")
             guard
                 let erasure = try await dependencies.insight.erase(
                     projectId: projectId, deviceId: deviceId, by: "management API", logger: logger)
@@ -30,7 +30,7 @@ extension ManagementRoutes {
         }
         router.get("/v1/devices/:deviceId/decisions") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let deviceId = try context.parameters.require("deviceId")
+            let deviceId = try context.parameters.decoded("deviceId")
             try Self.refuseUnknownParameters(of: request, known: ["limit", "cursor"])
             let query = request.uri.queryParameters
             let limit = try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits)

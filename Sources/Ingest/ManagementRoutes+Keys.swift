@@ -45,7 +45,7 @@ extension ManagementRoutes {
         }
         router.delete("/v1/keys/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.decoded("id")
             switch try await dependencies.projects.revokeKey(id: id, projectId: projectId) {
             case .revoked:
                 keys.forget(keyId: id)
@@ -61,7 +61,7 @@ extension ManagementRoutes {
         }
         router.post("/v1/keys/:id/rotate") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let id = try context.parameters.require("id")
+            let id = try context.parameters.decoded("id")
             let overlap =
                 try await optionalBody(RotateRequest.self, of: request)?.overlapSeconds ?? ProjectStore.defaultRotationOverlapSeconds
             guard (0...ProjectStore.maximumRotationOverlapSeconds).contains(overlap) else {

@@ -140,7 +140,7 @@ extension ManagementRoutes {
 
     /// The `:id` of an endpoint route, refused (400) unless it is a valid identifier.
     func endpointId(_ context: IngestRequestContext) throws -> String {
-        let id = try context.parameters.require("id")
+        let id = try context.parameters.decoded("id")
         if let problem = InputLimits.identifierProblem(id) {
             throw Problem.invalid("bad endpoint id", parameters: [.init(name: "id", reason: problem)])
         }

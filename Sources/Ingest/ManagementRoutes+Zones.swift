@@ -194,7 +194,7 @@ extension ManagementRoutes {
     /// The `{version}` of a zones version path: a 400 when it is not a number (a number the
     /// project has no version of is the route's 404).
     static func versionNumber(_ context: IngestRequestContext) throws -> Int64 {
-        let text = try context.parameters.require("version")
+        let text = try context.parameters.decoded("version")
         guard let version = Int64(text) else {
             throw Problem.invalid(
                 "the version is not a number", parameters: [.init(name: "version", reason: "must be a version number, such as 3")])

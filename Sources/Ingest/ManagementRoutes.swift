@@ -49,7 +49,7 @@ struct ManagementRoutes {
         router.get("/v1/deliveries/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
-            let text = try context.parameters.require("id")
+            let text = try context.parameters.decoded("id")
             guard let id = DeliveryIdentifier.number(text),
                 let detail = try await dependencies.webhooks.delivery(id: id, projectId: projectId)
             else {
@@ -59,7 +59,7 @@ struct ManagementRoutes {
         }
         router.post("/v1/deliveries/:id/replay") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let text = try context.parameters.require("id")
+            let text = try context.parameters.decoded("id")
             guard let id = DeliveryIdentifier.number(text) else { throw Problem.notFound("no delivery \(text) in this project") }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
             guard !replayed.ids.isEmpty else { throw Problem.notFound("no delivery \(text) in this project") }

@@ -14,7 +14,7 @@ public enum OpenAPIDocument {
                 body: .init(byteBuffer: ByteBuffer(string: yaml)))
         }
         router.get("/schemas/:name") { _, context in
-            let name = try context.parameters.require("name")
+            let name = try context.parameters.decoded("name")
             guard let schema = schemas[name] else { throw Problem.notFound("no schema \(name)") }
             return Response(
                 status: .ok, headers: [.contentType: "application/schema+json"],

@@ -1,4 +1,5 @@
 import Foundation
+import Geofence
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
@@ -101,6 +102,43 @@ import Testing
             #expect(replay.headers[.allow] == "POST")
             #expect(try await client.execute(uri: "/v1/nosuch", method: .get, headers: key).status == .notFound)
             #expect(try await client.execute(uri: "/v1/webhooks/we_doesnotexist", method: .delete, headers: key).status == .notFound)
+        }
+    }
+
+    /// Clients percent-encode identifiers in a path. A device named with a space, a slash and
+    /// a letter beyond ASCII is found by its encoded path; an identifier within the length
+    /// limit whose encoding is longer than it is a 404, not a 400; broken encoding is a 400
+    /// naming the parameter.
+    @Test func identifiersInAPathArePercentDecoded() async throws {
+        try await withIngest { harness, database, client in
+            let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
+            let deviceId = "bus 7/café"
+            let logger = harness.logger
+            try await database.withTransaction { connection in
+                try await DeviceStateStore(logger: logger).save(
+                    [
+                        StoredDeviceState(
+                            key: DeviceKey(projectId: harness.projectId, deviceId: deviceId),
+                            state: DeviceState().binaryEncoded(), lastFixAt: Date(), staleAt: nil)
+                    ], on: connection)
+            }
+            let view = try await client.execute(uri: "/v1/devices/bus%207%2Fcaf%C3%A9", method: .get, headers: key)
+            #expect(view.status == .ok)
+            #expect(try JSONDecoder().decode(DeviceView.self, from: Data(buffer: view.body)).deviceId == deviceId)
+
+            // Forty scalars of four bytes: 40 characters, within the 128 allowed, 480 once encoded.
+            let long = String(repeating: "\u{1D11E}", count: 40).addingPercentEncoding(withAllowedCharacters: .alphanumerics)!
+            #expect(long.count > 128)
+            let disable = try await client.execute(uri: "/v1/webhooks/\(long)/disable", method: .post, headers: key)
+            #expect(disable.status == .notFound)
+
+            for broken in ["%ZZ", "%C3%28"] {
+                let refused = try await client.execute(uri: "/v1/devices/\(broken)", method: .get, headers: key)
+                let problem = try Self.problem(refused)
+                #expect(problem.status == .badRequest)
+                #expect(problem.type == "application/problem+json")
+                #expect(problem.names == ["deviceId"])
+            }
         }
     }
 

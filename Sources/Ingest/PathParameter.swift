@@ -1,0 +1,19 @@
+import Foundation
+import Hummingbird
+import ServiceSupport
+
+extension Parameters {
+    /// A path parameter as the client meant it. Clients percent-encode an identifier in a
+    /// path (`bus%207`, `caf%C3%A9`) and the router hands it on undecoded; decoding it here
+    /// makes the path name the same device, zone or endpoint as the identifier in a body.
+    /// A 400 when the encoding is broken or is not UTF-8.
+    func decoded(_ name: String) throws -> String {
+        let raw = try require(name)
+        guard let text = raw.removingPercentEncoding else {
+            throw Problem.invalid(
+                "the path's \(name) is not percent-encoded UTF-8",
+                parameters: [.init(name: name, reason: "must be percent-encoded UTF-8, such as caf%C3%A9")])
+        }
+        return text
+    }
+}
