@@ -117,6 +117,9 @@ struct ManagementRoutes {
             throw Problem.invalid(
                 "give either ids or status failed", parameters: [.init(name: "status", reason: "must be failed when ids are not given")])
         }
+        if let endpointId = replay.endpointId, let problem = InputLimits.identifierProblem(endpointId) {
+            throw Problem.invalid("bad endpointId", parameters: [.init(name: "endpointId", reason: problem)])
+        }
         let replayed = try await dependencies.webhooks.replayFailed(projectId: projectId, endpointId: replay.endpointId)
         return try json(ReplayAnswer(replayed), status: .accepted)
     }

@@ -142,6 +142,26 @@ import Testing
         }
     }
 
+    /// Replaying the failed deliveries of one endpoint names it by a valid identifier: an
+    /// empty or over-long `endpointId` is a 400 naming it, not a replay of nothing.
+    @Test func replayingFailedDeliveriesRefusesABadEndpointId() async throws {
+        try await withIngest { harness, client in
+            let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+            for endpointId in ["", String(repeating: "e", count: 129)] {
+                let refused = try await client.execute(
+                    uri: "/v1/deliveries/replay", method: .post, headers: headers,
+                    body: ByteBuffer(string: #"{"status": "failed", "endpointId": "\#(endpointId)"}"#))
+                let problem = try Self.problem(refused)
+                #expect(problem.status == .badRequest, "\(String(buffer: refused.body))")
+                #expect(problem.names == ["endpointId"])
+            }
+            let accepted = try await client.execute(
+                uri: "/v1/deliveries/replay", method: .post, headers: headers,
+                body: ByteBuffer(string: #"{"status": "failed", "endpointId": "we_none"}"#))
+            #expect(accepted.status == .accepted)
+        }
+    }
+
     /// Deliveries are listed a page at a time, newest first, each page saying whether more
     /// follow and where; `retrying` lists the pending ones attempted at least once.
     @Test func deliveriesArePagedAndRetryingIsAStatusToListBy() async throws {
