@@ -12,7 +12,9 @@ extension ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
             let deviceId = try context.parameters.decoded("deviceId")
-            guard let view = try await dependencies.insight.view(projectId: projectId, deviceId: deviceId) else {
+            guard try context.parameters.identifier("deviceId") != nil,
+                let view = try await dependencies.insight.view(projectId: projectId, deviceId: deviceId)
+            else {
                 throw Problem.notFound("nothing is kept about device \(deviceId) in this project")
             }
             return try json(view)
@@ -20,7 +22,7 @@ extension ManagementRoutes {
         router.delete("/v1/devices/:deviceId") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             let deviceId = try context.parameters.decoded("deviceId")
-            guard
+            guard try context.parameters.identifier("deviceId") != nil,
                 let erasure = try await dependencies.insight.erase(
                     projectId: projectId, deviceId: deviceId, by: "management API", logger: logger)
             else {
@@ -35,6 +37,9 @@ extension ManagementRoutes {
             let query = request.uri.queryParameters
             let limit = try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits)
             let cursor = try Self.cursor(query.get("cursor"))
+            guard try context.parameters.identifier("deviceId") != nil else {
+                return try json(PageAnswer<DecisionRecord>([], nextCursor: nil))
+            }
             let page = try await dependencies.insight.decisions(
                 projectId: projectId, deviceId: deviceId, cursor: cursor, limit: limit)
             return try json(PageAnswer(page))

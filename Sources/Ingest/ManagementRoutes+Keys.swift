@@ -45,7 +45,7 @@ extension ManagementRoutes {
         }
         router.delete("/v1/keys/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let id = try context.parameters.decoded("id")
+            let id = try keyId(context)
             switch try await dependencies.projects.revokeKey(id: id, projectId: projectId) {
             case .revoked:
                 keys.forget(keyId: id)
@@ -61,7 +61,7 @@ extension ManagementRoutes {
         }
         router.post("/v1/keys/:id/rotate") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            let id = try context.parameters.decoded("id")
+            let id = try keyId(context)
             let overlap =
                 try await optionalBody(RotateRequest.self, of: request)?.overlapSeconds ?? ProjectStore.defaultRotationOverlapSeconds
             guard (0...ProjectStore.maximumRotationOverlapSeconds).contains(overlap) else {
@@ -181,5 +181,12 @@ extension ManagementRoutes {
             managementKey = KeyView(created.managementKey.record, key: created.managementKey.key)
             deviceKey = KeyView(created.deviceKey.record, key: created.deviceKey.key)
         }
+    }
+
+    /// The `:id` of a key route; a 404 when it cannot be a key's identifier.
+    func keyId(_ context: IngestRequestContext) throws -> String {
+        let text = try context.parameters.decoded("id")
+        guard let id = try context.parameters.identifier("id") else { throw Problem.notFound("no key \(text) in this project") }
+        return id
     }
 }

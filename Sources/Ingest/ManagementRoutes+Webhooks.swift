@@ -138,11 +138,11 @@ extension ManagementRoutes {
         }
     }
 
-    /// The `:id` of an endpoint route, refused (400) unless it is a valid identifier.
+    /// The `:id` of an endpoint route; a 404 when it cannot be an endpoint's identifier.
     func endpointId(_ context: IngestRequestContext) throws -> String {
-        let id = try context.parameters.decoded("id")
-        if let problem = InputLimits.identifierProblem(id) {
-            throw Problem.invalid("bad endpoint id", parameters: [.init(name: "id", reason: problem)])
+        let text = try context.parameters.decoded("id")
+        guard let id = try context.parameters.identifier("id") else {
+            throw Problem.notFound("no webhook endpoint \(text) in this project")
         }
         return id
     }

@@ -13,7 +13,9 @@ info:
     a request body over 5 MiB (5,242,880 bytes) is answered 413 on every route, and any
     other bad body (malformed JSON, wrong types, invalid UTF-8, NUL bytes, a value beyond a
     limit) 400, with invalid-params naming the field. Ids are 1-128 characters without
-    control characters (U+0000-U+001F, U+007F-U+009F).
+    control characters (U+0000-U+001F, U+007F-U+009F). An id in a path is percent-encoded
+    UTF-8 (`bus%207`, `caf%C3%A9`; a broken encoding is a 400); one that is not an id names
+    nothing there is, as any unknown id does.
 
     Every POST of the management API (not /v1/fixes, whose fixIds make resends harmless)
     takes an Idempotency-Key: a resend with the same key, method, path and body gets the
@@ -567,6 +569,7 @@ paths:
       summary: One webhook endpoint with its state
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The endpoint, content: {application/json: {schema: {$ref: "#/components/schemas/WebhookEndpoint"}}}}
@@ -575,6 +578,7 @@ paths:
       summary: Remove a webhook endpoint and its deliveries
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "204": {description: Removed}
@@ -662,6 +666,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters: [{name: id, in: path, required: true, schema: {$ref: "#/components/schemas/DeliveryId"}}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200":
@@ -743,6 +748,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters: [{name: deviceId, in: path, required: true, schema: {type: string}}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200": {description: The device, content: {application/json: {schema: {$ref: "#/components/schemas/DeviceView"}}}}
@@ -758,6 +764,7 @@ paths:
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters: [{name: deviceId, in: path, required: true, schema: {type: string}}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "200":
@@ -930,6 +937,7 @@ paths:
         time they cache a key's answer). Revoking a revoked key changes nothing.
       security: [{managementKey: []}, {managementKeyHeader: []}]
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "204": {description: Revoked}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
@@ -982,6 +990,7 @@ paths:
       parameters:
         - {name: name, in: path, required: true, schema: {type: string}}
       responses:
+        "400": {$ref: "#/components/responses/Problem"}
         "200": {description: The JSON Schema, content: {application/schema+json: {schema: {type: object}}}}
         "404": {$ref: "#/components/responses/Problem"}
 webhooks:

@@ -1,6 +1,7 @@
 import Foundation
 import Hummingbird
 import ServiceSupport
+import Shared
 
 extension Parameters {
     /// A path parameter as the client meant it. Clients percent-encode an identifier in a
@@ -15,5 +16,13 @@ extension Parameters {
                 parameters: [.init(name: name, reason: "must be percent-encoded UTF-8, such as caf%C3%A9")])
         }
         return text
+    }
+
+    /// A decoded path identifier, or nil when the text cannot be one (too long, control
+    /// characters): nothing was stored under it, so the route answers as for an identifier
+    /// it has not got, without handing Postgres a NUL it would refuse.
+    func identifier(_ name: String) throws -> String? {
+        let text = try decoded(name)
+        return InputLimits.identifierProblem(text) == nil ? text : nil
     }
 }

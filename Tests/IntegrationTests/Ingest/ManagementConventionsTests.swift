@@ -107,8 +107,8 @@ import Testing
 
     /// Clients percent-encode identifiers in a path. A device named with a space, a slash and
     /// a letter beyond ASCII is found by its encoded path; an identifier within the length
-    /// limit whose encoding is longer than it is a 404, not a 400; broken encoding is a 400
-    /// naming the parameter.
+    /// limit whose encoding is longer than it, or text that cannot be an identifier, names
+    /// nothing (404); broken encoding is a 400 naming the parameter.
     @Test func identifiersInAPathArePercentDecoded() async throws {
         try await withIngest { harness, database, client in
             let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
@@ -131,6 +131,14 @@ import Testing
             #expect(long.count > 128)
             let disable = try await client.execute(uri: "/v1/webhooks/\(long)/disable", method: .post, headers: key)
             #expect(disable.status == .notFound)
+            // Control characters cannot be in an identifier: nothing is found, and Postgres is not handed a NUL.
+            for uri in ["/v1/webhooks/we%C2%90", "/v1/devices/d%00", "/v1/keys/k%00/rotate"] {
+                let method: HTTPRequest.Method = uri.hasSuffix("rotate") ? .post : .get
+                let missing = try await client.execute(uri: uri, method: method, headers: key)
+                #expect(missing.status == .notFound, "\(uri): \(String(buffer: missing.body))")
+            }
+            let decisions = try await client.execute(uri: "/v1/devices/d%00/decisions", method: .get, headers: key)
+            #expect(decisions.status == .ok, "\(String(buffer: decisions.body))")
 
             for broken in ["%ZZ", "%C3%28"] {
                 let refused = try await client.execute(uri: "/v1/devices/\(broken)", method: .get, headers: key)
