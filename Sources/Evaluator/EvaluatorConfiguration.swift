@@ -76,11 +76,13 @@ public struct EvaluatorConfiguration: Sendable {
         self.init(
             groupId: environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"), topics: topics,
             engine: engine,
-            zoneRefreshInterval: try environment.duration("CHECKIN_ZONE_REFRESH_INTERVAL", default: .seconds(2)),
-            staleSweepInterval: try environment.duration("CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15)),
+            zoneRefreshInterval: try environment.duration(
+                "CHECKIN_ZONE_REFRESH_INTERVAL", default: .seconds(2), minimum: .milliseconds(100)),
+            staleSweepInterval: try environment.duration(
+                "CHECKIN_STALE_SWEEP_INTERVAL", default: .seconds(15), minimum: .milliseconds(100)),
             maximumBatchSize: try environment.int("CHECKIN_EVALUATOR_BATCH", default: 2000, range: 1...10_000),
-            batchTimeout: try environment.duration("CHECKIN_EVALUATOR_BATCH_TIMEOUT", default: .seconds(30)),
-            zoneLoadTimeout: try environment.duration("CHECKIN_ZONE_LOAD_TIMEOUT", default: .seconds(120)),
+            batchTimeout: try environment.duration("CHECKIN_EVALUATOR_BATCH_TIMEOUT", default: .seconds(30), minimum: .milliseconds(100)),
+            zoneLoadTimeout: try environment.duration("CHECKIN_ZONE_LOAD_TIMEOUT", default: .seconds(120), minimum: .milliseconds(100)),
             limits: InputLimits(
                 maxClockSkew: try environment.double(
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,

@@ -14,7 +14,7 @@ extension ManagementRoutes {
             try Self.refuseUnknownParameters(of: request, known: ["limit", "cursor"])
             let limit = try Self.limit(request.uri.queryParameters.get("limit"), default: 100, within: 1...1000)
             let cursor = try request.uri.queryParameters.get("cursor").map { text in
-                guard Self.projectIdProblem(String(text)) == nil else {
+                guard InputLimits.projectIdProblem(String(text)) == nil else {
                     throw Problem.invalid(
                         "unknown cursor", parameters: [.init(name: "cursor", reason: "must be a nextCursor this API returned")])
                 }
@@ -97,7 +97,7 @@ extension ManagementRoutes {
         guard let body = try await optionalBody(NewProjectRequest.self, of: request), let id = body.id else {
             throw Problem.invalid("the body must be {\"id\": …, \"name\"?: …}", parameters: [.init(name: "id", reason: "is required")])
         }
-        if let problem = Self.projectIdProblem(id) {
+        if let problem = InputLimits.projectIdProblem(id) {
             throw Problem.invalid("bad project id", parameters: [.init(name: "id", reason: problem)])
         }
         let name = body.name ?? id
@@ -111,17 +111,6 @@ extension ManagementRoutes {
         }
         logger.info("project created", metadata: ["projectId": "\(id)"])
         return try json(NewProjectAnswer(created), status: .created)
-    }
-
-    /// Why a project id is refused, or nil: 1 to 64 letters, digits, `-`, `_` and `.`,
-    /// starting with a letter or digit, so that it reads the same in URLs, logs and shells.
-    static func projectIdProblem(_ id: String) -> String? {
-        let allowed = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.")
-        guard (1...64).contains(id.count), id.allSatisfy(allowed.contains), let first = id.first, first.isLetter || first.isNumber
-        else {
-            return "must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit"
-        }
-        return nil
     }
 
     struct NewProjectRequest: Decodable {

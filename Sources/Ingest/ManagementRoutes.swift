@@ -110,7 +110,10 @@ struct ManagementRoutes {
                     })
             }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: ids, projectId: projectId)
-            guard !replayed.ids.isEmpty else { throw Problem.notFound("none of these deliveries is in this project") }
+            guard replayed.missing.isEmpty else {
+                let names = replayed.missing.map(DeliveryIdentifier.text).joined(separator: ", ")
+                throw Problem.notFound("not deliveries of this project: \(names); none was queued again")
+            }
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
         guard replay.ids == nil, replay.status == .failed else {

@@ -817,7 +817,8 @@ paths:
       description: |
         Deliveries queued together go out in each device's sequence order, whatever order
         they are named in. Either `ids`, or `status: failed` (every failed delivery of the
-        project, or of one endpoint with `endpointId`).
+        project, or of one endpoint with `endpointId`). Ids are replayed all or none: when
+        any is not a delivery of the project, none is queued again and the 404 names them.
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: true

@@ -4,9 +4,20 @@ import Logging
 /// Process-wide logging: plain text for people, JSON lines for log pipelines
 /// (`CHECKIN_LOG_FORMAT=json`), level from `CHECKIN_LOG_LEVEL`.
 public enum LoggingSetup {
-    public static func bootstrap(environment: EnvironmentReader = EnvironmentReader()) {
-        let level = Logger.Level(rawValue: environment.string("CHECKIN_LOG_LEVEL", default: "info").lowercased()) ?? .info
-        let json = environment.string("CHECKIN_LOG_FORMAT", default: "text") == "json"
+    /// Refuses a level or format it does not know, naming the variable: a misspelt
+    /// `CHECKIN_LOG_FORMAT=jsno` must not leave a log pipeline reading text.
+    public static func bootstrap(environment: EnvironmentReader = EnvironmentReader()) throws {
+        let levelText = environment.string("CHECKIN_LOG_LEVEL", default: "info")
+        guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
+            throw ConfigurationError(
+                variable: "CHECKIN_LOG_LEVEL", value: levelText,
+                expected: Logger.Level.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        let format = environment.string("CHECKIN_LOG_FORMAT", default: "text")
+        guard format == "text" || format == "json" else {
+            throw ConfigurationError(variable: "CHECKIN_LOG_FORMAT", value: format, expected: "text or json")
+        }
+        let json = format == "json"
         LoggingSystem.bootstrap { label in
             var handler: any LogHandler =
                 json ? JSONLogHandler(label: label) : StreamLogHandler.standardError(label: label)

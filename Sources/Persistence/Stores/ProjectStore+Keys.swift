@@ -100,6 +100,14 @@ extension ProjectStore {
         }
     }
 
+    public func project(id: String) async throws -> ProjectRecord? {
+        let rows = try await database.client.query("SELECT id, name, created_at FROM projects WHERE id = \(id)", logger: logger)
+        for try await (id, name, createdAt) in rows.decode((String, String, Date).self) {
+            return ProjectRecord(id: id, name: name, createdAt: createdAt)
+        }
+        return nil
+    }
+
     public func projects(after cursor: String?, limit: Int) async throws -> ProjectPage {
         let rows = try await database.client.query(
             """

@@ -1075,18 +1075,34 @@ extension WebhookStore {
 
     /// Queues deliveries again (after a partner fixed its endpoint), all in one statement, so
     /// that several of one device still go out in `sequence` order.
+    ///
+    /// All or none: when any of `deliveryIds` is not a delivery of the project (a typo, another
+    /// project's, erased with its device), none is queued again and `missing` names those, so
+    /// that a request half done is never taken for a request done.
     public func replay(deliveryIds: [Int64], projectId: String) async throws -> ReplayedDeliveries {
-        guard !deliveryIds.isEmpty else { return ReplayedDeliveries(ids: [], disabledEndpoints: []) }
-        return try await Self.replayed(
+        let requested = Array(Set(deliveryIds))
+        guard !requested.isEmpty else { return ReplayedDeliveries(ids: [], disabledEndpoints: []) }
+        let replayed = try await Self.replayed(
             try await database.client.query(
                 """
-                WITH chosen AS (
+                WITH found AS (
                     SELECT \(unescaped: Self.replayedColumns) FROM deliveries
-                     WHERE id = ANY(\(deliveryIds)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
+                     WHERE id = ANY(\(requested)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
                      ORDER BY id
                        FOR UPDATE
+                ), chosen AS (
+                    SELECT * FROM found WHERE (SELECT count(*) FROM found) = \(requested.count)
                 ), \(unescaped: Self.replayingOfChosen)
                 """, logger: logger))
+        guard replayed.ids.isEmpty else { return replayed }
+        let rows = try await database.client.query(
+            """
+            SELECT id FROM deliveries
+             WHERE id = ANY(\(requested)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
+            """, logger: logger)
+        var present: Set<Int64> = []
+        for try await id in rows.decode(Int64.self) { present.insert(id) }
+        return ReplayedDeliveries(ids: [], disabledEndpoints: [], missing: requested.filter { !present.contains($0) }.sorted())
     }
 
     /// Queues every failed delivery of the project again (of one endpoint, if given).
@@ -1156,4 +1172,7 @@ public struct ReplayedDeliveries: Sendable, Equatable {
     /// The disabled endpoints among the deliveries': what is queued for them waits until they
     /// are enabled again, which whoever replays them should be told.
     public var disabledEndpoints: [String]
+    /// Deliveries asked for by id that the project does not have; when any are, none was
+    /// queued again.
+    public var missing: [Int64] = []
 }

@@ -47,11 +47,14 @@ public struct EnvironmentReader: Sendable {
         }
     }
 
-    /// Seconds, written as a plain number (`30`, `0.5`).
-    public func duration(_ name: String, default defaultValue: Duration) throws -> Duration {
+    /// Seconds, written as a plain number (`30`, `0.5`), at least `minimum`: an interval or
+    /// a time-out of 0 would make a loop spin or every attempt fail, so those set one.
+    public func duration(_ name: String, default defaultValue: Duration, minimum: Duration = .zero) throws -> Duration {
         guard let text = optionalString(name) else { return defaultValue }
-        guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
-            throw ConfigurationError(variable: name, value: text, expected: "a number of seconds")
+        let least = Double(minimum.components.seconds) + Double(minimum.components.attoseconds) / 1e18
+        guard let seconds = Double(text), seconds.isFinite, seconds >= least else {
+            let expected = minimum == .zero ? "a number of seconds" : "a number of seconds, at least \(least)"
+            throw ConfigurationError(variable: name, value: text, expected: expected)
         }
         return .milliseconds(Int64(seconds * 1000))
     }

@@ -44,6 +44,25 @@ public struct InputLimits: Sendable, Equatable {
         self.maxClockSkew = maxClockSkew
     }
 
+    /// Why a project id is refused, or nil: 1 to 64 letters, digits, `-`, `_` and `.`,
+    /// starting with a letter or digit, so that it reads the same in URLs, logs and shells.
+    /// Narrower than other ids: the API and the CLI create projects by the same rule.
+    public static func projectIdProblem(_ id: String) -> String? {
+        guard (1...64).contains(id.unicodeScalars.count), id.unicodeScalars.allSatisfy(isProjectIdScalar),
+            let first = id.unicodeScalars.first, first != "-", first != "_", first != "."
+        else {
+            return "must be 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit"
+        }
+        return nil
+    }
+
+    private static func isProjectIdScalar(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "a"..."z", "A"..."Z", "0"..."9", "-", "_", ".": true
+        default: false
+        }
+    }
+
     /// Why `text` cannot be an id, or nil when it can: 1 to 128 characters, none of
     /// them a control character (they break Postgres, logs and Kafka keys).
     public static func identifierProblem(_ text: String) -> String? {

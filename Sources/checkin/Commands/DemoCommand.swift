@@ -22,17 +22,22 @@ struct DemoCommand: AsyncParsableCommand {
             """)
 
     @Flag(help: "Exit after the trip's check-in and check-out webhooks arrived.") var once = false
-    @Option(help: "Seconds to wait for the webhooks before giving up.") var timeout: Int = 120
+    @Option(help: "Seconds to wait for the webhooks before giving up (1 to 3600).") var timeout: Int = 120
+
+    func validate() throws {
+        guard (1...3600).contains(timeout) else { throw CommandFailure("--timeout must be from 1 to 3600 seconds", helpOf: Self.self) }
+    }
 
     func run() async throws {
         var environment = EnvironmentReader()
         if environment.optionalString("CHECKIN_LOG_LEVEL") == nil { environment.values["CHECKIN_LOG_LEVEL"] = "warning" }
-        LoggingSetup.bootstrap(environment: environment)
+        try LoggingSetup.bootstrap(environment: environment)
         MetricsBootstrap.prometheus()
         let logger = Logger(label: "checkin.demo")
         let settings = try ProcessSettings(environment: environment, localBroker: true, localDevelopment: true)
         print("• preparing Postgres and the broker (migrations, topics)…")
         let sealer = try await settings.prepare(logger: logger)
+        try await DemoScript.refuseAProjectNotItsOwn(settings: settings, logger: logger)
 
         let secret = WebhookSecret.generate()
         let received = AsyncStream.makeStream(of: WebhookPayload.self)
@@ -153,6 +158,24 @@ struct DemoScript {
     let sealer: SecretSealer
     let logger: Logger
     static let projectId = "demo"
+    /// The name the demo gives its project, by which a later demo knows the project as its own.
+    static let projectName = "Demo"
+
+    /// The demo replaces its project's zones and webhook endpoints, so it runs only with a
+    /// project of that id that a demo made (or none yet): another one, made by someone with
+    /// the same id, is refused before anything of it is touched.
+    static func refuseAProjectNotItsOwn(settings: ProcessSettings, logger: Logger) async throws {
+        let existing = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
+            try await ProjectStore(database: database, logger: logger).project(id: projectId)
+        }
+        guard let existing, existing.name != projectName else { return }
+        throw CommandFailure(
+            """
+            project '\(projectId)' exists and was not made by checkin demo (its name is '\(existing.name)'); the demo would \
+            replace its zones and remove its webhook endpoints. Run the demo with another database (CHECKIN_DATABASE_URL), \
+            or keep your work in a project of another id
+            """)
+    }
 
     static let zones = ZonesDocument(zones: [
         ZoneDefinition(
@@ -171,7 +194,7 @@ struct DemoScript {
         let deviceKey = "ck_device_demo_" + UUID().uuidString.prefix(8).lowercased()
         try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
             let projects = ProjectStore(database: database, logger: logger)
-            try await projects.createProject(id: Self.projectId, name: "Demo")
+            try await projects.createProject(id: Self.projectId, name: Self.projectName)
             try await projects.addKey(deviceKey, projectId: Self.projectId, kind: .device)
             try await ZoneStore(database: database, logger: logger).replaceZones(projectId: Self.projectId, with: Self.zones)
             let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)

@@ -5,9 +5,12 @@ import Persistence
 import Shared
 
 /// Runs `body` with the device views and decision records of the configured database.
-func withDeviceInsight<Result: Sendable>(_ body: @Sendable (DeviceInsight) async throws -> Result) async throws -> Result {
+func withDeviceInsight<Result: Sendable>(
+    project: String, of command: any ParsableCommand.Type, _ body: @Sendable (DeviceInsight) async throws -> Result
+) async throws -> Result {
     try await withDatabase { database, logger in
-        try await body(
+        try await requireProject(project, of: command, database: database, logger: logger)
+        return try await body(
             DeviceInsight(
                 records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)))
     }
@@ -40,7 +43,8 @@ struct DevicesCommand: AsyncParsableCommand {
         func run() async throws {
             let (project, device) = (project, device)
             let erasure = try await withDatabase { database, logger in
-                try await DeviceInsight(
+                try await requireProject(project, of: Self.self, database: database, logger: logger)
+                return try await DeviceInsight(
                     records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)
                 ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
             }
@@ -67,7 +71,10 @@ struct DevicesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, device) = (project, device)
-            guard let view = try await withDeviceInsight({ try await $0.view(projectId: project, deviceId: device) }) else {
+            guard
+                let view = try await withDeviceInsight(
+                    project: project, of: Self.self, { try await $0.view(projectId: project, deviceId: device) })
+            else {
                 throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
             }
             if json { return try printWireJSON(view) }
@@ -90,7 +97,7 @@ struct DevicesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, device, limit, cursor) = (project, device, limit, cursor)
-            let page = try await withDeviceInsight {
+            let page = try await withDeviceInsight(project: project, of: Self.self) {
                 try await $0.decisions(projectId: project, deviceId: device, cursor: cursor, limit: limit)
             }
             if json {
@@ -201,7 +208,7 @@ struct EventsCommand: AsyncParsableCommand {
                 deviceId: device, zoneId: zone, type: type.flatMap(EventType.init(rawValue:)), from: from.flatMap(RFC3339.parse),
                 until: until.flatMap(RFC3339.parse))
             let (project, limit, cursor) = (project, limit, cursor)
-            let page = try await withDeviceInsight {
+            let page = try await withDeviceInsight(project: project, of: Self.self) {
                 try await $0.events(projectId: project, filter: filter, cursor: cursor, limit: limit)
             }
             if json {

@@ -116,8 +116,7 @@ func withProjects<Result: Sendable>(
     _ project: String, of command: any ParsableCommand.Type, _ body: @Sendable (ProjectStore) async throws -> Result
 ) async throws -> Result {
     try await withDatabase { database, logger in
-        let projects = ProjectStore(database: database, logger: logger)
-        guard try await projects.projectExists(project) else { throw CommandFailure("--project: no project '\(project)'", helpOf: command) }
-        return try await body(projects)
+        try await requireProject(project, of: command, database: database, logger: logger)
+        return try await body(ProjectStore(database: database, logger: logger))
     }
 }

@@ -28,7 +28,7 @@ struct MigrateCommand: AsyncParsableCommand {
         discussion: "Those that the database of CHECKIN_DATABASE_URL lacks.")
 
     func run() async throws {
-        let logger = ProcessBootstrap.logger("checkin.migrate")
+        let logger = try ProcessBootstrap.logger("checkin.migrate")
         let settings = try ProcessSettings()
         let applied = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
             try await database.waitUntilReachable(timeout: .seconds(30))
@@ -71,8 +71,16 @@ struct ProjectsCommand: AsyncParsableCommand {
                 Prints a device key and a management key. A project that exists is refused: \
                 `keys create` gives it another key.
                 """)
-        @Argument(help: "The project id.") var id: String
-        @Option(help: "A display name.") var name: String?
+        @Argument(help: "The project id: 1 to 64 letters, digits, '-', '_' or '.', starting with a letter or digit.")
+        var id: String
+        @Option(help: "A display name (the id when absent).") var name: String?
+
+        func validate() throws {
+            if let problem = InputLimits.projectIdProblem(id) { throw CommandFailure("the project id \(problem)", helpOf: Self.self) }
+            if let name, let problem = InputLimits.textProblem(name, maximumLength: 200) {
+                throw CommandFailure("--name \(problem)", helpOf: Self.self)
+            }
+        }
 
         func run() async throws {
             let (id, name) = (id, name)
@@ -136,14 +144,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 return filter
             }
             let (project, limit) = (project, limit)
-            // An empty list must mean no deliveries, not a misspelt project.
-            try await withDatabase { database, logger in
-                guard try await ProjectStore(database: database, logger: logger).projectExists(project) else {
-                    throw CommandFailure("--project: no project '\(project)'", helpOf: Self.self)
-                }
-            }
             let cursor = cursor
-            let page = try await withWebhookStore { webhooks in
+            let page = try await withWebhookStore(project: project, of: Self.self) { webhooks in
                 try await webhooks.deliveries(projectId: project, filter: filter, before: cursor, limit: limit)
             }
             print(
@@ -175,14 +177,15 @@ struct DeliveriesCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, id) = (project, delivery.number)
-            let detail = try await withWebhookStore { webhooks in
+            let detail = try await withWebhookStore(project: project, of: Self.self) { webhooks in
                 try await webhooks.delivery(id: id, projectId: project)
             }
             let name = DeliveryIdentifier.text(id)
             guard let detail else { throw CommandFailure("no delivery \(name) in project \(project)", helpOf: Self.self) }
             if payload {
                 guard let body = detail.payload else { throw CommandFailure("delivery \(name): its payload was erased with its device") }
-                return print(body)
+                // No line break after it: the bytes are those signed, as a signature check needs them.
+                return FileHandle.standardOutput.write(Data(body.utf8))
             }
             print(DeliveryText.describe(detail))
         }
@@ -199,22 +202,22 @@ struct DeliveriesCommand: AsyncParsableCommand {
         var ids: [Int64] { deliveries.map(\.number) }
 
         func validate() throws {
-            guard failed != !ids.isEmpty else { throw CommandFailure("give delivery ids or --failed, not both", helpOf: Self.self) }
+            if failed && !ids.isEmpty { throw CommandFailure("give delivery ids or --failed, not both", helpOf: Self.self) }
+            if !failed && ids.isEmpty { throw CommandFailure("give the delivery ids to replay, or --failed", helpOf: Self.self) }
         }
 
         func run() async throws {
             let (project, ids, failed) = (project, ids, failed)
-            let replayed = try await withWebhookStore { webhooks in
+            let replayed = try await withWebhookStore(project: project, of: Self.self) { webhooks in
                 failed
                     ? try await webhooks.replayFailed(projectId: project)
                     : try await webhooks.replay(deliveryIds: ids, projectId: project)
             }
-            let count = replayed.ids.count
-            if !failed && count < ids.count {
-                throw CommandFailure(
-                    "\(ids.count - count) of the deliveries are not in project \(project); \(count) queued again", helpOf: Self.self)
+            guard replayed.missing.isEmpty else {
+                let names = replayed.missing.map(DeliveryIdentifier.text).joined(separator: ", ")
+                throw CommandFailure("not deliveries of project \(project): \(names); none was queued again", helpOf: Self.self)
             }
-            print("\(count) deliveries queued again")
+            print("\(replayed.ids.count) deliveries queued again")
             if !replayed.disabledEndpoints.isEmpty {
                 print(
                     "disabled, so their deliveries wait until enabled (checkin webhooks enable): "

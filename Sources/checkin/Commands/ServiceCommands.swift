@@ -10,7 +10,7 @@ struct IngestCommand: AsyncParsableCommand {
             """)
 
     func run() async throws {
-        try await Pipeline(settings: try ProcessSettings(), stages: .ingest, logger: ProcessBootstrap.logger("checkin.ingest")).run()
+        try await Pipeline(settings: try ProcessSettings(), stages: .ingest, logger: try ProcessBootstrap.logger("checkin.ingest")).run()
     }
 }
 
@@ -23,7 +23,8 @@ struct EvaluatorCommand: AsyncParsableCommand {
     )
 
     func run() async throws {
-        try await Pipeline(settings: try ProcessSettings(), stages: .evaluator, logger: ProcessBootstrap.logger("checkin.evaluator")).run()
+        try await Pipeline(settings: try ProcessSettings(), stages: .evaluator, logger: try ProcessBootstrap.logger("checkin.evaluator"))
+            .run()
     }
 }
 
@@ -35,7 +36,8 @@ struct NotifierCommand: AsyncParsableCommand {
             "Signs and sends the webhooks, retrying those that fail. /health, /ready and /metrics on CHECKIN_HTTP_PORT (default 8082).")
 
     func run() async throws {
-        try await Pipeline(settings: try ProcessSettings(), stages: .notifier, logger: ProcessBootstrap.logger("checkin.notifier")).run()
+        try await Pipeline(settings: try ProcessSettings(), stages: .notifier, logger: try ProcessBootstrap.logger("checkin.notifier"))
+            .run()
     }
 }
 
@@ -53,7 +55,7 @@ struct DevCommand: AsyncParsableCommand {
     func run() async throws {
         try await Pipeline(
             settings: try ProcessSettings(localBroker: true, localDevelopment: true), stages: .all,
-            logger: ProcessBootstrap.logger("checkin.dev")
+            logger: try ProcessBootstrap.logger("checkin.dev")
         ).run()
     }
 }

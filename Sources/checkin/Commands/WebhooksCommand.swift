@@ -14,6 +14,14 @@ func withWebhookStore<Result: Sendable>(_ body: @Sendable (WebhookStore) async t
     }
 }
 
+/// `withWebhookStore` for a command about one project, once the project is known to exist.
+func withWebhookStore<Result: Sendable>(
+    project: String, of command: any ParsableCommand.Type, _ body: @Sendable (WebhookStore) async throws -> Result
+) async throws -> Result {
+    try await withDatabase { database, logger in try await requireProject(project, of: command, database: database, logger: logger) }
+    return try await withWebhookStore(body)
+}
+
 struct WebhooksCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "webhooks", abstract: "Manage a project's webhook endpoints.",
@@ -47,7 +55,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             }
             let secret = try newSecret(secret, helpOf: Self.self)
             let (project, url) = (project, url)
-            let endpoint = try await withWebhookStore { webhooks in
+            let endpoint = try await withWebhookStore(project: project, of: Self.self) { webhooks in
                 try await webhooks.addEndpoint(projectId: project, url: url, secrets: [secret])
             }
             print("endpoint: \(endpoint.id)\nurl:      \(endpoint.url)\nsecret:   \(secret)")
@@ -63,7 +71,10 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let project = project
-            let endpoints = try await withWebhookStore { webhooks in try await webhooks.endpoints(projectId: project) }
+            let endpoints = try await withWebhookStore(project: project, of: Self.self) { webhooks in
+                try await webhooks.endpoints(projectId: project)
+            }
+            if endpoints.isEmpty { print("no webhook endpoints in project \(project)") }
             for endpoint in endpoints { print(describe(endpoint)) }
         }
     }
@@ -78,7 +89,7 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, id, reason) = (project, id, reason)
-            let endpoint = try await withWebhookStore { webhooks in
+            let endpoint = try await withWebhookStore(project: project, of: Self.self) { webhooks in
                 try await webhooks.disableEndpoint(id: id, projectId: project, reason: reason)
             }
             guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
@@ -95,7 +106,9 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, id) = (project, id)
-            let endpoint = try await withWebhookStore { webhooks in try await webhooks.enableEndpoint(id: id, projectId: project) }
+            let endpoint = try await withWebhookStore(project: project, of: Self.self) { webhooks in
+                try await webhooks.enableEndpoint(id: id, projectId: project)
+            }
             guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
             print(describe(endpoint))
         }
@@ -115,7 +128,7 @@ struct WebhooksCommand: AsyncParsableCommand {
             let window = try EnvironmentReader().secretRotationWindow()
             let secret = try newSecret(secret, helpOf: Self.self)
             let (project, id) = (project, id)
-            let rotation = try await withWebhookStore { webhooks in
+            let rotation = try await withWebhookStore(project: project, of: Self.self) { webhooks in
                 try await webhooks.rotateSecret(id: id, projectId: project, newSecret: secret, window: window)
             }
             guard let rotation else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
@@ -133,7 +146,8 @@ struct WebhooksCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (project, id) = (project, id)
-            guard try await withWebhookStore({ try await $0.removeEndpoint(id: id, projectId: project) }) else {
+            guard try await withWebhookStore(project: project, of: Self.self, { try await $0.removeEndpoint(id: id, projectId: project) })
+            else {
                 throw CommandFailure("no endpoint \(id) in project \(project); nothing removed", helpOf: Self.self)
             }
             print("endpoint \(id) removed")

@@ -70,7 +70,8 @@ struct ZonesCommand: AsyncParsableCommand {
         func run() async throws {
             let project = project
             let document = try await withDatabase { database, logger in
-                try await ZoneStore(database: database, logger: logger).zones(projectId: project)
+                try await requireProject(project, of: Self.self, database: database, logger: logger)
+                return try await ZoneStore(database: database, logger: logger).zones(projectId: project)
             }
             try printDocument(document)
         }
@@ -153,15 +154,6 @@ struct ZonesCommand: AsyncParsableCommand {
             print("restored version \(restoredVersion) of \(project) (\(document.zones.count) zone(s)) as version \(version)")
             try printLintWarnings(document)
         }
-    }
-}
-
-/// An empty answer must mean nothing there, not a misspelt project.
-private func requireProject(
-    _ project: String, of command: any ParsableCommand.Type, database: Database, logger: Logger
-) async throws {
-    guard try await ProjectStore(database: database, logger: logger).projectExists(project) else {
-        throw CommandFailure("--project: no project '\(project)'", helpOf: command)
     }
 }
 

@@ -119,8 +119,8 @@ struct Pipeline {
 
 /// Process-wide set-up shared by every command that runs services.
 enum ProcessBootstrap {
-    static func logger(_ label: String) -> Logger {
-        LoggingSetup.bootstrap()
+    static func logger(_ label: String) throws -> Logger {
+        try LoggingSetup.bootstrap()
         MetricsBootstrap.prometheus()
         return Logger(label: label)
     }

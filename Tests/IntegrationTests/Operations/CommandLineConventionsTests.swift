@@ -23,6 +23,30 @@ import Testing
             ),
             (["webhooks", "add", "--project", harness.projectId, "--url", "ftp://example.com"], "--url ftp://example.com", "webhooks add"),
             (["zones", "import", "--project", nosuch, zones.path], "--project: no project '\(nosuch)'", "zones import"),
+            // An empty answer or a change must not be taken for one about a misspelt project.
+            (["zones", "export", "--project", nosuch], "--project: no project '\(nosuch)'", "zones export"),
+            (["webhooks", "list", "--project", nosuch], "--project: no project '\(nosuch)'", "webhooks list"),
+            (
+                ["webhooks", "add", "--project", nosuch, "--url", "http://127.0.0.1:9/hook", "--local"],
+                "--project: no project '\(nosuch)'", "webhooks add"
+            ),
+            (["webhooks", "disable", "--project", nosuch, "we_x"], "--project: no project '\(nosuch)'", "webhooks disable"),
+            (["events", "list", "--project", nosuch], "--project: no project '\(nosuch)'", "events list"),
+            (["devices", "show", "--project", nosuch, "phone-1"], "--project: no project '\(nosuch)'", "devices show"),
+            (["devices", "decisions", "--project", nosuch, "phone-1"], "--project: no project '\(nosuch)'", "devices decisions"),
+            (["devices", "erase", "--project", nosuch, "phone-1"], "--project: no project '\(nosuch)'", "devices erase"),
+            (["deliveries", "replay", "--project", nosuch, "--failed"], "--project: no project '\(nosuch)'", "deliveries replay"),
+            (
+                ["deliveries", "replay", "--project", harness.projectId], "give the delivery ids to replay, or --failed",
+                "deliveries replay"
+            ),
+            (
+                ["deliveries", "replay", "--project", harness.projectId, "dlv_999999999"],
+                "not deliveries of project \(harness.projectId): dlv_999999999; none was queued again", "deliveries replay"
+            ),
+            (["projects", "create", "my project"], "the project id must be 1 to 64 letters", "projects create"),
+            (["projects", "create", ""], "the project id must be 1 to 64 letters", "projects create"),
+            (["demo", "--timeout=-1"], "--timeout must be from 1 to 3600 seconds", "demo"),
         ]
         for (arguments, message, command) in refusals {
             let outcome = try await CommandOutcome.run(arguments, environment: environment)
@@ -32,6 +56,25 @@ import Testing
             #expect(lines.first?.hasPrefix("Error: \(message)") == true, "\(arguments): \(outcome.standardError)")
             #expect(lines.last == "See 'checkin \(command) --help'.", "\(arguments): \(outcome.standardError)")
             #expect(!outcome.standardError.contains("USAGE"), "\(arguments): \(outcome.standardError)")
+        }
+    }
+
+    /// A setting a service cannot use (an interval of 0 would spin, a misspelt log format
+    /// would leave a log pipeline reading text) is refused at start, naming the variable.
+    @Test func aServiceRefusesASettingItCannotUseNamingIt() async throws {
+        try await harness.prepare()
+        let settings: [([String], String, String)] = [
+            (["evaluator"], "CHECKIN_ZONE_REFRESH_INTERVAL", "0"), (["evaluator"], "CHECKIN_STALE_SWEEP_INTERVAL", "0"),
+            (["notifier"], "CHECKIN_WEBHOOK_TIMEOUT", "0"), (["notifier"], "CHECKIN_WEBHOOK_LEASE", "0.01"),
+            (["ingest"], "CHECKIN_LOG_LEVEL", "loud"), (["ingest"], "CHECKIN_LOG_FORMAT", "xml"),
+        ]
+        for (command, variable, value) in settings {
+            let outcome = try await CommandOutcome.run(
+                executable: try ServiceProcess.executable(), arguments: command,
+                environment: environment.merging([variable: value, "CHECKIN_HTTP_PORT": String(try freePort())]) { $1 },
+                timeout: .seconds(60))
+            #expect(outcome.exitCode != 0, "\(variable)=\(value)")
+            #expect(outcome.standardError.contains("\(variable)='\(value)' is not valid"), "\(variable): \(outcome.standardError)")
         }
     }
 

@@ -95,7 +95,7 @@ import Testing
         )
 
         // The payload alone is the exact body, for jq or a signature check.
-        #expect(try await show(ids[0], ["--payload"]).standardOutput == payload + "\n")
+        #expect(try await show(ids[0], ["--payload"]).standardOutput == payload)
 
         try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
             let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
