@@ -21,6 +21,7 @@ extension ManagementRoutes {
         }
         router.delete("/v1/devices/:deviceId") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let deviceId = try context.parameters.decoded("deviceId")
             guard try context.parameters.identifier("deviceId") != nil,
                 let erasure = try await dependencies.insight.erase(
@@ -77,11 +78,21 @@ extension ManagementRoutes {
 
     /// Query parameters a route does not know are a 400 naming each (a misspelt filter
     /// would otherwise answer everything).
+    /// Refuses query parameters the route does not know, and one given twice (which of two
+    /// `dryRun` values counts must not be a guess), naming each.
     static func refuseUnknownParameters(of request: Request, known: Set<String>) throws {
-        let unknown = Set(request.uri.queryParameters.map { String($0.key) }).subtracting(known)
+        let names = request.uri.queryParameters.map { String($0.key) }
+        let unknown = Set(names).subtracting(known)
         guard unknown.isEmpty else {
             throw Problem.invalid(
                 "unknown query parameter", parameters: unknown.sorted().map { .init(name: $0, reason: "is not a parameter of this route") })
+        }
+        var seen: Set<String> = []
+        let repeated = Set(names.filter { !seen.insert($0).inserted })
+        guard repeated.isEmpty else {
+            throw Problem.invalid(
+                "query parameter given more than once",
+                parameters: repeated.sorted().map { .init(name: $0, reason: "must be given once") })
         }
     }
 

@@ -33,6 +33,7 @@ extension ManagementRoutes {
         }
         router.post("/v1/keys") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let kindText = try await optionalBody(NewKeyRequest.self, of: request)?.kind
             guard let kind = kindText.flatMap(ProjectStore.KeyKind.init(rawValue:)) else {
                 throw Problem.invalid(
@@ -45,6 +46,7 @@ extension ManagementRoutes {
         }
         router.delete("/v1/keys/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try keyId(context)
             switch try await dependencies.projects.revokeKey(id: id, projectId: projectId) {
             case .revoked:
@@ -61,6 +63,7 @@ extension ManagementRoutes {
         }
         router.post("/v1/keys/:id/rotate") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try keyId(context)
             let overlap =
                 try await optionalBody(RotateRequest.self, of: request)?.overlapSeconds ?? ProjectStore.defaultRotationOverlapSeconds
@@ -94,6 +97,7 @@ extension ManagementRoutes {
 
     func createProject(_ request: Request, context: IngestRequestContext) async throws -> Response {
         try keys.requireOperator(request, context: context)
+        try Self.refuseUnknownParameters(of: request, known: [])
         guard let body = try await optionalBody(NewProjectRequest.self, of: request), let id = body.id else {
             throw Problem.invalid("the body must be {\"id\": …, \"name\"?: …}", parameters: [.init(name: "id", reason: "is required")])
         }

@@ -24,6 +24,7 @@ extension ManagementRoutes {
         }
         router.delete("/v1/webhooks/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try endpointId(context)
             guard try await dependencies.webhooks.removeEndpoint(id: id, projectId: projectId) else {
                 throw Problem.notFound("no endpoint \(id) in this project")
@@ -32,6 +33,7 @@ extension ManagementRoutes {
         }
         router.post("/v1/webhooks/:id/disable") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try endpointId(context)
             let body = try await optionalBody(DisableRequest.self, of: request)
             let reason = body?.reason ?? "disabled through the management API"
@@ -44,11 +46,13 @@ extension ManagementRoutes {
         }
         router.post("/v1/webhooks/:id/enable") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try endpointId(context)
             return try json(EndpointView(try existing(try await dependencies.webhooks.enableEndpoint(id: id, projectId: projectId), id)))
         }
         router.post("/v1/webhooks/:id/rotate-secret") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let id = try endpointId(context)
             let secret = try validatedSecret(try await optionalBody(SecretRequest.self, of: request)?.secret)
             let rotation = try await dependencies.webhooks.rotateSecret(
@@ -98,11 +102,9 @@ extension ManagementRoutes {
 
     func addEndpoint(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let projectId = try await keys.project(for: request, context: context, kind: .management)
+        try Self.refuseUnknownParameters(of: request, known: [])
         let body = try await request.body.collect(upTo: 64 << 10)
-        guard let endpoint = try? JSONDecoder().decode(EndpointRequest.self, from: Data(buffer: body)) else {
-            throw Problem.invalid(
-                "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}", parameters: [.init(name: "url", reason: "is required")])
-        }
+        let endpoint = try Self.decodeBody(EndpointRequest.self, from: body, shape: "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}")
         if let problem = InputLimits.urlProblem(endpoint.url) {
             throw Problem.invalid("bad URL", parameters: [.init(name: "url", reason: problem)])
         }
@@ -131,10 +133,21 @@ extension ManagementRoutes {
     func optionalBody<Body: Decodable>(_ type: Body.Type, of request: Request) async throws -> Body? {
         let bytes = try await request.body.collect(upTo: 64 << 10)
         guard bytes.readableBytes > 0 else { return nil }
+        return try Self.decodeBody(type, from: bytes, shape: "the body is not valid")
+    }
+
+    /// A JSON body decoded, or a 400 saying what is wrong and, where it can, naming the member
+    /// at fault in `invalid-params`. UTF-8 is checked first: the decoder would take bytes that
+    /// are not text, and what they were read as is no one's intent.
+    static func decodeBody<Body: Decodable>(_ type: Body.Type, from bytes: ByteBuffer, shape: String) throws -> Body {
+        guard String(validating: bytes.readableBytesView, as: UTF8.self) != nil else {
+            throw Problem.invalid("\(shape): the body is not valid UTF-8")
+        }
         do {
             return try JSONDecoder().decode(type, from: Data(buffer: bytes))
         } catch {
-            throw Problem.invalid("the body is not valid: \(DecodingErrorText.describe(error))")
+            let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
+            throw Problem.invalid("\(shape): \(DecodingErrorText.describe(error))", parameters: parameters)
         }
     }
 

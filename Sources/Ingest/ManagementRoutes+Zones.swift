@@ -109,7 +109,8 @@ extension ManagementRoutes {
                 parameters: unknownMembers.map { .init(name: $0, reason: "is not a member of a zones document") }
                     + problems.map { problem in
                         .init(
-                            name: "zones[\(problem.zoneId)]" + (problem.fenceId.map { ".fences[\($0)]" } ?? ""),
+                            name: "zones[\(problem.zoneId)]" + (problem.fenceId.map { ".fences[\($0)]" } ?? "")
+                                + (problem.beaconId.map { ".beacons[\($0)]" } ?? ""),
                             reason: problem.problem)
                     })
         }

@@ -59,6 +59,7 @@ struct ManagementRoutes {
         }
         router.post("/v1/deliveries/:id/replay") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
+            try Self.refuseUnknownParameters(of: request, known: [])
             let text = try context.parameters.decoded("id")
             guard let id = DeliveryIdentifier.number(text) else { throw Problem.notFound("no delivery \(text) in this project") }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
@@ -89,14 +90,10 @@ struct ManagementRoutes {
 
     func replayDeliveries(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let projectId = try await keys.project(for: request, context: context, kind: .management)
+        try Self.refuseUnknownParameters(of: request, known: [])
         let body = try await request.body.collect(upTo: 1 << 20)
-        let replay: ReplayRequest
-        do {
-            replay = try JSONDecoder().decode(ReplayRequest.self, from: Data(buffer: body))
-        } catch {
-            throw Problem.invalid(
-                "the body must be {\"ids\": [delivery ids]} or {\"status\": \"failed\"}: \(DecodingErrorText.describe(error))")
-        }
+        let replay = try Self.decodeBody(
+            ReplayRequest.self, from: body, shape: "the body must be {\"ids\": [delivery ids]} or {\"status\": \"failed\"}")
         if let texts = replay.ids, replay.status == nil, replay.endpointId == nil {
             guard !texts.isEmpty, texts.count <= 10_000 else {
                 throw Problem.invalid("1 to 10,000 ids", parameters: [.init(name: "ids", reason: "must hold 1 to 10,000 delivery ids")])

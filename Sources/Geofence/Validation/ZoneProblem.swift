@@ -3,14 +3,17 @@
 public struct ZoneProblem: Sendable, Equatable, Codable, CustomStringConvertible {
     public var projectId: String?
     public var zoneId: String
-    /// The fence or beacon concerned, when the problem is one of its own.
+    /// The fence concerned, when the problem is one of its own.
     public var fenceId: String?
+    /// The beacon concerned, when the problem is one of its own.
+    public var beaconId: String?
     public var problem: String
 
-    public init(projectId: String? = nil, zoneId: String, fenceId: String? = nil, problem: String) {
+    public init(projectId: String? = nil, zoneId: String, fenceId: String? = nil, beaconId: String? = nil, problem: String) {
         self.projectId = projectId
         self.zoneId = zoneId
         self.fenceId = fenceId
+        self.beaconId = beaconId
         self.problem = problem
     }
 
@@ -19,6 +22,7 @@ public struct ZoneProblem: Sendable, Equatable, Codable, CustomStringConvertible
         if let projectId { text += "project '\(projectId)' " }
         text += "zone '\(zoneId)'"
         if let fenceId { text += " fence '\(fenceId)'" }
+        if let beaconId { text += " beacon '\(beaconId)'" }
         return text + ": " + problem
     }
 }

@@ -32,6 +32,9 @@ public enum ZoneValidator {
         func report(_ problem: String, _ fenceId: String? = nil) {
             problems.append(ZoneProblem(zoneId: zone.id, fenceId: fenceId, problem: problem))
         }
+        func report(_ problem: String, beacon beaconId: String) {
+            problems.append(ZoneProblem(zoneId: zone.id, beaconId: beaconId, problem: problem))
+        }
         if let problem = InputLimits.identifierProblem(zone.id) { report("the zone id \(problem)") }
         if repeatsAnId { report("the zone id is used by another zone") }
         TextLimits.check(zone.name, "name", InputLimits.maximumNameLength, report: { report($0) })
@@ -60,23 +63,23 @@ public enum ZoneValidator {
         }
         let repeatedBeacons = repeatedPositions(zone.beacons) { $0.id }
         for (b, beacon) in zone.beacons.enumerated() {
-            if let problem = InputLimits.identifierProblem(beacon.id) { report("the beacon id \(problem)", beacon.id) }
-            TextLimits.check(beacon.name, "name", InputLimits.maximumNameLength, report: { report($0, beacon.id) })
+            if let problem = InputLimits.identifierProblem(beacon.id) { report("the beacon id \(problem)", beacon: beacon.id) }
+            TextLimits.check(beacon.name, "name", InputLimits.maximumNameLength, report: { report($0, beacon: beacon.id) })
             if let id = beacon.eddystoneId, let problem = InputLimits.identifierProblem(id) {
-                report("eddystoneId \(problem)", beacon.id)
+                report("eddystoneId \(problem)", beacon: beacon.id)
             }
-            if repeatedBeacons.contains(b) { report("the beacon id is used twice in this zone", beacon.id) }
+            if repeatedBeacons.contains(b) { report("the beacon id is used twice in this zone", beacon: beacon.id) }
             if beacon.uuid == nil && beacon.eddystoneId == nil {
-                report("a beacon needs a uuid or an eddystoneId", beacon.id)
+                report("a beacon needs a uuid or an eddystoneId", beacon: beacon.id)
             }
             if let uuid = beacon.uuid, UUID(uuidString: uuid) == nil {
-                report("uuid '\(uuid)' is not a UUID", beacon.id)
+                report("uuid '\(uuid)' is not a UUID", beacon: beacon.id)
             }
             for (name, value) in [("major", beacon.major), ("minor", beacon.minor)] {
-                if let value, !(0...65_535).contains(value) { report("\(name) must be in 0...65535", beacon.id) }
+                if let value, !(0...65_535).contains(value) { report("\(name) must be in 0...65535", beacon: beacon.id) }
             }
             if !(-200...20).contains(beacon.rssiThreshold) {
-                report("rssiThreshold must be in -200...20 dBm", beacon.id)
+                report("rssiThreshold must be in -200...20 dBm", beacon: beacon.id)
             }
         }
         return problems

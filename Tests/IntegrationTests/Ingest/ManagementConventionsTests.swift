@@ -51,6 +51,50 @@ import Testing
         }
     }
 
+    /// A route that changes something refuses what it does not read before it acts: a query
+    /// parameter (`?dryRun=true` on an erasure erases nothing), a parameter given twice, a
+    /// member of the wrong type (named), a body that is not UTF-8; and a beacon's problem is
+    /// named as a beacon's.
+    @Test func changingRoutesRefuseWhatTheyDoNotReadBeforeActing() async throws {
+        try await withIngest { harness, database, client in
+            let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+            let logger = harness.logger
+            try await database.withTransaction { connection in
+                try await DeviceStateStore(logger: logger).save(
+                    [
+                        StoredDeviceState(
+                            key: DeviceKey(projectId: harness.projectId, deviceId: "kept"), state: DeviceState().binaryEncoded(),
+                            lastFixAt: Date(), staleAt: nil)
+                    ], on: connection)
+            }
+            let erasure = try Self.problem(try await client.execute(uri: "/v1/devices/kept?dryRun=true", method: .delete, headers: key))
+            #expect(erasure.status == .badRequest && erasure.names == ["dryRun"])
+            #expect(try await client.execute(uri: "/v1/devices/kept", method: .get, headers: key).status == .ok)
+            for (uri, body) in [("/v1/keys?x=1", #"{"kind": "device"}"#), ("/v1/webhooks?x=1", #"{"url": "https://example.com/h"}"#)] {
+                let refused = try Self.problem(
+                    try await client.execute(uri: uri, method: .post, headers: key, body: ByteBuffer(string: body)))
+                #expect(refused.status == .badRequest && refused.names == ["x"], "\(uri)")
+            }
+            let twice = try Self.problem(try await client.execute(uri: "/v1/deliveries?limit=1&limit=2", method: .get, headers: key))
+            #expect(twice.status == .badRequest && twice.names == ["limit"])
+
+            let wrongType = try Self.problem(
+                try await client.execute(uri: "/v1/keys", method: .post, headers: key, body: ByteBuffer(string: #"{"kind": 5}"#)))
+            #expect(wrongType.status == .badRequest && wrongType.names == ["kind"])
+            var notText = ByteBuffer(string: #"{"kind": "device", "x": ""#)
+            notText.writeBytes([0xFF])
+            notText.writeString(#""}"#)
+            let undecodable = try await client.execute(uri: "/v1/keys", method: .post, headers: key, body: notText)
+            #expect(undecodable.status == .badRequest, "\(String(buffer: undecodable.body))")
+            #expect(String(buffer: undecodable.body).contains("not valid UTF-8"))
+
+            let beacon = #"{"zones": [{"id": "cafe", "beacons": [{"id": "b1", "uuid": "not-a-uuid"}]}]}"#
+            let zones = try Self.problem(
+                try await client.execute(uri: "/v1/zones", method: .put, headers: key, body: ByteBuffer(string: beacon)))
+            #expect(zones.status == .badRequest && zones.names == ["zones[cafe].beacons[b1]"], "\(zones.names)")
+        }
+    }
+
     /// A zones document with a member no field reads is refused, each such member named
     /// beside the validator's problems, and nothing is changed.
     @Test func zonesWithUnknownMembersAreRefusedNamingEach() async throws {
