@@ -66,8 +66,17 @@ extension ManagementRoutes {
                 }
                 return type
             }
+            /// An id to filter by: empty or not an id is a 400, never a filter that answers everything.
+            func identifier(_ name: String) throws -> String? {
+                try query.get(name).map { text in
+                    if let problem = InputLimits.identifierProblem(text) {
+                        throw Problem.invalid("bad \(name)", parameters: [.init(name: name, reason: problem)])
+                    }
+                    return text
+                }
+            }
             let filter = EventFilter(
-                deviceId: query.get("deviceId"), zoneId: query.get("zoneId"), type: type, from: try time("from"),
+                deviceId: try identifier("deviceId"), zoneId: try identifier("zoneId"), type: type, from: try time("from"),
                 until: try time("until"))
             let page = try await dependencies.insight.events(
                 projectId: projectId, filter: filter, cursor: try Self.cursor(query.get("cursor")),

@@ -104,7 +104,8 @@ extension ManagementRoutes {
         let projectId = try await keys.project(for: request, context: context, kind: .management)
         try Self.refuseUnknownParameters(of: request, known: [])
         let body = try await request.body.collect(upTo: 64 << 10)
-        let endpoint = try Self.decodeBody(EndpointRequest.self, from: body, shape: "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}")
+        let endpoint = try Self.decodeBody(
+            EndpointRequest.self, from: body, shape: "the body must be {\"url\": …, \"secret\"?: \"whsec_…\"}")
         if let problem = InputLimits.urlProblem(endpoint.url) {
             throw Problem.invalid("bad URL", parameters: [.init(name: "url", reason: problem)])
         }

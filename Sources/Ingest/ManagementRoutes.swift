@@ -117,8 +117,13 @@ struct ManagementRoutes {
             throw Problem.invalid(
                 "give either ids or status failed", parameters: [.init(name: "status", reason: "must be failed when ids are not given")])
         }
-        if let endpointId = replay.endpointId, let problem = InputLimits.identifierProblem(endpointId) {
-            throw Problem.invalid("bad endpointId", parameters: [.init(name: "endpointId", reason: problem)])
+        if let endpointId = replay.endpointId {
+            if let problem = InputLimits.identifierProblem(endpointId) {
+                throw Problem.invalid("bad endpointId", parameters: [.init(name: "endpointId", reason: problem)])
+            }
+            guard try await dependencies.webhooks.endpoint(id: endpointId, projectId: projectId) != nil else {
+                throw Problem.notFound("no webhook endpoint \(endpointId) in this project")
+            }
         }
         let replayed = try await dependencies.webhooks.replayFailed(projectId: projectId, endpointId: replay.endpointId)
         return try json(ReplayAnswer(replayed), status: .accepted)

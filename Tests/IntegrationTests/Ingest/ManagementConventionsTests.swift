@@ -195,7 +195,8 @@ import Testing
     }
 
     /// Replaying the failed deliveries of one endpoint names it by a valid identifier: an
-    /// empty or over-long `endpointId` is a 400 naming it, not a replay of nothing.
+    /// empty or over-long `endpointId` is a 400 naming it, an endpoint the project does not
+    /// have a 404, not a replay of nothing.
     @Test func replayingFailedDeliveriesRefusesABadEndpointId() async throws {
         try await withIngest { harness, client in
             let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
@@ -207,10 +208,18 @@ import Testing
                 #expect(problem.status == .badRequest, "\(String(buffer: refused.body))")
                 #expect(problem.names == ["endpointId"])
             }
-            let accepted = try await client.execute(
+            let unknown = try await client.execute(
                 uri: "/v1/deliveries/replay", method: .post, headers: headers,
                 body: ByteBuffer(string: #"{"status": "failed", "endpointId": "we_none"}"#))
-            #expect(accepted.status == .accepted)
+            #expect(unknown.status == .notFound, "\(String(buffer: unknown.body))")
+            let everyEndpoint = try await client.execute(
+                uri: "/v1/deliveries/replay", method: .post, headers: headers, body: ByteBuffer(string: #"{"status": "failed"}"#))
+            #expect(everyEndpoint.status == .accepted)
+            // Nor does an empty filter of the event log answer every event.
+            for filter in ["deviceId=", "zoneId="] {
+                let refused = try Self.problem(try await client.execute(uri: "/v1/events?\(filter)", method: .get, headers: headers))
+                #expect(refused.status == .badRequest && refused.names == [String(filter.dropLast())], "\(filter)")
+            }
         }
     }
 
