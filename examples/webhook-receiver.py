@@ -11,6 +11,7 @@ import hashlib
 import hmac
 import http.server
 import sys
+import threading
 
 
 def verifies(secret: str, headers, body: bytes) -> bool:
@@ -27,6 +28,8 @@ def main() -> None:
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--secret", required=True, help="the endpoint's whsec_ secret")
     arguments = parser.parse_args()
+    # Webhooks are answered on threads of their own: one line is written whole at a time.
+    printing = threading.Lock()
 
     class Endpoint(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -35,7 +38,9 @@ def main() -> None:
                 print("refused a webhook whose signature does not verify", file=sys.stderr, flush=True)
                 self.send_response(401)
             else:
-                print(body.decode(), flush=True)
+                with printing:
+                    sys.stdout.write(body.decode() + "\n")
+                    sys.stdout.flush()
                 self.send_response(204)
             self.end_headers()
 
