@@ -132,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "checkin",
             dependencies: [
-                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier",
+                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "BatchProcessing",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

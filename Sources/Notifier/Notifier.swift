@@ -38,7 +38,8 @@ public struct Notifier: Sendable {
         self.monitor = NotifierMonitor(
             bootstrapServers: consumerConfiguration.bootstrapServers, properties: consumerConfiguration.properties,
             group: configuration.groupId, topics: consumerConfiguration.topics,
-            operations: OperationsStore(database: database, logger: logger), logger: logger)
+            operations: OperationsStore(database: database, logger: logger),
+            groups: ConsumerGroupStore(database: database, logger: logger), logger: logger)
         let deliveryRetention = configuration.deliveryRetention
         self.retention =
             deliveryRetention > .zero

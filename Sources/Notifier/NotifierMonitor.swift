@@ -1,13 +1,16 @@
+import BatchProcessing
 import Foundation
 import Kafka
 import Logging
 import Persistence
 import ServiceLifecycle
 import ServiceSupport
+import Synchronization
 
 /// Exports, every `interval`, what the notifier has not done yet:
 /// - `checkin_notifier_consumer_lag_records{topic,partition}`: event records not yet
-///   turned into deliveries, from the offsets the notifier commits to its group
+///   turned into deliveries, from the offsets the notifiers commit to the group they are
+///   in now (its incarnation read from Postgres each time)
 ///   against the broker's end offsets;
 /// - `checkin_notifier_delivery_backlog{project,endpoint,state}`: deliveries
 ///   `pending` (not attempted yet), `retrying` and `failed` (out of attempts);
@@ -25,22 +28,26 @@ public final class NotifierMonitor: Service, Sendable {
     let backlog = GaugeFamily(name: "checkin_notifier_delivery_backlog")
     let endpointEnabled = GaugeFamily(name: "checkin_notifier_endpoint_enabled")
 
+    /// Where the group's incarnation is kept: after a recovery the notifiers commit as
+    /// `<group>~<n>`, and the lag is that group's, not the one they left.
+    let groups: ConsumerGroupStore
+
     public init(
         bootstrapServers: String, properties: [String: String] = [:], group: String, topics: [String],
-        operations: OperationsStore, interval: Duration = .seconds(10), logger: Logger
+        operations: OperationsStore, groups: ConsumerGroupStore, interval: Duration = .seconds(10), logger: Logger
     ) {
         self.bootstrapServers = bootstrapServers
         self.properties = properties
         self.group = group
         self.topics = topics
         self.operations = operations
+        self.groups = groups
         self.interval = interval
         self.logger = logger
     }
 
     public func run() async throws {
-        let reader = try KafkaOffsetReader(
-            bootstrapServers: bootstrapServers, group: group, properties: properties, logger: logger)
+        let readers = OffsetReaders(bootstrapServers: bootstrapServers, properties: properties, logger: logger)
         var failing: Set<String> = []
         func attempt(_ what: String, _ body: @escaping @Sendable () async throws -> Void) async {
             do {
@@ -55,6 +62,8 @@ public final class NotifierMonitor: Service, Sendable {
         }
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             await attempt("the events' lag") { [self] in
+                let current = GroupRecovery.groupId(group, incarnation: try await groups.incarnation(of: group))
+                let reader = try readers.reader(for: current)
                 var samples: [GaugeFamily.Sample] = []
                 for topic in topics {
                     let partitions = try await reader.lag(topic: topic) { try await reader.committedOffsets(topic: topic, partitions: $0) }
@@ -80,6 +89,29 @@ public final class NotifierMonitor: Service, Sendable {
                     })
             }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
+        }
+    }
+}
+
+/// One offset reader for the group the notifiers are in now, made again when it changes.
+private final class OffsetReaders: Sendable {
+    let bootstrapServers: String
+    let properties: [String: String]
+    let logger: Logger
+    private let current = Mutex<(group: String, reader: KafkaOffsetReader)?>(nil)
+
+    init(bootstrapServers: String, properties: [String: String], logger: Logger) {
+        self.bootstrapServers = bootstrapServers
+        self.properties = properties
+        self.logger = logger
+    }
+
+    func reader(for group: String) throws -> KafkaOffsetReader {
+        try current.withLock { current in
+            if let current, current.group == group { return current.reader }
+            let reader = try KafkaOffsetReader(bootstrapServers: bootstrapServers, group: group, properties: properties, logger: logger)
+            current = (group, reader)
+            return reader
         }
     }
 }

@@ -12,8 +12,9 @@ struct StatusCommand: AsyncParsableCommand {
         discussion: """
             Readiness, lag, dead letters and deliveries in one table. \
             Asks each service's /ready, the broker (CHECKIN_KAFKA_BROKERS) for end offsets and dead letters, and \
-            Postgres (CHECKIN_DATABASE_URL) for the evaluators' offsets and the deliveries; topic and group names \
-            come from the same variables as the services'. Exits 1 when something is unhealthy (a service not \
+            Postgres (CHECKIN_DATABASE_URL) for the evaluators' offsets, the deliveries and the incarnation each \
+            consumer group is in (the notifier's lag is read from that group); topic and group names come from the \
+            same variables as the services'. Exits 1 when something is unhealthy (a service not \
             ready or not answering, the broker or Postgres away, lag or the oldest unprocessed fix above the \
             limits), listing why; dead letters, failed or retrying deliveries and disabled endpoints are warnings \
             (exit 0 unless --strict).
@@ -89,6 +90,12 @@ enum StatusTable {
                         ?? service.components.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value ? "yes" : "NO")" }
                         .joined(separator: " "),
                 ]
+            })
+        out += "\nCONSUMER GROUPS (the incarnation each worker is in now)\n"
+        out += table(
+            ["WORKER", "INCARNATION", "GROUP ID", "OFFSETS READ"],
+            status.groups.map {
+                [$0.worker, String($0.incarnation), $0.groupId, "\($0.offsetsGroup) (\($0.offsetsSource))"]
             })
         out += "\nLAG (records behind the end of each partition)\n"
         out += table(

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import BatchProcessing
 import Evaluator
 import Foundation
 import Kafka
@@ -20,7 +21,20 @@ struct PipelineStatus: Codable, Sendable {
         var error: String?
     }
 
+    /// The consumer group a worker is in now: the configured group id until a rebalance
+    /// that never completed moved the group on to its next incarnation (`<group>~<n>`).
+    struct ConsumerGroup: Codable, Sendable {
+        var worker: String
+        var incarnation: Int
+        var groupId: String
+        /// Whose committed offsets the lag counts from: the evaluators keep theirs in Postgres
+        /// under the configured group id, whatever the incarnation; the notifier commits to its group.
+        var offsetsGroup: String
+        var offsetsSource: String
+    }
+
     struct PartitionLag: Codable, Sendable {
+        /// The group id whose committed offsets were read.
         var group: String
         var topic: String
         var partition: Int32
@@ -36,6 +50,7 @@ struct PipelineStatus: Codable, Sendable {
     }
 
     var services: [ServiceReadiness] = []
+    var groups: [ConsumerGroup] = []
     var lag: [PartitionLag] = []
     /// Seconds since the oldest fix not yet evaluated was written; nil when none is waiting.
     var oldestUnprocessedFixAgeSeconds: Double?
@@ -48,10 +63,10 @@ struct PipelineStatus: Codable, Sendable {
     var healthy: Bool { problems.isEmpty }
 }
 
-/// Gathers a ``PipelineStatus``: asks each service's `/ready`, the broker for end
-/// offsets and dead letters, Postgres and the notifier's group for committed offsets,
-/// and Postgres for the delivery backlog. A source that does not answer becomes a
-/// problem naming it; the others are still read.
+/// Gathers a ``PipelineStatus``: asks each service's `/ready`, Postgres for the groups'
+/// incarnations, the broker for end offsets and dead letters, Postgres and the notifier's
+/// current group for committed offsets, and Postgres for the delivery backlog. A source
+/// that does not answer becomes a problem naming it; the others are still read.
 struct PipelineStatusReader {
     /// The services to ask; nil: the local ones from `localPort` (see `localServices`).
     var readyURLs: [String]?
@@ -96,20 +111,34 @@ struct PipelineStatusReader {
         let configuration = database
         let logger = logger
         let timeout = timeout
-        let fromDatabase = await Result(catching: { () async throws -> (FixLag?, [EndpointBacklog]) in
+        let fromDatabase = await Result(catching: { () async throws -> (Incarnations, FixLag?, [EndpointBacklog]) in
             try await Database.withTemporaryClient(configuration: configuration, logger: logger) { database in
                 try await database.waitUntilReachable(timeout: timeout)
+                let groups = ConsumerGroupStore(database: database, logger: logger)
+                let incarnations = Incarnations(
+                    evaluator: try await groups.incarnation(of: evaluatorGroup),
+                    notifier: try await groups.incarnation(of: notifierGroup))
                 let backlog = try await OperationsStore(database: database, logger: logger).deliveryBacklog()
-                guard brokerAnswers else { return (nil, backlog) }
+                guard brokerAnswers else { return (incarnations, nil, backlog) }
                 let reader = try KafkaOffsetReader(bootstrapServers: brokers, properties: kafkaProperties, logger: logger)
                 let lag = try await FixLag.read(
                     reader: reader, offsets: OffsetStore(database: database, logger: logger), group: evaluatorGroup,
                     topic: topics.fixes)
-                return (lag, backlog)
+                return (incarnations, lag, backlog)
             }
         })
         switch fromDatabase {
-        case .success(let (fixLag, backlog)):
+        case .success(let (incarnations, fixLag, backlog)):
+            let notifierGroupId = GroupRecovery.groupId(notifierGroup, incarnation: incarnations.notifier)
+            status.groups = [
+                .init(
+                    worker: "evaluator", incarnation: incarnations.evaluator,
+                    groupId: GroupRecovery.groupId(evaluatorGroup, incarnation: incarnations.evaluator),
+                    offsetsGroup: evaluatorGroup, offsetsSource: "postgres"),
+                .init(
+                    worker: "notifier", incarnation: incarnations.notifier, groupId: notifierGroupId,
+                    offsetsGroup: notifierGroupId, offsetsSource: "broker"),
+            ]
             status.deliveries = backlog
             if let fixLag {
                 status.lag += fixLag.partitions.map { row(group: evaluatorGroup, $0) }
@@ -119,11 +148,14 @@ struct PipelineStatusReader {
                 }
             }
         case .failure(let error):
-            status.problems.append("could not read the evaluators' offsets and the deliveries: \(error)")
+            status.problems.append(
+                "could not read the consumer groups' incarnations, the evaluators' offsets and the deliveries: \(error)")
         }
         if brokerAnswers {
             do {
-                try await readNotifierLagAndDeadLetters(into: &status)
+                // Without its incarnation from Postgres the notifier's group is unknown: its lag is left out.
+                let notifierGroupId = status.groups.first { $0.worker == "notifier" }?.offsetsGroup
+                try await readNotifierLagAndDeadLetters(group: notifierGroupId, into: &status)
             } catch {
                 status.problems.append("could not read offsets from the broker at \(brokers): \(error)")
             }
@@ -132,14 +164,22 @@ struct PipelineStatusReader {
         return status
     }
 
-    private func readNotifierLagAndDeadLetters(into status: inout PipelineStatus) async throws {
-        let grouped = try KafkaOffsetReader(
-            bootstrapServers: brokers, group: notifierGroup, properties: kafkaProperties, logger: logger)
-        for topic in [topics.checkIns, topics.checkOuts] {
-            let partitions = try await grouped.lag(topic: topic) {
-                try await grouped.committedOffsets(topic: topic, partitions: $0)
+    /// The incarnation each worker's consumer group is in, from Postgres.
+    private struct Incarnations: Sendable {
+        var evaluator: Int
+        var notifier: Int
+    }
+
+    private func readNotifierLagAndDeadLetters(group notifierGroupId: String?, into status: inout PipelineStatus) async throws {
+        if let notifierGroupId {
+            let grouped = try KafkaOffsetReader(
+                bootstrapServers: brokers, group: notifierGroupId, properties: kafkaProperties, logger: logger)
+            for topic in [topics.checkIns, topics.checkOuts] {
+                let partitions = try await grouped.lag(topic: topic) {
+                    try await grouped.committedOffsets(topic: topic, partitions: $0)
+                }
+                status.lag += partitions.map { row(group: notifierGroupId, $0) }
             }
-            status.lag += partitions.map { row(group: notifierGroup, $0) }
         }
         let reader = try KafkaOffsetReader(bootstrapServers: brokers, properties: kafkaProperties, logger: logger)
         let hourAgo = Date().addingTimeInterval(-3600)

@@ -152,7 +152,14 @@ struct StatusReport: Decodable {
         var failed: Int
     }
 
+    struct Group: Decodable {
+        var worker: String
+        var incarnation: Int
+        var groupId: String
+    }
+
     var services: [Service]
+    var groups: [Group]
     var lag: [Lag]
     var deadLetters: [DeadLetters]
     var deliveries: [Endpoint]

@@ -109,6 +109,54 @@ import Testing
         #expect(try await httpStatus(ready) == 503)
     }
 
+    /// After a group moved on to its next incarnation, the lag is the one of the group the
+    /// workers are in now, not of the configured group they left.
+    @Test func readsTheGroupEachWorkerIsInNow() async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        // Both groups were moved on once, as after a rebalance that never completed.
+        let (groups, logger) = ([harness.evaluatorGroup, harness.notifierGroup], logger)
+        let incarnations = try await Database.withTemporaryClient(
+            configuration: try harness.databaseConfiguration(), logger: logger
+        ) { database in
+            let store = ConsumerGroupStore(database: database, logger: logger)
+            var incarnations: [Int] = []
+            for group in groups { incarnations.append(try await store.advance(group, from: 0)) }
+            return incarnations
+        }
+        #expect(incarnations == [1, 1])
+        let port = try freePort()
+        let environment = harness.processEnvironment.merging(["CHECKIN_HTTP_PORT": String(port)]) { $1 }
+        let dev = ServiceProcess(
+            name: "dev", arguments: ["dev"], environment: environment, logDirectory: try harness.makeLogDirectory())
+        try dev.start()
+        defer { dev.stop() }
+        let ready = "http://127.0.0.1:\(port)/ready"
+        let status = StatusRunner(environment: environment, readyURL: ready)
+        try await waitUntil("checkin dev is ready", log: dev) { try await httpStatus(ready) == 200 }
+        let trip = TestTrip(projectId: harness.projectId)
+        #expect(
+            try await post(try trip.batch(0..<9), to: "http://127.0.0.1:\(port)/v1/fixes", key: harness.deviceKey).status == 202)
+
+        // The trip's check-in and check-out, committed by the notifier in incarnation 1.
+        let notifierGroup = harness.notifierGroup + "~1"
+        var outcome = try await status.run(["--json", "--max-lag", "0"])
+        try await waitUntil("status reads the trip's two events committed in \(notifierGroup)", log: dev) {
+            outcome = try await status.run(["--json", "--max-lag", "0"])
+            return try outcome.json().lag.filter { $0.group == notifierGroup }.compactMap(\.committed).reduce(0, +) == 2
+        }
+        #expect(outcome.exitCode == 0, "\(outcome.standardError)")
+        let report = try outcome.json()
+        #expect(!report.lag.contains { $0.group == harness.notifierGroup })
+        #expect(report.lag.filter { $0.group == notifierGroup }.allSatisfy { $0.lag == 0 })
+        // The evaluators' offsets stay in Postgres under the configured group whatever the incarnation.
+        #expect(report.lag.filter { $0.group == harness.evaluatorGroup }.compactMap(\.committed).reduce(0, +) == 9)
+        #expect(report.groups.map(\.worker) == ["evaluator", "notifier"])
+        #expect(report.groups.map(\.incarnation) == [1, 1])
+        #expect(report.groups.map(\.groupId) == [harness.evaluatorGroup + "~1", notifierGroup])
+        #expect(try await status.run([]).standardOutput.contains("  \(notifierGroup)  \(harness.topics.checkIns)  "))
+    }
+
     /// The project and an endpoint whose deliveries the report lists.
     func addProjectWithEndpoint() async throws -> String {
         let (projectId, logger) = (projectId, logger)
