@@ -697,8 +697,8 @@ paths:
       summary: The event log, newest first, each event with its deliveries per endpoint
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters:
-        - {name: deviceId, in: query, schema: {type: string}}
-        - {name: zoneId, in: query, schema: {type: string}}
+        - {name: deviceId, in: query, schema: {$ref: "#/components/schemas/Identifier"}}
+        - {name: zoneId, in: query, schema: {$ref: "#/components/schemas/Identifier"}}
         - {name: type, in: query, schema: {enum: [checkin, checkout]}}
         - {name: from, in: query, description: The event happened at or after, schema: {type: string, format: date-time}}
         - {name: until, in: query, description: The event happened before, schema: {type: string, format: date-time}}
