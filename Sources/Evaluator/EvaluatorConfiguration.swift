@@ -67,12 +67,16 @@ public struct EvaluatorConfiguration: Sendable {
 
     public init(environment: EnvironmentReader, topics: Topics) throws {
         let engine = EngineConfiguration(
-            maxAccuracy: try environment.double("CHECKIN_MAX_ACCURACY", default: 100, range: 0...100_000),
-            exitBuffer: try environment.double("CHECKIN_EXIT_BUFFER", default: 20, range: 0...10_000),
-            staleAfter: try environment.double("CHECKIN_STALE_AFTER", default: 7200, range: 1...31_536_000),
-            maxCrossingGap: try environment.double("CHECKIN_MAX_CROSSING_GAP", default: 600, range: 1...86_400),
-            beaconExitAfter: try environment.double("CHECKIN_BEACON_EXIT_AFTER", default: 60, range: 1...86_400),
-            restartTolerance: try environment.double("CHECKIN_RESTART_TOLERANCE", default: 50, range: 0...10_000))
+            maxAccuracy: try environment.double(
+                "CHECKIN_MAX_ACCURACY", default: 100, range: EngineConfiguration.maxAccuracyRange),
+            exitBuffer: try environment.double("CHECKIN_EXIT_BUFFER", default: 20, range: EngineConfiguration.exitBufferRange),
+            staleAfter: try environment.double("CHECKIN_STALE_AFTER", default: 7200, range: EngineConfiguration.staleAfterRange),
+            maxCrossingGap: try environment.double(
+                "CHECKIN_MAX_CROSSING_GAP", default: 600, range: EngineConfiguration.maxCrossingGapRange),
+            beaconExitAfter: try environment.double(
+                "CHECKIN_BEACON_EXIT_AFTER", default: 60, range: EngineConfiguration.beaconExitAfterRange),
+            restartTolerance: try environment.double(
+                "CHECKIN_RESTART_TOLERANCE", default: 50, range: EngineConfiguration.restartToleranceRange))
         self.init(
             groupId: environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"), topics: topics,
             engine: engine,

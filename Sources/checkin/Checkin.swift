@@ -1,6 +1,11 @@
 import ArgumentParser
 
 /// The one executable: every service, the local all-in-one mode, and the tools.
+///
+/// Every option that takes a number reads it with `parsing: .unconditional`, so that a negative
+/// one written after a space (`--limit -5`) reaches the command's check of its range instead of
+/// being taken for an option and reported as a missing value. A flag in the number's place
+/// (`--limit --json`) is still refused: it does not read as a number.
 @main
 struct Checkin: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -11,13 +11,14 @@ import Testing
         .appendingPathComponent("examples")
 
     @Test func exampleTripGivesTheExpectedEvents() throws {
-        let zones = try Data(contentsOf: Self.examples.appendingPathComponent("zones.json"))
+        let zones = try WireJSON.decoder().decode(
+            ZonesDocument.self, from: Data(contentsOf: Self.examples.appendingPathComponent("zones.json")))
         let trip = try String(contentsOf: Self.examples.appendingPathComponent("trip.jsonl"), encoding: .utf8)
         let expected = try String(contentsOf: Self.examples.appendingPathComponent("expected-events.jsonl"), encoding: .utf8)
         var events: [String] = []
         var problems: [String] = []
         let summary = try Replay.run(
-            zonesJSON: zones, fixLines: trip.split(separator: "\n", omittingEmptySubsequences: false),
+            zones: zones, fixLines: trip.split(separator: "\n", omittingEmptySubsequences: false),
             emitEvent: { events.append($0) }, reportProblem: { problems.append($0) })
         #expect(events == expected.split(separator: "\n").map(String.init))
         #expect(problems.count == 1)
@@ -30,24 +31,26 @@ import Testing
         #expect(first.fence?.id == "concourse")
     }
 
-    @Test func invalidZonesAreRefusedWithTheirProblems() {
-        let zones = Data(
-            #"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": -1}]}]}"#.utf8)
+    /// Refused before any fix, not at the first fix of a project: a replay without fixes
+    /// still says what is wrong with its zones.
+    @Test func invalidZonesAreRefusedWithTheirProblems() throws {
+        let zones = try WireJSON.decoder().decode(
+            ZonesDocument.self,
+            from: Data(
+                #"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": -1}]}]}"#
+                    .utf8))
         #expect(throws: ZoneValidationError.self) {
-            try Replay.run(zonesJSON: zones, fixLines: [String](), emitEvent: { _ in }, reportProblem: { _ in })
-        }
-        #expect(throws: Replay.ZonesError.self) {
-            try Replay.run(zonesJSON: Data("{".utf8), fixLines: [String](), emitEvent: { _ in }, reportProblem: { _ in })
+            try Replay.run(zones: zones, fixLines: [String](), emitEvent: { _ in }, reportProblem: { _ in })
         }
     }
 
     @Test func lateAndDuplicateLinesAreCounted() throws {
-        let zones = Data(#"{"zones": []}"#.utf8)
+        let zones = ZonesDocument(zones: [])
         let fix = #"{"projectId": "p", "deviceId": "d", "timestamp": "2026-06-01T10:00:00Z", "lat": 10.5, "lon": 20.5, "fixId": "a"}"#
         let older = #"{"projectId": "p", "deviceId": "d", "timestamp": "2026-06-01T09:00:00Z", "lat": 10.5, "lon": 20.5}"#
         var problems: [String] = []
         let summary = try Replay.run(
-            zonesJSON: zones, fixLines: [fix, fix, "", older, "not json"], emitEvent: { _ in },
+            zones: zones, fixLines: [fix, fix, "", older, "not json"], emitEvent: { _ in },
             reportProblem: { problems.append($0) })
         #expect(summary.evaluated == 1)
         #expect(summary.duplicates == 1)
@@ -59,13 +62,13 @@ import Testing
     /// With a receipt time, a fix dated far ahead of it is refused and the device's later
     /// fixes are still evaluated, instead of all being late after it.
     @Test func fixesFarAheadOfTheReceiptTimeAreRejected() throws {
-        let zones = Data(#"{"zones": []}"#.utf8)
+        let zones = ZonesDocument(zones: [])
         func line(_ timestamp: String) -> String {
             #"{"projectId": "p", "deviceId": "d", "timestamp": "\#(timestamp)", "lat": 10.5, "lon": 20.5}"#
         }
         var problems: [String] = []
         let summary = try Replay.run(
-            zonesJSON: zones,
+            zones: zones,
             fixLines: [line("2026-06-01T10:00:00Z"), line("9999-12-31T00:00:00Z"), line("2026-06-01T10:01:00Z")],
             receivedAt: RFC3339.parse("2026-06-01T10:30:00Z"), emitEvent: { _ in },
             reportProblem: { problems.append($0) })
@@ -80,8 +83,11 @@ import Testing
 /// An event keeps the millisecond its fix gave: a fix at `.123Z` checks in at `.123Z`,
 /// for every millisecond of a second.
 @Suite struct EventMillisecondTests {
-    static let zones = Data(
-        #"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": 100}]}]}"#.utf8)
+    static let zones = try! WireJSON.decoder().decode(
+        ZonesDocument.self,
+        from: Data(
+            #"{"zones": [{"id": "z", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": 100}]}]}"#.utf8)
+    )
 
     @Test(arguments: ["2026-11-22T10:00", "2004-03-10T00:03"])
     func checkInKeepsTheFixsMillisecond(minute: String) throws {
@@ -94,7 +100,7 @@ import Testing
             ]
             var events: [String] = []
             _ = try Replay.run(
-                zonesJSON: Self.zones, fixLines: lines, emitEvent: { events.append($0) }, reportProblem: { _ in })
+                zones: Self.zones, fixLines: lines, emitEvent: { events.append($0) }, reportProblem: { _ in })
             let event = try #require(events.first)
             let decoded = try WireJSON.decoder().decode(CheckEvent.self, from: Data(event.utf8))
             #expect(decoded.type == .checkin)

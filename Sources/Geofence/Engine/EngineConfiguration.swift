@@ -28,6 +28,16 @@ public struct EngineConfiguration: Sendable, Equatable {
         self.beaconExitAfter = beaconExitAfter
         self.restartTolerance = restartTolerance
     }
+
+    // The values each setting may take, so that the evaluator's `CHECKIN_*` variables and
+    // `checkin replay`'s options refuse the same ones: outside them a setting means nothing
+    // (a negative accuracy checks nothing in) or stops the engine from deciding at all.
+    public static let maxAccuracyRange: ClosedRange<Double> = 0...100_000
+    public static let exitBufferRange: ClosedRange<Double> = 0...10_000
+    public static let staleAfterRange: ClosedRange<TimeInterval> = 1...31_536_000
+    public static let maxCrossingGapRange: ClosedRange<TimeInterval> = 1...86_400
+    public static let beaconExitAfterRange: ClosedRange<TimeInterval> = 1...86_400
+    public static let restartToleranceRange: ClosedRange<Double> = 0...10_000
 }
 
 /// The zones of one project, the unit in which zones are managed and replaced.

@@ -23,24 +23,6 @@ public enum Replay {
         }
     }
 
-    /// Why a replay could not start.
-    public struct ZonesError: Error, Sendable, CustomStringConvertible {
-        public var description: String
-    }
-
-    /// Reads a zones document (SPEC section 5) and validates it.
-    public static func zones(from json: Data) throws -> ZonesDocument {
-        let document: ZonesDocument
-        do {
-            document = try WireJSON.decoder().decode(ZonesDocument.self, from: json)
-        } catch let error as DecodingError {
-            throw ZonesError(description: "the zones file is not a zones document: \(describe(error))")
-        }
-        let problems = ZoneValidator.validate(document)
-        guard problems.isEmpty else { throw ZoneValidationError(problems: problems) }
-        return document
-    }
-
     /// Evaluates every line of `fixLines` (one fix per line, SPEC section 4) in order,
     /// handing each resulting event as one line of JSON to `emitEvent`, and, when
     /// `emitDecision` is given, each fix's decision record (the evaluator's, without the
@@ -48,16 +30,20 @@ public enum Replay {
     /// line that is not a valid fix is reported to `reportProblem` with its line number
     /// and skipped (and counted as rejected). The zones apply to every project named by the fixes.
     ///
+    /// Invalid zones are refused with their problems before any fix is read, as an import
+    /// refuses them, rather than at the first fix of a project.
+    ///
     /// A file records no receipt times, so every fix is taken as received at
     /// `receivedAt`: fixes more than `limits.maxClockSkew` after it are refused. Without
     /// it no fix is too far ahead (only the 2000-01-01 floor applies). Either way the
     /// outcome depends on the inputs alone, never on when the replay runs.
     public static func run<Lines: Sequence>(
-        zonesJSON: Data, fixLines: Lines, configuration: EngineConfiguration = .init(), receivedAt: Date? = nil,
+        zones document: ZonesDocument, fixLines: Lines, configuration: EngineConfiguration = .init(), receivedAt: Date? = nil,
         limits: InputLimits = InputLimits(), emitEvent: (String) -> Void, emitDecision: ((String) -> Void)? = nil,
         reportProblem: (String) -> Void
     ) throws -> Summary where Lines.Element: StringProtocol {
-        let document = try zones(from: zonesJSON)
+        let problems = ZoneValidator.validate(document)
+        guard problems.isEmpty else { throw ZoneValidationError(problems: problems) }
         var engines: [String: GeofenceEngine] = [:]
         var states: [String: [String: DeviceState]] = [:]
         var summary = Summary()
@@ -113,20 +99,6 @@ public enum Replay {
         DecisionRecord(
             fixId: fix.fixId, timestamp: fix.timestamp, mode: fix.mode, location: DecisionLocation(fix),
             entries: evaluation.entries, eventIds: evaluation.events.map(\.eventId))
-    }
-
-    static func describe(_ error: DecodingError) -> String {
-        func path(_ context: DecodingError.Context) -> String {
-            let text = context.codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
-            return text.isEmpty ? "" : "at \(text.hasPrefix(".") ? String(text.dropFirst()) : text): "
-        }
-        switch error {
-        case .dataCorrupted(let context): return path(context) + context.debugDescription
-        case .keyNotFound(let key, let context): return path(context) + "'\(key.stringValue)' is required"
-        case .typeMismatch(_, let context), .valueNotFound(_, let context):
-            return path(context) + context.debugDescription
-        @unknown default: return "\(error)"
-        }
     }
 }
 

@@ -25,14 +25,16 @@ struct NotifierBench: AsyncParsableCommand {
         abstract: "Measure the webhook dispatcher.",
         discussion: "Its throughput, and a healthy endpoint's latency alone and beside an endpoint that times out.")
 
-    @Option(help: "Deliveries in the throughput run.") var deliveries = 20_000
-    @Option(help: "Distinct devices (a device's deliveries go one after another).") var devices = 2_000
-    @Option(help: "Attempts in flight (CHECKIN_WEBHOOK_CONCURRENCY).") var concurrency = 64
-    @Option(help: "Attempts in flight per endpoint (CHECKIN_WEBHOOK_ENDPOINT_CONCURRENCY).") var endpointConcurrency = 64
-    @Option(help: "Deliveries per second to the healthy endpoint in the latency runs.") var rate = 200
-    @Option(help: "Seconds each latency run lasts.") var seconds = 15
-    @Option(help: "Request timeout in the latency runs, what the stuck endpoint costs per attempt.") var timeout = 5
-    @Option(help: "Deliveries queued for the endpoint that never answers.") var stuckQueued = 2_000
+    @Option(parsing: .unconditional, help: "Deliveries in the throughput run.") var deliveries = 20_000
+    @Option(parsing: .unconditional, help: "Distinct devices (a device's deliveries go one after another).") var devices = 2_000
+    @Option(parsing: .unconditional, help: "Attempts in flight (CHECKIN_WEBHOOK_CONCURRENCY).") var concurrency = 64
+    @Option(parsing: .unconditional, help: "Attempts in flight per endpoint (CHECKIN_WEBHOOK_ENDPOINT_CONCURRENCY).")
+    var endpointConcurrency = 64
+    @Option(parsing: .unconditional, help: "Deliveries per second to the healthy endpoint in the latency runs.") var rate = 200
+    @Option(parsing: .unconditional, help: "Seconds each latency run lasts.") var seconds = 15
+    @Option(parsing: .unconditional, help: "Request timeout in the latency runs, what the stuck endpoint costs per attempt.")
+    var timeout = 5
+    @Option(parsing: .unconditional, help: "Deliveries queued for the endpoint that never answers.") var stuckQueued = 2_000
     @Option(help: "Host name of the endpoint that never answers (the partners listen on 127.0.0.1).") var stuckHost = "127.0.0.1"
     @Flag(
         inversion: .prefixedNo,

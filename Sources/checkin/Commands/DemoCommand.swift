@@ -22,7 +22,7 @@ struct DemoCommand: AsyncParsableCommand {
             """)
 
     @Flag(help: "Exit after the trip's check-in and check-out webhooks arrived.") var once = false
-    @Option(help: "Seconds to wait for the webhooks before giving up (1 to 3600).") var timeout: Int = 120
+    @Option(parsing: .unconditional, help: "Seconds to wait for the webhooks before giving up (1 to 3600).") var timeout: Int = 120
 
     func validate() throws {
         guard (1...3600).contains(timeout) else { throw CommandFailure("--timeout must be from 1 to 3600 seconds", helpOf: Self.self) }

@@ -87,8 +87,8 @@ struct DevicesCommand: AsyncParsableCommand {
             commandName: "decisions", abstract: "A device's recent decision records, newest first.")
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
-        @Option(help: "How many fixes (1 to 1000).") var limit: Int = 20
-        @Option(help: "Start after this cursor (printed at the end of a page).") var cursor: Int64?
+        @Option(parsing: .unconditional, help: "How many fixes (1 to 1000).") var limit: Int = 20
+        @Option(parsing: .unconditional, help: "Start after this cursor (printed at the end of a page).") var cursor: Int64?
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func validate() throws {
@@ -189,8 +189,8 @@ struct EventsCommand: AsyncParsableCommand {
         @Option(help: "checkin or checkout.") var type: String?
         @Option(help: "Happened at or after (RFC 3339).") var from: String?
         @Option(help: "Happened before (RFC 3339).") var until: String?
-        @Option(help: "How many (1 to 1000).") var limit: Int = 50
-        @Option(help: "Start after this cursor (printed at the end of a page).") var cursor: Int64?
+        @Option(parsing: .unconditional, help: "How many (1 to 1000).") var limit: Int = 50
+        @Option(parsing: .unconditional, help: "Start after this cursor (printed at the end of a page).") var cursor: Int64?
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func validate() throws {

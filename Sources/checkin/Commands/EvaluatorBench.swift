@@ -24,17 +24,18 @@ struct EvaluatorBench: AsyncParsableCommand {
             --admin-database-url (a superuser; by default the same URL as the postgres user) and put back afterwards.
             """)
 
-    @Option(help: "Fixes in the backlog.") var fixes = 200_000
-    @Option(help: "Walking devices.") var devices = 2_000
-    @Option(help: "Circle fences (one zone each), spread over --side-km x --side-km.") var fences = 100_000
-    @Option(name: .customLong("side-km"), help: "Side of the square the fences cover, in km.") var sideKilometres = 200.0
-    @Option(help: "Evaluator processes.") var evaluators = 1
+    @Option(parsing: .unconditional, help: "Fixes in the backlog.") var fixes = 200_000
+    @Option(parsing: .unconditional, help: "Walking devices.") var devices = 2_000
+    @Option(parsing: .unconditional, help: "Circle fences (one zone each), spread over --side-km x --side-km.") var fences = 100_000
+    @Option(name: .customLong("side-km"), parsing: .unconditional, help: "Side of the square the fences cover, in km.")
+    var sideKilometres = 200.0
+    @Option(parsing: .unconditional, help: "Evaluator processes.") var evaluators = 1
     @Option(help: "Postgres durability during the run: on (fsync, synchronous_commit, full_page_writes on), off, or unchanged.")
     var fsync = "unchanged"
     @Option(help: "A superuser's URL of the same Postgres, to set fsync.") var adminDatabaseURL: String?
-    @Option(help: "First ops port of the evaluators (metrics); the others follow.") var firstPort = 18_300
-    @Option(help: "Seed of the world.") var seed: UInt64 = 1
-    @Option(help: "Seconds to wait for the evaluators.") var timeout = 900
+    @Option(parsing: .unconditional, help: "First ops port of the evaluators (metrics); the others follow.") var firstPort = 18_300
+    @Option(parsing: .unconditional, help: "Seed of the world.") var seed: UInt64 = 1
+    @Option(parsing: .unconditional, help: "Seconds to wait for the evaluators.") var timeout = 900
     @Flag(inversion: .prefixedNo, help: "Record every fix's decision (CHECKIN_EVALUATOR_DECISIONS), as in production.")
     var decisions = true
     @Flag(help: "Print one JSON summary instead of text.") var json = false

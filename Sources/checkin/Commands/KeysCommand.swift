@@ -82,7 +82,7 @@ struct KeysCommand: AsyncParsableCommand {
             commandName: "rotate", abstract: "Replace a key by a new one of the same kind.",
             discussion: "The old key keeps working for --overlap seconds, so that clients can move without a gap.")
         @Option(help: "The project id.") var project: String
-        @Option(help: "Seconds the old key keeps working (0: it stops at once).")
+        @Option(parsing: .unconditional, help: "Seconds the old key keeps working (0: it stops at once).")
         var overlap: Int = ProjectStore.defaultRotationOverlapSeconds
         @Argument(help: "The key id (key_…).") var id: String
 

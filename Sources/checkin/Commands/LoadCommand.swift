@@ -23,16 +23,19 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(help: "Ingest base URL.") var url = "http://127.0.0.1:8080"
     @Option(help: "Device API key (omit when the ingest does not require one).") var key: String?
     @Option(help: "Project id written into each fix.") var project = "load"
-    @Option(help: "How many fixes to send in all.") var fixes = 20_000
-    @Option(help: "Distinct devices.") var devices = 200
-    @Option(help: "Fixes per request.") var batch = 100
-    @Option(help: "Requests in flight at once (closed loop); with --rate, the most that may be.") var concurrency = 8
-    @Option(help: "Fixes per second on a fixed schedule (open loop); 0: as fast as --concurrency allows.") var rate = 0
+    @Option(parsing: .unconditional, help: "How many fixes to send in all.") var fixes = 20_000
+    @Option(parsing: .unconditional, help: "Distinct devices.") var devices = 200
+    @Option(parsing: .unconditional, help: "Fixes per request.") var batch = 100
+    @Option(parsing: .unconditional, help: "Requests in flight at once (closed loop); with --rate, the most that may be.")
+    var concurrency = 8
+    @Option(parsing: .unconditional, help: "Fixes per second on a fixed schedule (open loop); 0: as fast as --concurrency allows.")
+    var rate = 0
     @Option(help: "A /metrics URL of the evaluator (or of checkin dev) to wait on.") var metrics: String?
     @Flag(help: "Receive the project's webhooks and report fix-accepted (and fix-sent) to webhook-received latency.")
     var receive = false
-    @Option(help: "With --receive, register this many endpoints (each event is delivered to each).") var endpoints = 1
-    @Option(help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
+    @Option(parsing: .unconditional, help: "With --receive, register this many endpoints (each event is delivered to each).")
+    var endpoints = 1
+    @Option(parsing: .unconditional, help: "Seconds to wait for the evaluator, and for webhooks to stop arriving.") var timeout = 300
     @Flag(help: "Print one JSON summary instead of text.") var json = false
     @Flag(
         help: """
@@ -41,6 +44,7 @@ struct LoadCommand: AsyncParsableCommand {
             """)
     var holdWebhooks = false
     @Option(
+        parsing: .unconditional,
         help: """
             Events per fix to aim for with zones generated on the devices' paths (for instance 0.17, one \
             webhook per six fixes); 0: walk through the example zones (about 0.03).

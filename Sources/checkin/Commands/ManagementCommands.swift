@@ -129,8 +129,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's latest deliveries.")
         @Option(help: "The project id.") var project: String
         @Option(help: "pending, retrying (pending, attempted at least once), delivered, failed or cancelled.") var status: String?
-        @Option(help: "How many (1 to 1000).") var limit: Int = 50
-        @Option(help: "Older than this delivery id (the `--cursor` a previous page printed).") var cursor: Int64?
+        @Option(parsing: .unconditional, help: "How many (1 to 1000).") var limit: Int = 50
+        @Option(parsing: .unconditional, help: "Older than this delivery id (the `--cursor` a previous page printed).") var cursor: Int64?
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be between 1 and 1000", helpOf: Self.self) }

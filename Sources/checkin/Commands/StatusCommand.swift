@@ -29,13 +29,15 @@ struct StatusCommand: AsyncParsableCommand {
                 then the next two ports (evaluator, notifier) unless the first says it runs those too.
                 """))
     var readyURLs: [String] = []
-    @Option(help: "The first port of the local services, asked when no --ready is given (checkin dev's or the ingest's).")
+    @Option(
+        parsing: .unconditional,
+        help: "The first port of the local services, asked when no --ready is given (checkin dev's or the ingest's).")
     var localPort = 8080
-    @Option(help: "Records a consumer group may be behind, summed over partitions, before it is unhealthy.")
+    @Option(parsing: .unconditional, help: "Records a consumer group may be behind, summed over partitions, before it is unhealthy.")
     var maxLag: Int64 = 10_000
-    @Option(help: "Seconds the oldest unprocessed fix may wait before the pipeline is unhealthy.")
+    @Option(parsing: .unconditional, help: "Seconds the oldest unprocessed fix may wait before the pipeline is unhealthy.")
     var maxFixAge: Double = 300
-    @Option(help: "Seconds to wait for each service, the broker and Postgres.")
+    @Option(parsing: .unconditional, help: "Seconds to wait for each service, the broker and Postgres.")
     var timeout: Int = 5
     @Flag(help: "Print JSON instead of tables.") var json = false
     @Flag(help: "Exit 1 on warnings too.") var strict = false

@@ -20,7 +20,7 @@ struct ZonesCommand: AsyncParsableCommand {
         @Argument(help: "The zones document (JSON).") var file: String
         @Flag(help: "Print what the import would add, remove and change, and the lint's warnings, without applying it.")
         var dryRun = false
-        @Option(help: "Import only if the project's zones are at this version (`zones versions` lists them).")
+        @Option(parsing: .unconditional, help: "Import only if the project's zones are at this version (`zones versions` lists them).")
         var ifVersion: Int64?
 
         func validate() throws {
@@ -81,8 +81,8 @@ struct ZonesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "versions", abstract: "List a project's zones versions, newest first.")
         @Option(help: "The project id.") var project: String
-        @Option(help: "How many (1 to 1000).") var limit: Int = 50
-        @Option(help: "Older than this version (the `--cursor` a previous page printed).") var cursor: Int64?
+        @Option(parsing: .unconditional, help: "How many (1 to 1000).") var limit: Int = 50
+        @Option(parsing: .unconditional, help: "Older than this version (the `--cursor` a previous page printed).") var cursor: Int64?
 
         func validate() throws {
             guard (1...1000).contains(limit) else { throw CommandFailure("--limit must be between 1 and 1000", helpOf: Self.self) }
@@ -108,7 +108,7 @@ struct ZonesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "show", abstract: "Print one version of a project's zones.")
         @Option(help: "The project id.") var project: String
-        @Option(help: "The version (`zones versions` lists them).") var version: Int64
+        @Option(parsing: .unconditional, help: "The version (`zones versions` lists them).") var version: Int64
 
         func run() async throws {
             let (project, version) = (project, version)
@@ -127,8 +127,8 @@ struct ZonesCommand: AsyncParsableCommand {
             commandName: "restore", abstract: "Make an old version current, as a new version.",
             discussion: "The version is validated again (with today's validator and quota) before it is applied.")
         @Option(help: "The project id.") var project: String
-        @Option(help: "The version to restore (`zones versions` lists them).") var version: Int64
-        @Option(help: "Restore only if the project's zones are at this version.") var ifVersion: Int64?
+        @Option(parsing: .unconditional, help: "The version to restore (`zones versions` lists them).") var version: Int64
+        @Option(parsing: .unconditional, help: "Restore only if the project's zones are at this version.") var ifVersion: Int64?
 
         func run() async throws {
             let (project, restoredVersion, expectedVersion) = (project, version, ifVersion)
@@ -190,19 +190,22 @@ private func printLintWarnings(_ document: ZonesDocument) throws {
     FileHandle.standardError.write(Data(warnings.utf8))
 }
 
-/// Reads and validates a zones document, failing with messages that name the zone, fence and problem.
-func loadZonesDocument(path: String) throws -> ZonesDocument {
-    guard let data = FileManager.default.contents(atPath: path) else { throw CommandFailure("cannot read \(path)") }
+/// Reads and validates a zones document, failing with messages that name the zone, fence and problem:
+/// `zones import` and `replay` read their files with it, so that both refuse the same documents in the same words.
+/// - Parameter name: how messages name the file: its path, or the option and path (`--zones zones.json`).
+func loadZonesDocument(path: String, naming name: String? = nil) throws -> ZonesDocument {
+    let name = name ?? path
+    let data = try readInputFile(path, naming: name)
     let document: ZonesDocument
     do {
         document = try WireJSON.decoder().decode(ZonesDocument.self, from: data)
     } catch {
-        throw CommandFailure("\(path): \(DecodingErrorText.describe(error))")
+        throw CommandFailure("\(name): \(DecodingErrorText.describe(error))")
     }
     let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: data)
     let problems = unknownMembers.map { "\($0): is not a member of a zones document" } + ZoneValidator.validate(document).map { "\($0)" }
     guard problems.isEmpty else {
-        throw CommandFailure("\(path):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
+        throw CommandFailure("\(name):\n" + problems.map { "  \($0)" }.joined(separator: "\n"))
     }
     return document
 }

@@ -111,3 +111,27 @@ import Testing
         #expect(seen > 30)
     }
 }
+
+/// A negative number written after a space is its option's value, refused for its range like any
+/// other, not taken for an option of its own and reported as a missing value. (Outside the suite:
+/// it needs no services.)
+@Test func aNegativeNumberAfterASpaceIsRefusedForItsRange() async throws {
+    let refusals: [([String], String, String)] = [
+        (["zones", "versions", "--project", "p", "--limit", "-5"], "--limit must be between 1 and 1000", "zones versions"),
+        (["devices", "decisions", "--project", "p", "d", "--limit", "-5"], "--limit must be from 1 to 1000", "devices decisions"),
+        (["keys", "rotate", "--project", "p", "key_x", "--overlap", "-1"], "--overlap must be between 0 and", "keys rotate"),
+        (["demo", "--timeout", "-1"], "--timeout must be from 1 to 3600 seconds", "demo"),
+        (["status", "--max-lag", "-1"], "--max-lag must be 0 or more", "status"),
+        (
+            ["replay", "--zones", "zones.json", "--fixes", "trip.jsonl", "--max-accuracy", "-5"],
+            "--max-accuracy must be from 0 to 100000 metres", "replay"
+        ),
+    ]
+    for (arguments, message, command) in refusals {
+        let outcome = try await CommandOutcome.run(arguments)
+        let lines = outcome.standardError.split(separator: "\n").map(String.init)
+        #expect(outcome.exitCode == 1, "\(arguments): \(outcome.standardError)")
+        #expect(lines.first?.hasPrefix("Error: \(message)") == true, "\(arguments): \(outcome.standardError)")
+        #expect(lines.last == "See 'checkin \(command) --help'.", "\(arguments): \(outcome.standardError)")
+    }
+}
