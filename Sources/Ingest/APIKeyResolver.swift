@@ -54,12 +54,21 @@ public final class APIKeyResolver: Sendable {
 
     /// The key from `Authorization: Bearer …` or `X-API-Key`. Two different keys in one
     /// request would leave it to chance which project answers: a 400 naming both headers.
+    /// So are two `Authorization` (or two `X-API-Key`) headers with different keys.
     static func key(in request: Request) throws -> String? {
-        var bearer: String?
-        if let authorization = request.headers[.authorization], authorization.lowercased().hasPrefix("bearer ") {
-            bearer = String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+        let bearers = Set(
+            request.headers[values: .authorization].compactMap { authorization -> String? in
+                guard authorization.lowercased().hasPrefix("bearer ") else { return nil }
+                return String(authorization.dropFirst(7)).trimmingCharacters(in: .whitespaces)
+            })
+        let headers = Set(HTTPField.Name("X-API-Key").map { request.headers[values: $0] } ?? [])
+        let repeated = [("Authorization", bearers), ("X-API-Key", headers)].filter { $0.1.count > 1 }
+        guard repeated.isEmpty else {
+            throw Problem.invalid(
+                "the request carries two different API keys; send one",
+                parameters: repeated.map { .init(name: $0.0, reason: "is given twice with different keys") })
         }
-        let header = HTTPField.Name("X-API-Key").flatMap { request.headers[$0] }
+        let (bearer, header) = (bearers.first, headers.first)
         if let bearer, let header, bearer != header {
             throw Problem.invalid(
                 "the request carries two different API keys; send one",

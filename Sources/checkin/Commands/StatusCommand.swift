@@ -44,7 +44,9 @@ struct StatusCommand: AsyncParsableCommand {
 
     func validate() throws {
         guard maxLag >= 0 else { throw CommandFailure("--max-lag must be 0 or more", helpOf: Self.self) }
-        guard maxFixAge >= 0 else { throw CommandFailure("--max-fix-age must be 0 or more", helpOf: Self.self) }
+        guard maxFixAge >= 0, maxFixAge.isFinite else {
+            throw CommandFailure("--max-fix-age must be a number of seconds, 0 or more", helpOf: Self.self)
+        }
         guard timeout > 0 else { throw CommandFailure("--timeout must be positive", helpOf: Self.self) }
         guard (1...65_533).contains(localPort) else { throw CommandFailure("--local-port must be between 1 and 65533", helpOf: Self.self) }
     }

@@ -323,6 +323,13 @@ import Testing
             // The same key twice is not ambiguous.
             let same: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", apiKey: harness.managementKey]
             #expect(try await client.execute(uri: "/v1/zones", method: .get, headers: same).status == .ok)
+            // Nor is it left to chance which of two Authorization headers counts.
+            let twice = HTTPFields([
+                HTTPField(name: .authorization, value: "Bearer \(harness.managementKey)"),
+                HTTPField(name: .authorization, value: "Bearer \(harness.deviceKey)"),
+            ])
+            let refusedTwice = try Self.problem(try await client.execute(uri: "/v1/zones", method: .get, headers: twice))
+            #expect(refusedTwice.status == .badRequest && refusedTwice.names == ["Authorization"])
         }
     }
 }

@@ -47,6 +47,7 @@ import Testing
             (["projects", "create", "my project"], "the project id must be 1 to 64 letters", "projects create"),
             (["projects", "create", ""], "the project id must be 1 to 64 letters", "projects create"),
             (["demo", "--timeout=-1"], "--timeout must be from 1 to 3600 seconds", "demo"),
+            (["status", "--max-fix-age", "inf"], "--max-fix-age must be a number of seconds", "status"),
         ]
         for (arguments, message, command) in refusals {
             let outcome = try await CommandOutcome.run(arguments, environment: environment)
