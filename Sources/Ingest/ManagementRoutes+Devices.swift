@@ -12,7 +12,7 @@ extension ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
             let deviceId = try context.parameters.decoded("deviceId")
-            guard try context.parameters.identifier("deviceId") != nil,
+            guard Self.couldBeIdentifier(deviceId),
                 let view = try await dependencies.insight.view(projectId: projectId, deviceId: deviceId)
             else {
                 throw Problem.notFound("nothing is kept about device \(deviceId) in this project")
@@ -23,7 +23,7 @@ extension ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
             let deviceId = try context.parameters.decoded("deviceId")
-            guard try context.parameters.identifier("deviceId") != nil,
+            guard Self.couldBeIdentifier(deviceId),
                 let erasure = try await dependencies.insight.erase(
                     projectId: projectId, deviceId: deviceId, by: "management API", logger: logger)
             else {
@@ -38,7 +38,7 @@ extension ManagementRoutes {
             let query = request.uri.queryParameters
             let limit = try Self.limit(query.get("limit"), default: 100, within: Self.decisionPageLimits)
             let cursor = try Self.cursor(query.get("cursor"))
-            guard try context.parameters.identifier("deviceId") != nil else {
+            guard Self.couldBeIdentifier(deviceId) else {
                 return try json(PageAnswer<DecisionRecord>([], nextCursor: nil))
             }
             let page = try await dependencies.insight.decisions(
@@ -85,10 +85,9 @@ extension ManagementRoutes {
         }
     }
 
-    /// Query parameters a route does not know are a 400 naming each (a misspelt filter
-    /// would otherwise answer everything).
-    /// Refuses query parameters the route does not know, and one given twice (which of two
-    /// `dryRun` values counts must not be a guess), naming each.
+    /// Query parameters a route does not know are a 400 naming each (a misspelt filter would
+    /// otherwise answer everything), and so is one given twice (which of two `dryRun` values
+    /// counts must not be a guess).
     static func refuseUnknownParameters(of request: Request, known: Set<String>) throws {
         let names = request.uri.queryParameters.map { String($0.key) }
         let unknown = Set(names).subtracting(known)

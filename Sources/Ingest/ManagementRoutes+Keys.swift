@@ -178,8 +178,8 @@ extension ManagementRoutes {
 
     /// The `:id` of a key route; a 404 when it cannot be a key's identifier.
     func keyId(_ context: IngestRequestContext) throws -> String {
-        let text = try context.parameters.decoded("id")
-        guard let id = try context.parameters.identifier("id") else { throw Problem.notFound("no key \(text) in this project") }
+        let id = try context.parameters.decoded("id")
+        guard Self.couldBeIdentifier(id) else { throw Problem.notFound("no key \(id) in this project") }
         return id
     }
 }

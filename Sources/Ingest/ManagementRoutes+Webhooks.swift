@@ -140,12 +140,14 @@ extension ManagementRoutes {
     /// A JSON body decoded, or a 400 saying what is wrong and, where it can, naming the member
     /// at fault in `invalid-params`. UTF-8 is checked first: the decoder would take bytes that
     /// are not text, and what they were read as is no one's intent.
-    static func decodeBody<Body: Decodable>(_ type: Body.Type, from bytes: ByteBuffer, shape: String) throws -> Body {
+    static func decodeBody<Body: Decodable>(
+        _ type: Body.Type, from bytes: ByteBuffer, shape: String, decoder: JSONDecoder = JSONDecoder()
+    ) throws -> Body {
         guard String(validating: bytes.readableBytesView, as: UTF8.self) != nil else {
             throw Problem.invalid("\(shape): the body is not valid UTF-8")
         }
         do {
-            return try JSONDecoder().decode(type, from: Data(buffer: bytes))
+            return try decoder.decode(type, from: Data(buffer: bytes))
         } catch {
             let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
             throw Problem.invalid("\(shape): \(DecodingErrorText.describe(error))", parameters: parameters)
@@ -154,10 +156,8 @@ extension ManagementRoutes {
 
     /// The `:id` of an endpoint route; a 404 when it cannot be an endpoint's identifier.
     func endpointId(_ context: IngestRequestContext) throws -> String {
-        let text = try context.parameters.decoded("id")
-        guard let id = try context.parameters.identifier("id") else {
-            throw Problem.notFound("no webhook endpoint \(text) in this project")
-        }
+        let id = try context.parameters.decoded("id")
+        guard Self.couldBeIdentifier(id) else { throw Problem.notFound("no webhook endpoint \(id) in this project") }
         return id
     }
 

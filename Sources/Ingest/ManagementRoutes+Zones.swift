@@ -69,13 +69,8 @@ extension ManagementRoutes {
         let dryRun = try Self.dryRun(request.uri.queryParameters.get("dryRun"))
         let expectedVersion = try Self.expectedVersion(request)
         let body = try await request.body.collect(upTo: maximumBodyBytes)
-        let document: ZonesDocument
-        do {
-            document = try WireJSON.decoder().decode(ZonesDocument.self, from: Data(buffer: body))
-        } catch {
-            let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
-            throw Problem.invalid("the body is not a zones document: \(DecodingErrorText.describe(error))", parameters: parameters)
-        }
+        let document = try Self.decodeBody(
+            ZonesDocument.self, from: body, shape: "the body is not a zones document", decoder: WireJSON.decoder())
         let unknownMembers = try ZonesDocument.unknownMembers(of: document, in: Data(buffer: body))
         try refuseInvalid(document, unknownMembers: unknownMembers)
         if dryRun {

@@ -17,12 +17,13 @@ extension Parameters {
         }
         return text
     }
+}
 
-    /// A decoded path identifier, or nil when the text cannot be one (too long, control
-    /// characters): nothing was stored under it, so the route answers as for an identifier
-    /// it has not got, without handing Postgres a NUL it would refuse.
-    func identifier(_ name: String) throws -> String? {
-        let text = try decoded(name)
-        return InputLimits.identifierProblem(text) == nil ? text : nil
+extension ManagementRoutes {
+    /// Whether a decoded path identifier could name anything. Text that cannot be an
+    /// identifier (too long, control characters) was never stored, so the route answers as
+    /// for an identifier it has not got, without handing Postgres a NUL it would refuse.
+    static func couldBeIdentifier(_ text: String) -> Bool {
+        InputLimits.identifierProblem(text) == nil
     }
 }

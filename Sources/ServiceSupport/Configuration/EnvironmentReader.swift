@@ -51,7 +51,7 @@ public struct EnvironmentReader: Sendable {
     /// a time-out of 0 would make a loop spin or every attempt fail, so those set one.
     public func duration(_ name: String, default defaultValue: Duration, minimum: Duration = .zero) throws -> Duration {
         guard let text = optionalString(name) else { return defaultValue }
-        let least = Double(minimum.components.seconds) + Double(minimum.components.attoseconds) / 1e18
+        let least = minimum / .seconds(1)
         guard let seconds = Double(text), seconds.isFinite, seconds >= least else {
             let expected = minimum == .zero ? "a number of seconds" : "a number of seconds, at least \(least)"
             throw ConfigurationError(variable: name, value: text, expected: expected)

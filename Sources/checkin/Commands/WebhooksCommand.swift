@@ -6,20 +6,19 @@ import Shared
 
 /// Runs `body` with the webhook store of the configured database, sealing secrets with
 /// `CHECKIN_SECRET_KEY` or, when it is unset, the local key `checkin dev` or `demo` made.
-func withWebhookStore<Result: Sendable>(_ body: @Sendable (WebhookStore) async throws -> Result) async throws -> Result {
+///
+/// With `project`, a command about one project runs `body` only once the project is known to
+/// exist (on the same connection).
+func withWebhookStore<Result: Sendable>(
+    project: String? = nil, of command: (any ParsableCommand.Type)? = nil,
+    _ body: @Sendable (WebhookStore) async throws -> Result
+) async throws -> Result {
     let configured = try EnvironmentReader().secretEncryptionKey()
     return try await withDatabase { database, logger in
+        if let project, let command { try await requireProject(project, of: command, database: database, logger: logger) }
         let sealer = try await SecretKeyStore(database: database, logger: logger).sealer(configured: configured, fallback: .existingLocal)
         return try await body(WebhookStore(database: database, logger: logger, sealer: sealer))
     }
-}
-
-/// `withWebhookStore` for a command about one project, once the project is known to exist.
-func withWebhookStore<Result: Sendable>(
-    project: String, of command: any ParsableCommand.Type, _ body: @Sendable (WebhookStore) async throws -> Result
-) async throws -> Result {
-    try await withDatabase { database, logger in try await requireProject(project, of: command, database: database, logger: logger) }
-    return try await withWebhookStore(body)
 }
 
 struct WebhooksCommand: AsyncParsableCommand {

@@ -87,6 +87,13 @@ import Testing
             let undecodable = try await client.execute(uri: "/v1/keys", method: .post, headers: key, body: notText)
             #expect(undecodable.status == .badRequest, "\(String(buffer: undecodable.body))")
             #expect(String(buffer: undecodable.body).contains("not valid UTF-8"))
+            var zonesNotText = ByteBuffer(string: #"{"zones": [{"id": "cafe", "name": ""#)
+            zonesNotText.writeBytes([0xFF])
+            zonesNotText.writeString(
+                #"", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [4.9, 52.37]}, "radius": 50}]}]}"#)
+            let zonesUndecodable = try await client.execute(uri: "/v1/zones", method: .put, headers: key, body: zonesNotText)
+            #expect(zonesUndecodable.status == .badRequest, "\(String(buffer: zonesUndecodable.body))")
+            #expect(String(buffer: zonesUndecodable.body).contains("not valid UTF-8"))
 
             let beacon = #"{"zones": [{"id": "cafe", "beacons": [{"id": "b1", "uuid": "not-a-uuid"}]}]}"#
             let zones = try Self.problem(
