@@ -27,7 +27,7 @@ public struct WebhookResponseError: Error, CustomStringConvertible {
 ///
 /// Connections are kept alive and reused for the same scheme, host and port (a pooled
 /// connection stays bound to the address that was checked when it was opened), at most
-/// `maximumIdlePerHost` idle per host, the notifier's per-endpoint concurrency.
+/// `maximumIdlePerHost` idle per host (the notifier's `idleConnectionsPerHost`).
 public struct GuardedWebhookClient: Sendable {
     public let policy: WebhookURLPolicy
     let resolver: any WebhookHostResolver

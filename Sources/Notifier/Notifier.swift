@@ -30,7 +30,7 @@ public struct Notifier: Sendable {
         let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
         let consumer = try KafkaConsumer(configuration: consumerConfiguration, rebalanceListener: nil, logger: logger)
         let webhookClient = try GuardedWebhookClient(
-            policy: configuration.webhookURLPolicy, resolver: hostResolver, maximumIdlePerHost: configuration.endpointConcurrency)
+            policy: configuration.webhookURLPolicy, resolver: hostResolver, maximumIdlePerHost: configuration.idleConnectionsPerHost)
         let dispatcher = WebhookDispatcher(
             configuration: configuration, webhooks: webhooks, webhookClient: webhookClient, logger: logger)
         self.consumer = consumer

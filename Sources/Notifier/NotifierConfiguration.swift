@@ -88,6 +88,13 @@ public struct NotifierConfiguration: Sendable {
         rebalanceLimit = try environment.duration("CHECKIN_KAFKA_REBALANCE_LIMIT", default: .seconds(60))
     }
 
+    /// How many idle connections the webhook client keeps open to one host: as many as attempts
+    /// may be in flight, not one endpoint's share. Several endpoints may share a host (one
+    /// partner's endpoints), each with its own share in flight; kept to one share, the
+    /// connections beyond it were closed after each answer and opened again for the next
+    /// request, a new connection every few deliveries.
+    public var idleConnectionsPerHost: Int { concurrency }
+
     /// The back-off before attempt `attempt + 1`, after `attempt` failed, without jitter.
     func retryDelay(afterAttempt attempt: Int) -> Duration {
         var delay = initialRetryDelay

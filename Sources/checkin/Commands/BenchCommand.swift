@@ -181,7 +181,7 @@ struct NotifierBench: AsyncParsableCommand {
     ) async throws {
         let dispatcher = WebhookDispatcher(
             configuration: configuration, webhooks: webhooks,
-            webhookClient: try GuardedWebhookClient(policy: .local, maximumIdlePerHost: configuration.endpointConcurrency),
+            webhookClient: try GuardedWebhookClient(policy: .local, maximumIdlePerHost: configuration.idleConnectionsPerHost),
             logger: logger)
         try await runServices([dispatcher], logger: logger) { try await body(dispatcher) }
     }
