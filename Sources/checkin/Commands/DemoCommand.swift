@@ -35,6 +35,8 @@ struct DemoCommand: AsyncParsableCommand {
         MetricsBootstrap.prometheus()
         let logger = Logger(label: "checkin.demo")
         let settings = try ProcessSettings(environment: environment, localBroker: true, localDevelopment: true)
+        let pipeline = Pipeline(settings: settings, stages: .all, logger: logger)
+        try await pipeline.httpAddress().ensureFree()
         print("• preparing Postgres and the broker (migrations, topics)…")
         let sealer = try await settings.prepare(logger: logger)
         try await DemoScript.refuseAProjectNotItsOwn(settings: settings, logger: logger)
@@ -43,7 +45,6 @@ struct DemoCommand: AsyncParsableCommand {
         let received = AsyncStream.makeStream(of: WebhookPayload.self)
         let ports = AsyncStream.makeStream(of: (String, Int).self)
         let receiver = PartnerReceiver(secret: try WebhookSecret(secret), received: received.continuation)
-        let pipeline = Pipeline(settings: settings, stages: .all, logger: logger)
         var services = try pipeline.services(sealer: sealer, onIngestRunning: { port in ports.continuation.yield(("ingest", port)) })
         services.append(receiver.application(logger: logger) { port in ports.continuation.yield(("partner", port)) })
         let group = ServiceGroup(

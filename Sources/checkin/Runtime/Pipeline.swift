@@ -93,17 +93,28 @@ struct Pipeline {
                     configuration: configuration, dependencies: dependencies, logger: logger,
                     onServerRunning: onIngestRunning))
         } else {
-            let port = try settings.environment.int(
-                "CHECKIN_HTTP_PORT", default: stages == .evaluator ? 8081 : 8082, range: 0...65_535)
+            let address = try httpAddress()
             services.append(
                 OperationsRoutes.server(
-                    host: settings.opsHost, port: port, readiness: readiness, registry: registry, logger: logger))
+                    host: address.host, port: address.port, readiness: readiness, registry: registry, logger: logger))
         }
         return services
     }
 
+    /// Where the process's HTTP server listens: the ingest's API with the operations routes,
+    /// or the operations routes alone (8081 for an evaluator, 8082 for a notifier by default).
+    func httpAddress() throws -> HTTPAddressCheck {
+        if stages.contains(.ingest) {
+            let configuration = try IngestConfiguration(environment: settings.environment, topics: settings.topics)
+            return HTTPAddressCheck(host: configuration.host, port: configuration.port)
+        }
+        let port = try settings.environment.int("CHECKIN_HTTP_PORT", default: stages == .evaluator ? 8081 : 8082, range: 0...65_535)
+        return HTTPAddressCheck(host: settings.opsHost, port: port)
+    }
+
     /// Prepares dependencies, then runs until SIGINT/SIGTERM and stops gracefully.
     func run() async throws {
+        try await httpAddress().ensureFree()
         let sealer = try await settings.prepare(logger: logger)
         var configuration = ServiceGroupConfiguration(
             services: try services(sealer: sealer).map { .init(service: $0) }, gracefulShutdownSignals: [.sigterm, .sigint],

@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 import Testing
 
 /// What every `checkin` command keeps to at a terminal: a refusal is one error line and
@@ -77,6 +78,27 @@ import Testing
             #expect(outcome.exitCode != 0, "\(variable)=\(value)")
             #expect(outcome.standardError.contains("\(variable)='\(value)' is not valid"), "\(variable): \(outcome.standardError)")
         }
+    }
+
+    /// A service whose HTTP port another process holds says so, naming the setting, before it
+    /// starts anything: not a bind error after its other services started and stopped again.
+    @Test func aServiceWhosePortIsTakenSaysSoNamingTheSetting() async throws {
+        try await harness.prepare()
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 0).get()
+        let port = try #require(listener.localAddress?.port)
+        for command in [["dev"], ["ingest"], ["notifier"]] {
+            let outcome = try await CommandOutcome.run(
+                executable: try ServiceProcess.executable(), arguments: command,
+                environment: environment.merging(["CHECKIN_HTTP_PORT": String(port)]) { $1 }, timeout: .seconds(60))
+            #expect(outcome.exitCode != 0, "\(command)")
+            #expect(
+                outcome.standardError.hasPrefix(
+                    "Error: 127.0.0.1:\(port) (CHECKIN_HTTP_HOST:CHECKIN_HTTP_PORT) is in use by another process"),
+                "\(command): \(outcome.standardError)")
+            #expect(outcome.standardError.split(separator: "\n").count == 1, "\(command): \(outcome.standardError)")
+        }
+        try await listener.close()
     }
 
     /// Each command's abstract is one line, in its own help and in its parent's list of
