@@ -41,6 +41,23 @@ struct NotifierBench: AsyncParsableCommand {
         help: "Claim a device's next delivery with its predecessor's result (the default), or release it for a later claim.")
     var claimSuccessors = true
 
+    func validate() throws {
+        guard deliveries >= 1, devices >= 1 else {
+            throw CommandFailure("--deliveries and --devices must be at least 1", helpOf: Self.self)
+        }
+        // The ranges the notifier's settings take (CHECKIN_WEBHOOK_CONCURRENCY, CHECKIN_WEBHOOK_ENDPOINT_CONCURRENCY).
+        guard (1...4096).contains(concurrency) else {
+            throw CommandFailure("--concurrency must be from 1 to 4096", helpOf: Self.self)
+        }
+        guard (1...1024).contains(endpointConcurrency) else {
+            throw CommandFailure("--endpoint-concurrency must be from 1 to 1024", helpOf: Self.self)
+        }
+        guard rate >= 1, seconds >= 1, timeout >= 1 else {
+            throw CommandFailure("--rate, --seconds and --timeout must be at least 1", helpOf: Self.self)
+        }
+        guard stuckQueued >= 0 else { throw CommandFailure("--stuck-queued must be 0 or more", helpOf: Self.self) }
+    }
+
     func run() async throws {
         var logger = Logger(label: "checkin.bench")
         // The stuck endpoint's time-outs are the point of the latency run, not news.

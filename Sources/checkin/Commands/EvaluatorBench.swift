@@ -47,6 +47,13 @@ struct EvaluatorBench: AsyncParsableCommand {
         guard ["on", "off", "unchanged"].contains(fsync) else {
             throw CommandFailure("--fsync must be on, off or unchanged", helpOf: Self.self)
         }
+        guard sideKilometres > 0, sideKilometres <= 20_000 else {
+            throw CommandFailure("--side-km must be more than 0 and at most 20000 km", helpOf: Self.self)
+        }
+        guard firstPort >= 1, firstPort + evaluators - 1 <= 65_535 else {
+            throw CommandFailure("--first-port must leave a port from 1 to 65535 for each of the --evaluators", helpOf: Self.self)
+        }
+        guard timeout >= 1 else { throw CommandFailure("--timeout must be at least 1 second", helpOf: Self.self) }
     }
 
     func run() async throws {

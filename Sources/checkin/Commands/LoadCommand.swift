@@ -58,6 +58,7 @@ struct LoadCommand: AsyncParsableCommand {
         }
         guard batch <= 1000 else { throw CommandFailure("--batch must be at most 1000 (the ingest limit)", helpOf: Self.self) }
         guard (1...100).contains(endpoints) else { throw CommandFailure("--endpoints must be between 1 and 100", helpOf: Self.self) }
+        guard timeout >= 1 else { throw CommandFailure("--timeout must be at least 1 second", helpOf: Self.self) }
         guard (0...1).contains(webhooksPerFix) else {
             throw CommandFailure("--webhooks-per-fix must be between 0 and 1", helpOf: Self.self)
         }

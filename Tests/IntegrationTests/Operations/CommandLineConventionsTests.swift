@@ -49,6 +49,12 @@ import Testing
             (["projects", "create", ""], "the project id must be 1 to 64 letters", "projects create"),
             (["demo", "--timeout=-1"], "--timeout must be from 1 to 3600 seconds", "demo"),
             (["status", "--max-fix-age", "inf"], "--max-fix-age must be a number of seconds", "status"),
+            (["bench", "notifier", "--deliveries", "0"], "--deliveries and --devices must be at least 1", "bench notifier"),
+            (["bench", "notifier", "--concurrency", "0"], "--concurrency must be from 1 to 4096", "bench notifier"),
+            (["bench", "notifier", "--stuck-queued", "-1"], "--stuck-queued must be 0 or more", "bench notifier"),
+            (["bench", "evaluator", "--side-km", "0"], "--side-km must be more than 0", "bench evaluator"),
+            (["bench", "evaluator", "--first-port", "65535", "--evaluators", "2"], "--first-port must leave a port", "bench evaluator"),
+            (["load", "--timeout", "0"], "--timeout must be at least 1 second", "load"),
         ]
         for (arguments, message, command) in refusals {
             let outcome = try await CommandOutcome.run(arguments, environment: environment)
