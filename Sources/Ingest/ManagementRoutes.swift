@@ -63,6 +63,7 @@ struct ManagementRoutes {
             let text = try context.parameters.decoded("id")
             guard let id = DeliveryIdentifier.number(text) else { throw Problem.notFound("no delivery \(text) in this project") }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
+            guard replayed.erased.isEmpty else { throw Problem.deliveriesErased([text]) }
             guard !replayed.ids.isEmpty else { throw Problem.notFound("no delivery \(text) in this project") }
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
@@ -111,6 +112,7 @@ struct ManagementRoutes {
                 let names = replayed.missing.map(DeliveryIdentifier.text).joined(separator: ", ")
                 throw Problem.notFound("not deliveries of this project: \(names); none was queued again")
             }
+            guard replayed.erased.isEmpty else { throw Problem.deliveriesErased(replayed.erased.map(DeliveryIdentifier.text)) }
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
         guard replay.ids == nil, replay.status == .failed else {

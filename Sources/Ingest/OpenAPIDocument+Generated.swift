@@ -818,7 +818,8 @@ paths:
         Deliveries queued together go out in each device's sequence order, whatever order
         they are named in. Either `ids`, or `status: failed` (every failed delivery of the
         project, or of one endpoint with `endpointId`). Ids are replayed all or none: when
-        any is not a delivery of the project, none is queued again and the 404 names them.
+        any is not a delivery of the project, none is queued again and the 404 names them;
+        when any was erased with its device, none is queued again and the 409 names them.
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: true
@@ -837,7 +838,7 @@ paths:
                     status: {enum: [failed]}
                     endpointId: {anyOf: [{$ref: "#/components/schemas/Identifier"}, {type: "null"}], description: Only this endpoint's failed deliveries}
       responses:
-        "409": {$ref: "#/components/responses/IdempotencyConflict"}
+        "409": {description: "A delivery was erased with its device (delivery-erased): its payload is gone, so nothing is queued again; or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
@@ -850,7 +851,7 @@ paths:
       parameters: [{name: id, in: path, required: true, schema: {$ref: "#/components/schemas/DeliveryId"}}, {$ref: "#/components/parameters/IdempotencyKey"}]
       responses:
         "400": {$ref: "#/components/responses/Problem"}
-        "409": {$ref: "#/components/responses/IdempotencyConflict"}
+        "409": {description: "A delivery was erased with its device (delivery-erased): its payload is gone, so nothing is queued again; or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}

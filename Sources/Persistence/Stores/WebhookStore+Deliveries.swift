@@ -1077,8 +1077,8 @@ extension WebhookStore {
     /// that several of one device still go out in `sequence` order.
     ///
     /// All or none: when any of `deliveryIds` is not a delivery of the project (a typo, another
-    /// project's, erased with its device), none is queued again and `missing` names those, so
-    /// that a request half done is never taken for a request done.
+    /// project's) or was erased with its device, none is queued again and `missing` or `erased`
+    /// names those, so that a request half done is never taken for a request done.
     public func replay(deliveryIds: [Int64], projectId: String) async throws -> ReplayedDeliveries {
         let requested = Array(Set(deliveryIds))
         guard !requested.isEmpty else { return ReplayedDeliveries(ids: [], disabledEndpoints: []) }
@@ -1097,12 +1097,17 @@ extension WebhookStore {
         guard replayed.ids.isEmpty else { return replayed }
         let rows = try await database.client.query(
             """
-            SELECT id FROM deliveries
-             WHERE id = ANY(\(requested)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
+            SELECT id, erased_at IS NOT NULL FROM deliveries
+             WHERE id = ANY(\(requested)::bigint[]) AND project_id = \(projectId)
             """, logger: logger)
         var present: Set<Int64> = []
-        for try await id in rows.decode(Int64.self) { present.insert(id) }
-        return ReplayedDeliveries(ids: [], disabledEndpoints: [], missing: requested.filter { !present.contains($0) }.sorted())
+        var erased: [Int64] = []
+        for try await (id, isErased) in rows.decode((Int64, Bool).self) {
+            present.insert(id)
+            if isErased { erased.append(id) }
+        }
+        return ReplayedDeliveries(
+            ids: [], disabledEndpoints: [], missing: requested.filter { !present.contains($0) }.sorted(), erased: erased.sorted())
     }
 
     /// Queues every failed delivery of the project again (of one endpoint, if given).
@@ -1175,4 +1180,7 @@ public struct ReplayedDeliveries: Sendable, Equatable {
     /// Deliveries asked for by id that the project does not have; when any are, none was
     /// queued again.
     public var missing: [Int64] = []
+    /// Deliveries asked for by id that were erased with their device: their rows are kept
+    /// (without the payload), so they cannot be sent again; when any are, none was queued again.
+    public var erased: [Int64] = []
 }

@@ -110,6 +110,14 @@ extension Problem {
             invalidParameters: excess.map { InvalidParameter(name: "zones", reason: $0) })
     }
 
+    /// Deliveries that were erased with their device: their rows stay (the delivery log says
+    /// what happened) but their payloads are gone, so nothing can be sent again.
+    public static func deliveriesErased(_ names: [String]) -> Problem {
+        Problem(
+            status: .conflict, type: "delivery-erased", title: "Erased with its device",
+            detail: "erased with their device, so there is nothing to send again: \(names.joined(separator: ", ")); none was queued again")
+    }
+
     public static func forbidden(_ detail: String) -> Problem {
         Problem(status: .forbidden, type: "forbidden", title: "Not allowed for this API key", detail: detail)
     }

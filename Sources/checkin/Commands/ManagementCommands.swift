@@ -217,6 +217,11 @@ struct DeliveriesCommand: AsyncParsableCommand {
                 let names = replayed.missing.map(DeliveryIdentifier.text).joined(separator: ", ")
                 throw CommandFailure("not deliveries of project \(project): \(names); none was queued again", helpOf: Self.self)
             }
+            guard replayed.erased.isEmpty else {
+                let names = replayed.erased.map(DeliveryIdentifier.text).joined(separator: ", ")
+                throw CommandFailure(
+                    "erased with their device, so there is nothing to send again: \(names); none was queued again", helpOf: Self.self)
+            }
             print("\(replayed.ids.count) deliveries queued again")
             if !replayed.disabledEndpoints.isEmpty {
                 print(

@@ -115,6 +115,22 @@ extension ExplanationSuites {
                 try await Task.sleep(for: .seconds(3))
                 #expect(await received.requests.filter { $0.payload.data.deviceId == trip.deviceId }.count == attempts)
 
+                // Nor can either be replayed: their rows stay, shown without a payload, and a replay
+                // says they were erased, not that there is no such delivery.
+                let erasedIds = deliveries.map { "dlv_\($0.id)" }.sorted()
+                for id in erasedIds {
+                    let shown = try await post(Data(), to: "\(base)/deliveries/\(id)", key: harness.managementKey, method: .GET)
+                    #expect(shown.status == 200, "\(shown.body)")
+                    let replayed = try await post(Data(), to: "\(base)/deliveries/\(id)/replay", key: harness.managementKey)
+                    #expect(replayed.status == 409 && replayed.body.contains("delivery-erased"), "\(replayed.body)")
+                }
+                let together = try await post(
+                    Data(#"{"ids": ["\#(erasedIds.joined(separator: #"", ""#))"]}"#.utf8), to: "\(base)/deliveries/replay",
+                    key: harness.managementKey)
+                #expect(together.status == 409 && together.body.contains("delivery-erased"), "\(together.body)")
+                #expect(erasedIds.allSatisfy { together.body.contains($0) }, "\(together.body)")
+                #expect(await received.requests.filter { $0.payload.data.deviceId == trip.deviceId }.count == attempts)
+
                 let missing = try await post(Data(), to: "\(base)/devices/\(trip.deviceId)", key: harness.managementKey, method: .GET)
                 #expect(missing.status == 404)
                 let metrics = try await post(Data(), to: "http://127.0.0.1:\(ingestPort)/metrics", key: nil, method: .GET)
@@ -160,20 +176,20 @@ extension ExplanationSuites {
         }
 
         func deliveryStates(of deviceId: String, harness: PipelineHarness) async throws
-            -> [(status: String, payload: String, erased: Bool)]
+            -> [(id: Int64, status: String, payload: String, erased: Bool)]
         {
             try await Database.withTemporaryClient(configuration: try harness.databaseConfiguration(), logger: harness.logger) {
                 database in
-                var result: [(status: String, payload: String, erased: Bool)] = []
-                for try await (status, payload, erased) in try await database.client.query(
+                var result: [(id: Int64, status: String, payload: String, erased: Bool)] = []
+                for try await (id, status, payload, erased) in try await database.client.query(
                     """
-                    SELECT d.status, b.payload, d.erased_at IS NOT NULL
+                    SELECT d.id, d.status, b.payload, d.erased_at IS NOT NULL
                       FROM deliveries d JOIN event_payloads b ON b.project_id = d.project_id AND b.event_id = d.event_id
                      WHERE d.device_id = \(deviceId)
                     """,
                     logger: harness.logger
-                ).decode((String, String, Bool).self) {
-                    result.append((status, payload, erased))
+                ).decode((Int64, String, String, Bool).self) {
+                    result.append((id, status, payload, erased))
                 }
                 return result
             }
