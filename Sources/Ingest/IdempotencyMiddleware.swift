@@ -66,6 +66,7 @@ struct IdempotencyMiddleware: RouterMiddleware {
             var headers: HTTPFields = [Self.replayedHeader: "true"]
             headers[.contentType] = answer.contentType
             headers[.location] = answer.location
+            headers[.eTag] = answer.entityTag
             return Response(
                 status: HTTPResponse.Status(code: answer.status), headers: headers,
                 body: .init(byteBuffer: ByteBuffer(bytes: answer.body)))
@@ -106,7 +107,7 @@ struct IdempotencyMiddleware: RouterMiddleware {
                 scope: scope, key: key,
                 answer: IdempotencyStore.Answer(
                     status: Int(response.status.code), contentType: response.headers[.contentType],
-                    location: response.headers[.location], body: Array(buffer: body)))
+                    location: response.headers[.location], entityTag: response.headers[.eTag], body: Array(buffer: body)))
         } catch {
             // The request has done its work: the key stays claimed (a resend is a 409 until
             // the claim counts as abandoned) rather than let a resend do it twice.

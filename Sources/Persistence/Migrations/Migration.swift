@@ -15,7 +15,7 @@ extension Migration {
         staleCheckOutByStream, projectZoneVersions, eventOutbox, binaryDeviceState, pipelineStageTimes,
         consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns, zoneDocumentVersions,
         apiKeyLifecycle, idempotencyKeys, deliveryReplays, deliveryStatusStatistics, staleCheckOutMinute,
-        deliveryPageRoom, notifierLeases, eventPayloads, finishingAttempt, scheduledDueOrder,
+        deliveryPageRoom, notifierLeases, eventPayloads, finishingAttempt, scheduledDueOrder, idempotentEntityTags,
     ]
 }
 

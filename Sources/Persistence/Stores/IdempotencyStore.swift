@@ -8,18 +8,20 @@ import Shared
 /// answer is stored when it is known; a request with the same key gets that answer again.
 /// Bodies are stored sealed, since an answer may show a secret (a webhook secret, an API key).
 public struct IdempotencyStore: Sendable {
-    /// An answer as it is replayed: the status, the headers that say what the body is or
-    /// where the new resource is, and the body.
+    /// An answer as it is replayed: the status, the headers that say what the body is, where
+    /// the new resource is and which version of it the answer made, and the body.
     public struct Answer: Sendable, Equatable {
         public var status: Int
         public var contentType: String?
         public var location: String?
+        public var entityTag: String?
         public var body: [UInt8]
 
-        public init(status: Int, contentType: String?, location: String?, body: [UInt8]) {
+        public init(status: Int, contentType: String?, location: String?, entityTag: String? = nil, body: [UInt8]) {
             self.status = status
             self.contentType = contentType
             self.location = location
+            self.entityTag = entityTag
             self.body = body
         }
     }
@@ -76,7 +78,7 @@ public struct IdempotencyStore: Sendable {
                 VALUES (\(scope), \(key), \(fingerprint.method), \(fingerprint.path), \(fingerprint.bodyHash))
                 ON CONFLICT (scope, key) DO UPDATE
                 SET method = EXCLUDED.method, path = EXCLUDED.path, body_hash = EXCLUDED.body_hash, created_at = now(),
-                    status = NULL, content_type = NULL, location = NULL, body = NULL
+                    status = NULL, content_type = NULL, location = NULL, etag = NULL, body = NULL
                 WHERE idempotency_keys.created_at < now() - make_interval(secs => \(retentionSeconds))
                    OR (idempotency_keys.status IS NULL
                        AND idempotency_keys.created_at < now() - make_interval(secs => \(abandonedSeconds)))
@@ -85,16 +87,19 @@ public struct IdempotencyStore: Sendable {
             for try await _ in inserted { return .claimed }
             let rows = try await database.client.query(
                 """
-                SELECT method, path, body_hash, status, content_type, location, body FROM idempotency_keys
+                SELECT method, path, body_hash, status, content_type, location, etag, body FROM idempotency_keys
                 WHERE scope = \(scope) AND key = \(key)
                 """, logger: logger)
-            for try await (method, path, bodyHash, status, contentType, location, body) in rows.decode(
-                (String, String, String, Int?, String?, String?, String?).self)
+            for try await (method, path, bodyHash, status, contentType, location, entityTag, body) in rows.decode(
+                (String, String, String, Int?, String?, String?, String?, String?).self)
             {
                 guard Fingerprint(method: method, path: path, bodyHash: bodyHash) == fingerprint else { return .mismatch }
                 guard let status else { return .inProgress }
                 let opened = try body.map { try sealer.open($0) } ?? ""
-                return .replay(Answer(status: status, contentType: contentType, location: location, body: Array(opened.utf8)))
+                return .replay(
+                    Answer(
+                        status: status, contentType: contentType, location: location, entityTag: entityTag,
+                        body: Array(opened.utf8)))
             }
         }
         return .inProgress
@@ -106,7 +111,7 @@ public struct IdempotencyStore: Sendable {
             """
             UPDATE idempotency_keys
             SET status = \(answer.status), content_type = \(answer.contentType), location = \(answer.location),
-                body = \(sealer.seal(String(decoding: answer.body, as: UTF8.self)))
+                etag = \(answer.entityTag), body = \(sealer.seal(String(decoding: answer.body, as: UTF8.self)))
             WHERE scope = \(scope) AND key = \(key) AND status IS NULL
             """, logger: logger)
     }

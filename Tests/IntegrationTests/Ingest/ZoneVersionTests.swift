@@ -31,8 +31,11 @@ import Testing
             return try await execute("/v1/zones" + query, method: .put, ifMatch: ifMatch, body: body)
         }
 
-        func restore(_ version: String, ifMatch: String? = nil) async throws -> TestResponse {
-            try await execute("/v1/zones/versions/\(version)/restore", method: .post, ifMatch: ifMatch)
+        func restore(_ version: String, ifMatch: String? = nil, idempotencyKey: String? = nil) async throws -> TestResponse {
+            var headers: HTTPFields = [.authorization: "Bearer \(managementKey)", .contentType: "application/json"]
+            if let ifMatch { headers[.ifMatch] = ifMatch }
+            if let idempotencyKey { headers[HTTPField.Name("Idempotency-Key")!] = idempotencyKey }
+            return try await client.execute(uri: "/v1/zones/versions/\(version)/restore", method: .post, headers: headers)
         }
 
         /// The project's current zones and their `ETag`.
@@ -245,6 +248,23 @@ import Testing
             #expect(try await api.current().entityTag == "\"3\"")
             #expect(try await api.restore("2", ifMatch: "\"3\"").status == .ok)
             #expect(try await api.current().document == Self.threeZones)
+        }
+    }
+
+    /// A restore resent with its `Idempotency-Key` gets the first answer again with its `ETag`:
+    /// the version it made, which the client's next change names in `If-Match`.
+    @Test func aResentRestoreGetsTheVersionItMadeAgain() async throws {
+        try await withZonesAPI { _, _, api in
+            #expect(try await api.put(Self.threeZones).status == .ok)
+            let first = try await api.restore("1", idempotencyKey: "restore-once")
+            #expect(first.status == .ok && first.headers[.eTag] == "\"3\"", "\(String(buffer: first.body))")
+            #expect(try await api.put(Self.threeZones, ifMatch: "\"3\"").status == .ok)
+            let resent = try await api.restore("1", idempotencyKey: "restore-once")
+            #expect(resent.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
+            #expect(resent.status == .ok && resent.headers[.eTag] == "\"3\"")
+            #expect(String(buffer: resent.body) == String(buffer: first.body))
+            // Nothing was restored again: the zones are still at the version the PUT made.
+            #expect(try await api.current().entityTag == "\"4\"")
         }
     }
 
