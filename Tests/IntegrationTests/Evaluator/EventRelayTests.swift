@@ -14,11 +14,7 @@ import Testing
 /// the records of chosen devices on one event topic are refused (as when that topic's
 /// partition has no leader) for a while.
 @Suite struct EventRelayTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.relay")
-        logger.logLevel = .critical
-        return logger
-    }()
+    let logger = Logger.forTests("test.relay", level: .critical)
 
     /// The producer, less the records a fault refuses; remembers what the broker took, in order.
     final class FaultyPublisher: EventPublisher {

@@ -13,11 +13,7 @@ import Testing
 /// to the same worker under a newer epoch, fails its ownership check and rolls back;
 /// the newer lease stays, and the partition's next batch commits.
 @Suite(.serialized) struct LeaseEpochTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.lease-epochs")
-        logger.logLevel = .critical
-        return logger
-    }()
+    let logger = Logger.forTests("test.lease-epochs", level: .critical)
 
     @Test func leaseGrantedAgainDuringASlowBatchSurvivesThatBatchsOwnershipFailure() async throws {
         let logger = logger

@@ -11,11 +11,7 @@ import Testing
 /// its last good zones, loudly: an empty engine would check its devices out of nothing
 /// and forget their open check-ins.
 @Suite(.serialized) struct ZoneBuildFailureTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.zone-build")
-        logger.logLevel = .critical
-        return logger
-    }()
+    let logger = Logger.forTests("test.zone-build", level: .critical)
 
     @Test func projectWhoseZonesFailToBuildKeepsItsLastGoodEngineAndOpenCheckIns() async throws {
         let registry = MetricsBootstrap.prometheus()

@@ -9,11 +9,7 @@ import Testing
 /// A zones change costs in proportion to what changed: replacing one project's zones
 /// rebuilds that project's engine and keeps every other project's as it was.
 @Suite(.serialized) struct ZoneCatalogTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.zones")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.zones")
 
     static let ownDatabaseURL = Task<String, any Error> {
         var logger = Logger(label: "test.zones")

@@ -12,11 +12,7 @@ import Testing
 /// No endpoint can delay another: a partner that never answers takes its own share of
 /// the notifier and no more.
 @Suite(.serialized) struct DispatchFairnessTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.dispatch")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.dispatch")
 
     /// Eight slots, two per endpoint, a 20 s timeout and a minute before any retry: what the
     /// tests of two partners run with.

@@ -9,11 +9,7 @@ import Testing
 /// Endpoints on one host share its kept-alive connections: however many endpoints a partner
 /// has, the notifier opens no more connections to it than it has attempts in flight.
 @Suite(.serialized) struct SharedHostConnectionTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.shared-host")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.shared-host")
 
     @Test func endpointsOfOneHostReuseConnectionsBeyondOneEndpointsShare() async throws {
         let logger = logger

@@ -7,11 +7,7 @@ import Testing
 /// `checkin demo` replaces its project's zones and webhook endpoints, so a project of its id
 /// that someone else made is refused before anything of it is touched.
 @Test func theDemoLeavesAProjectItDidNotMakeAlone() async throws {
-    let logger: Logger = {
-        var logger = Logger(label: "test.demo")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.demo")
     let url = try await freshDatabaseURL(logger: logger)
     let mine = ZonesDocument(zones: [ZoneVersionTests.zone("zone-mine", metresEast: 0)])
     try await withMigratedDatabase(url: url, logger: logger) { database in

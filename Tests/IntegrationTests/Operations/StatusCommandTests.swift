@@ -22,11 +22,7 @@ import Testing
             checkIns: "status-\(suffix).checkins", checkOuts: "status-\(suffix).checkouts",
             eventsDeadLetter: "status-\(suffix).events.dlq")
     }
-    let logger: Logger = {
-        var logger = Logger(label: "test.status")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.status")
 
     @Test func reportsAHealthyPipelineAndABrokerThatStopped() async throws {
         let logDirectory = FileManager.default.temporaryDirectory.appendingPathComponent("checkin-status-\(suffix)")

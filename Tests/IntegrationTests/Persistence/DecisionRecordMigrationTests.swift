@@ -8,11 +8,7 @@ import Testing
 /// Records written one row per fix, before rows held runs of records, read back the same
 /// through the decisions API's store once the schema has moved on.
 @Suite struct DecisionRecordMigrationTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.decision-migration")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.decision-migration")
 
     @Test func recordsWrittenPerFixReadBackAfterTheMigration() async throws {
         let logger = logger

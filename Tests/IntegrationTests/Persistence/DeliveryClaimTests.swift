@@ -10,11 +10,7 @@ import Testing
 /// go waits behind deliveries that may not. Against the real local Postgres, in a database
 /// of these tests' own (claims are global).
 @Suite(.serialized) struct DeliveryClaimTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.claims")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.claims")
 
     static let ownDatabaseURL = Task<String, any Error> {
         var logger = Logger(label: "test.claims")

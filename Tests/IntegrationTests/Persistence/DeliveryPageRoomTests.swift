@@ -10,11 +10,7 @@ import Testing
 /// the real local Postgres, in a database of this suite's own, so that its pages hold only
 /// these rows.
 @Suite(.serialized) struct DeliveryPageRoomTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.page-room")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.page-room")
 
     static let ownDatabaseURL = Task<String, any Error> {
         var logger = Logger(label: "test.page-room")

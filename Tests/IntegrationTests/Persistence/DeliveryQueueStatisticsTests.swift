@@ -10,11 +10,7 @@ import Testing
 /// formed. Measured in buffers read (EXPLAIN ANALYZE), which do not depend on the machine's
 /// speed. In a database of its own: the test analyses the whole deliveries table.
 @Suite struct DeliveryQueueStatisticsTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.queue-statistics")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.queue-statistics")
 
     @Test func aClaimReadsLittleMoreThanItReturnsAfterAnAnalyzeThatSawNothingPending() async throws {
         let logger = logger

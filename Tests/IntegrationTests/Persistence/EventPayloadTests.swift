@@ -9,11 +9,7 @@ import Testing
 /// for as long as one of its deliveries is: against the real local Postgres, in a database
 /// of these tests' own (a retention pass deletes whatever is old enough).
 @Suite(.serialized) struct EventPayloadTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.event-payloads")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.event-payloads")
 
     static let ownDatabaseURL = Task<String, any Error> {
         var logger = Logger(label: "test.event-payloads")

@@ -10,11 +10,7 @@ import Testing
 /// Retention, with short retentions, on a database of these tests' own (a pass deletes
 /// whatever is old enough, whoever wrote it).
 @Suite(.serialized) struct RetentionTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.retention")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.retention")
 
     static let ownDatabaseURL = Task<String, any Error> {
         var logger = Logger(label: "test.retention")

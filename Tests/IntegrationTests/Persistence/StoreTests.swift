@@ -10,11 +10,7 @@ import Testing
 /// The stores against the real local Postgres. Serialized: claiming deliveries is
 /// global, so two queue tests side by side would take each other's.
 @Suite(.serialized) struct StoreTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.stores")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.stores")
 
     /// A database of these tests' own: the pipeline tests running beside them have
     /// dispatchers that claim every due delivery, which would race the queue tests.

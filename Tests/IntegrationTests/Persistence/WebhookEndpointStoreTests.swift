@@ -8,11 +8,7 @@ import Testing
 /// Endpoint secrets at rest, their rotation and migration, and endpoint state, against
 /// a real Postgres: a fresh database per test, as claiming deliveries is global.
 @Suite struct WebhookEndpointStoreTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.endpoints")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.endpoints")
     let sealer = SecretSealer(key: .generate())
 
     /// Runs `body` on a database of its own, migrated up to `migrations`, with a project `p`.

@@ -8,11 +8,7 @@ import Testing
 /// Zones stored before zones were versioned become their project's version 1, so that a
 /// project has a version to roll back to from its first replacement on.
 @Suite struct ZoneVersionMigrationTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.zone-version-migration")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.zone-version-migration")
 
     @Test func zonesFromBeforeBecomeVersionOne() async throws {
         let logger = logger

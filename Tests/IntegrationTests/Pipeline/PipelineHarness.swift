@@ -61,11 +61,7 @@ struct PipelineHarness {
     /// The receivers of tests listen on 127.0.0.1 over http; tests of the policy make it strict.
     var webhookURLPolicy = WebhookURLPolicy.local
     var hostResolver: any WebhookHostResolver = SystemHostResolver()
-    let logger: Logger = {
-        var logger = Logger(label: "test.pipeline")
-        logger.logLevel = .warning
-        return logger
-    }()
+    let logger = Logger.forTests("test.pipeline")
 
     func databaseConfiguration() throws -> DatabaseConfiguration {
         try DatabaseConfiguration(url: databaseURL)

@@ -9,11 +9,7 @@ import Testing
 /// An attempt whose query waits on a lock is bounded by its time-out, and what it did
 /// does not commit once the lock is let go.
 @Suite(.serialized) struct BoundedAttemptTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.bounded-attempts")
-        logger.logLevel = .critical
-        return logger
-    }()
+    let logger = Logger.forTests("test.bounded-attempts", level: .critical)
 
     @Test func queryBlockedOnALockIsBoundedAndDoesNotCommitLater() async throws {
         let logger = logger

@@ -9,11 +9,7 @@ import Testing
 /// fault: their batch is split like poison, the slow record is dead-lettered and its
 /// partition moves on.
 @Suite struct SlowAttemptTests {
-    let logger: Logger = {
-        var logger = Logger(label: "test.slow-attempts")
-        logger.logLevel = .critical
-        return logger
-    }()
+    let logger = Logger.forTests("test.slow-attempts", level: .critical)
 
     static func messages(_ count: Int) -> [KafkaConsumerMessage] {
         (0..<count).map { KafkaConsumerMessage(topic: "fixes", partition: 0, offset: Int64($0), value: Array("\($0)".utf8)) }
