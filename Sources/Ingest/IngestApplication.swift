@@ -43,7 +43,8 @@ public func buildIngestApplication(
     configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
-    let router = Router(context: IngestRequestContext.self)
+    let router = Router(context: IngestRequestContext.self, options: .autoGenerateHeadEndpoints)
+    router.middlewares.add(HeadRequestMiddleware())
     router.middlewares.add(ProblemMiddleware(logger: logger, maximumBodyBytes: configuration.maximumBodyBytes))
     OperationsRoutes.add(to: router, readiness: dependencies.readiness, registry: dependencies.registry)
     OpenAPIDocument.add(to: router)

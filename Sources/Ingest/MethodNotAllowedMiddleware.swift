@@ -28,7 +28,9 @@ struct MethodNotAllowedMiddleware<Context: RequestContext>: RouterMiddleware {
             return try await next(request, context)
         } catch let error as HTTPError where error.status == .notFound {
             let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: true)
-            let allowed = Self.mostSpecific(methodsByPath.filter { Self.path($0.path, matches: segments) }).flatMap(\.methods)
+            var allowed = Self.mostSpecific(methodsByPath.filter { Self.path($0.path, matches: segments) }).flatMap(\.methods)
+            // The router answers HEAD wherever it answers GET.
+            if allowed.contains(.get) { allowed.append(.head) }
             guard !allowed.isEmpty, !allowed.contains(request.method) else { throw error }
             let allow = Set(allowed.map(\.rawValue)).sorted().joined(separator: ", ")
             throw Problem(

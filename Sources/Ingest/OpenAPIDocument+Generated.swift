@@ -9,7 +9,8 @@ info:
   version: "1"
   description: |
     Server-side geofence check-ins. Devices send fixes; partners receive signed
-    check-in/check-out webhooks (Standard Webhooks). Errors are application/problem+json:
+    check-in/check-out webhooks (Standard Webhooks). HEAD is answered wherever GET is, with
+    the same status and headers and no body. Errors are application/problem+json:
     a request body over 5 MiB (5,242,880 bytes) is answered 413 on every route, and any
     other bad body (malformed JSON, wrong types, invalid UTF-8, NUL bytes, a value beyond a
     limit) 400, with invalid-params naming the field. Ids are 1-128 characters without

@@ -35,7 +35,8 @@ public enum OperationsRoutes {
     public static func server(
         host: String, port: Int, readiness: Readiness, registry: PrometheusCollectorRegistry, logger: Logger
     ) -> some ApplicationProtocol {
-        let router = Router()
+        let router = Router(options: .autoGenerateHeadEndpoints)
+        router.middlewares.add(HeadRequestMiddleware())
         add(to: router, readiness: readiness, registry: registry)
         return Application(
             router: router, configuration: .init(address: .hostname(host, port: port), serverName: "checkin"),

@@ -139,7 +139,7 @@ import Testing
             let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
             let zones = try await client.execute(uri: "/v1/zones", method: .delete, headers: key)
             #expect(zones.status == .methodNotAllowed)
-            #expect(zones.headers[.allow] == "GET, PUT")
+            #expect(zones.headers[.allow] == "GET, HEAD, PUT")
             #expect(zones.headers[.contentType] == "application/problem+json")
             let body = try JSONSerialization.jsonObject(with: Data(buffer: zones.body)) as? [String: Any]
             #expect(body?["type"] as? String == "urn:checkin:problem:method-not-allowed")

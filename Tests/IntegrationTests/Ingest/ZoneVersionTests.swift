@@ -272,7 +272,7 @@ import Testing
     @Test func versionRoutesAnswerAWrongMethodWithAllow() async throws {
         try await withZonesAPI { _, _, api in
             for (uri, method, allow) in [
-                ("/v1/zones/versions", HTTPRequest.Method.post, "GET"), ("/v1/zones/versions/1", .put, "GET"),
+                ("/v1/zones/versions", HTTPRequest.Method.post, "GET, HEAD"), ("/v1/zones/versions/1", .put, "GET, HEAD"),
                 ("/v1/zones/versions/1/restore", .get, "POST"),
             ] {
                 let answer = try await api.execute(uri, method: method)
