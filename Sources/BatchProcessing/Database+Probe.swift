@@ -8,7 +8,7 @@ extension Database {
     public func isReachable(within limit: Duration) async -> Bool {
         do {
             try await withTimeout(limit, component: "database") {
-                _ = try await self.client.query("SELECT 1", logger: self.logger)
+                try await self.client.perform("SELECT 1", logger: self.logger)
             }
             return true
         } catch {

@@ -34,7 +34,7 @@ public final class Database: Service, Sendable {
             do {
                 return try await client.withTransaction(logger: logger) { connection in
                     for setting in settings {
-                        try await connection.query(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger)
+                        try await connection.perform(PostgresQuery(unsafeSQL: "SET LOCAL " + setting), logger: logger)
                     }
                     return try await body(connection)
                 }
@@ -59,7 +59,7 @@ public final class Database: Service, Sendable {
         let deadline = ContinuousClock.now + timeout
         while true {
             do {
-                try await client.query("SELECT 1", logger: logger)
+                try await client.perform("SELECT 1", logger: logger)
                 return
             } catch {
                 if ContinuousClock.now >= deadline {
@@ -99,5 +99,30 @@ extension Database {
             defer { group.cancelAll() }
             return try await body(database)
         }
+    }
+}
+
+extension PostgresConnection {
+    /// Runs a statement whose rows, if any, are not wanted, reading them to the end.
+    ///
+    /// A statement that returns rows (a SELECT, a RETURNING, a lock taken FOR SHARE) tells of
+    /// a failure met while it runs (a deadlock, a lock time-out, a raised error) only to the
+    /// reader of its rows. Unread, the failure is lost while its transaction is aborted all the
+    /// same, and the next statement fails instead with 25P02, which names no cause and which
+    /// no retry of deadlocks recognises.
+    public func perform(_ statement: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
+        async throws
+    {
+        for try await _ in try await query(statement, logger: logger, file: file, line: line) {}
+    }
+}
+
+extension PostgresClient {
+    /// Runs a statement on a pooled connection, reading its rows to the end so that a failure
+    /// met while it runs is thrown (see `PostgresConnection.perform`).
+    public func perform(_ statement: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
+        async throws
+    {
+        for try await _ in try await query(statement, logger: logger, file: file, line: line) {}
     }
 }

@@ -19,20 +19,20 @@ public struct Migrator: Sendable {
     @discardableResult
     public func migrate(_ migrations: [Migration] = Migration.all) async throws -> [Int] {
         try await database.client.withConnection { connection in
-            try await connection.query("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
+            try await connection.perform("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
             do {
                 let applied = try await apply(migrations, on: connection)
-                try await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                try await connection.perform("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
                 return applied
             } catch {
-                _ = try? await connection.query("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
+                try? await connection.perform("SELECT pg_advisory_unlock(\(Self.advisoryLockKey))", logger: logger)
                 throw error
             }
         }
     }
 
     private func apply(_ migrations: [Migration], on connection: PostgresConnection) async throws -> [Int] {
-        try await connection.query(
+        try await connection.perform(
             """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version integer PRIMARY KEY,
@@ -50,9 +50,9 @@ public struct Migrator: Sendable {
         for migration in migrations.sorted(by: { $0.version < $1.version }) where !existing.contains(migration.version) {
             try await connection.withTransaction(logger: logger) { connection in
                 for statement in migration.statements {
-                    try await connection.query(PostgresQuery(unsafeSQL: statement), logger: logger)
+                    try await connection.perform(PostgresQuery(unsafeSQL: statement), logger: logger)
                 }
-                try await connection.query(
+                try await connection.perform(
                     "INSERT INTO schema_migrations (version, name) VALUES (\(migration.version), \(migration.name))",
                     logger: logger)
             }

@@ -82,7 +82,7 @@ public struct DecisionStore: Sendable {
         ) { writer in
             try await writer.write(rows)
         }
-        try await connection.query(
+        try await connection.perform(
             """
             DELETE FROM decision_records d USING device_erasures e
              WHERE e.erased_at > now() - interval '1 hour' AND d.device_key = e.device_key
@@ -187,7 +187,7 @@ public struct DecisionStore: Sendable {
                 purged += count
             }
             if deletedRows < batchSize {
-                try await client.query(
+                try await client.perform(
                     "DELETE FROM device_erasures WHERE erased_at < \(now.addingTimeInterval(-7200))", logger: logger)
                 return purged
             }

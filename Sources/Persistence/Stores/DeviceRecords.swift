@@ -104,7 +104,7 @@ extension DeviceRecords {
                     DELETE FROM device_states s USING locked
                      WHERE s.project_id = locked.project_id AND s.device_id = locked.device_id RETURNING 1
                     """, logger: logger))
-            try await connection.query(
+            try await connection.perform(
                 """
                 INSERT INTO device_erasures (device_key, erased_at)
                 VALUES (\(DeviceKey(projectId: projectId, deviceId: deviceId).recordKey), clock_timestamp())
@@ -142,7 +142,7 @@ extension DeviceRecords {
             }
             // Their events' bodies, kept once for all endpoints, after the deliveries (the
             // order queueing takes them in). Kept empty: a delivery still finds one.
-            try await connection.query(
+            try await connection.perform(
                 """
                 UPDATE event_payloads SET payload = ''
                  WHERE project_id = \(projectId) AND event_id = ANY(\(eventIds)::text[]) AND payload <> ''

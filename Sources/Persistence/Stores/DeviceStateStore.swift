@@ -91,7 +91,7 @@ public struct DeviceStateStore: Sendable {
         guard !states.isEmpty else { return }
         let sorted = states.sorted { $0.key < $1.key }
         let epoch = Date(timeIntervalSince1970: 0)
-        try await connection.query(
+        try await connection.perform(
             """
             INSERT INTO device_states (project_id, device_id, state_binary, last_fix_at, stale_at, stale_minute, partition, updated_at)
             SELECT s.project_id, s.device_id, s.state, NULLIF(s.last_fix_at, 'epoch'::timestamptz),

@@ -74,7 +74,7 @@ public struct EventOutboxStore: Sendable {
         guard !events.isEmpty else { return }
         // The log takes the events with keys; an absent key travels as "" (arrays carry no NULLs).
         let logged = events.map { $0.log ?? EventLogKeys(projectId: "", zoneId: "", eventTime: Date(), sequence: 0) }
-        try await connection.query(
+        try await connection.perform(
             """
             WITH e AS (
                 SELECT * FROM UNNEST(\(events.map { Int($0.sourcePartition) })::int4[], \(events.map(\.topic))::text[],
@@ -134,6 +134,6 @@ public struct EventOutboxStore: Sendable {
     /// Removes events the broker has (or that were set aside).
     public func remove(ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
-        try await database.client.query("DELETE FROM event_outbox WHERE id = ANY(\(ids)::int8[])", logger: logger)
+        try await database.client.perform("DELETE FROM event_outbox WHERE id = ANY(\(ids)::int8[])", logger: logger)
     }
 }

@@ -44,7 +44,7 @@ enum EventPayloadStore {
         for try await _ in locked {}
         // A delivery is found by its endpoint and event (the deliveries' unique key) among
         // the project's endpoints: those of a removed endpoint are gone with it.
-        try await connection.query(
+        try await connection.perform(
             """
             DELETE FROM event_payloads b
              USING UNNEST(\(projects)::text[], \(events)::text[]) AS k(project_id, event_id)

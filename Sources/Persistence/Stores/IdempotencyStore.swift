@@ -107,7 +107,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Stores the answer of a claimed key (its body is text: the API answers JSON).
     public func complete(scope: String, key: String, answer: Answer) async throws {
-        try await database.client.query(
+        try await database.client.perform(
             """
             UPDATE idempotency_keys
             SET status = \(answer.status), content_type = \(answer.contentType), location = \(answer.location),
@@ -118,7 +118,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Gives a claimed key up (the request failed on the server's side), so that a resend runs again.
     public func release(scope: String, key: String) async throws {
-        try await database.client.query(
+        try await database.client.perform(
             "DELETE FROM idempotency_keys WHERE scope = \(scope) AND key = \(key) AND status IS NULL", logger: logger)
     }
 

@@ -35,7 +35,7 @@ public struct OffsetStore: Sendable {
         guard !offsets.isEmpty else { return }
         let none = Date(timeIntervalSince1970: 0)
         let times = offsets.map { consumedUntil[OwnedPartition(topic: $0.topic, partition: $0.partition)] ?? none }
-        try await connection.query(
+        try await connection.perform(
             """
             INSERT INTO consumer_offsets (consumer_group, topic, partition, next_offset, consumed_until, updated_at)
             SELECT \(group), o.topic, o.partition, o.next_offset,
@@ -56,7 +56,7 @@ public struct OffsetStore: Sendable {
         group: String, topic: String, partitions: [Int32], until instant: Date, on connection: PostgresConnection
     ) async throws {
         guard !partitions.isEmpty else { return }
-        try await connection.query(
+        try await connection.perform(
             """
             UPDATE consumer_offsets SET consumed_until = GREATEST(consumed_until, \(instant))
             WHERE consumer_group = \(group) AND topic = \(topic) AND partition = ANY(\(partitions.map(Int.init))::int4[])

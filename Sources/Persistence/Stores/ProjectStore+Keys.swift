@@ -204,7 +204,7 @@ extension ProjectStore {
     /// Records that these keys were used at `time`; called in batches, never per request.
     public func recordUse(keyIds: [String], at time: Date) async throws {
         guard !keyIds.isEmpty else { return }
-        try await database.client.query(
+        try await database.client.perform(
             """
             UPDATE api_keys SET last_used_at = \(time)
             WHERE id = ANY(\(keyIds)::text[]) AND (last_used_at IS NULL OR last_used_at < \(time))

@@ -22,7 +22,7 @@ public struct ProjectStore: Sendable {
     }
 
     public func createProject(id: String, name: String) async throws {
-        try await database.client.query(
+        try await database.client.perform(
             """
             INSERT INTO projects (id, name) VALUES (\(id), \(name))
             ON CONFLICT (id) DO UPDATE SET name = EXCLUDED.name
@@ -42,7 +42,7 @@ public struct ProjectStore: Sendable {
 
     /// Registers a key chosen by the caller (used to provision known keys in local set-ups).
     public func addKey(_ key: String, projectId: String, kind: KeyKind) async throws {
-        try await database.client.query(
+        try await database.client.perform(
             """
             INSERT INTO api_keys (key_hash, id, prefix, project_id, kind)
             VALUES (\(Self.hash(key)), \(Self.newKeyId()), \(Self.prefix(of: key, kind: kind)), \(projectId), \(kind.rawValue))

@@ -40,7 +40,7 @@ public struct SecretKeyStore: Sendable {
             throw SecretKeyMissingError()
         case .generateLocal:
             let generated = SecretEncryptionKey.generate().base64
-            try await database.client.query(
+            try await database.client.perform(
                 "INSERT INTO local_secret_key (key) VALUES (\(generated)) ON CONFLICT DO NOTHING", logger: logger)
             guard let stored = try await localKey() else { throw SecretKeyMissingError() }
             return SecretSealer(key: stored)

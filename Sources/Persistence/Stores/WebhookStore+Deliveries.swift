@@ -271,7 +271,7 @@ extension WebhookStore {
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let bodies = EventPayload.bodies(of: deliveries)
         let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
-            try await connection.query(Self.lockStatement(deliveries), logger: logger)
+            try await connection.perform(Self.lockStatement(deliveries), logger: logger)
             // Those that may go at once are claimed by the insert itself (attempt 1, leased to the
             // taker), in the batch's order up to the taker's limit: a row written once, not
             // written and then updated in the same transaction.
@@ -660,7 +660,7 @@ extension WebhookStore {
     /// it does when a result claims the device's next delivery (`record`). The claims of a
     /// notifier that stops renewing are made due again by `releaseLapsedLeases`.
     public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
-        try await database.client.query(
+        try await database.client.perform(
             """
             WITH renewed AS (
                 INSERT INTO notifier_leases (owner, renewed_until)
@@ -704,14 +704,14 @@ extension WebhookStore {
     /// Forgets `owner`'s renewals: it stopped holding claims (a graceful shutdown), so the
     /// lease pass need not look for them.
     public func stopRenewing(owner: String) async throws {
-        try await database.client.query("DELETE FROM notifier_leases WHERE owner = \(owner)", logger: logger)
+        try await database.client.perform("DELETE FROM notifier_leases WHERE owner = \(owner)", logger: logger)
     }
 
     /// Gives back claims that were never attempted (shutdown, endpoint disabled meanwhile):
     /// due again at once, without the attempt they were charged.
     public func releaseLeases(ids: [Int64], owner: String) async throws {
         guard !ids.isEmpty else { return }
-        try await database.client.query(
+        try await database.client.perform(
             """
             UPDATE deliveries SET attempts = GREATEST(attempts - 1, 0), lease_owner = NULL, leased_until = NULL,
                                   next_attempt_at = now()

@@ -37,7 +37,7 @@ extension WebhookStore {
                 """, logger: logger)
             var createdAt = Date()
             for try await value in rows.decode(Date.self) { createdAt = value }
-            try await connection.query(
+            try await connection.perform(
                 "INSERT INTO webhook_secrets (endpoint_id, sealed) SELECT \(String(id)), unnest(\(sealed)::text[])", logger: logger)
             return WebhookEndpoint(id: String(id), projectId: projectId, url: url, enabled: true, createdAt: createdAt)
         }
@@ -123,7 +123,7 @@ extension WebhookStore {
     /// Lets deliveries go to an endpoint again. Returns the endpoint, or nil if there is none.
     @discardableResult
     public func enableEndpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
-        try await database.client.query(
+        try await database.client.perform(
             """
             UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
              WHERE id = \(id) AND project_id = \(projectId)
@@ -143,14 +143,14 @@ extension WebhookStore {
             var found = false
             for try await _ in rows { found = true }
             guard found else { return false }
-            try await connection.query(
+            try await connection.perform(
                 "DELETE FROM webhook_secrets WHERE endpoint_id = \(id) AND expires_at <= now()", logger: logger)
-            try await connection.query(
+            try await connection.perform(
                 """
                 UPDATE webhook_secrets SET expires_at = now() + make_interval(secs => \(window.seconds))
                  WHERE endpoint_id = \(id) AND expires_at IS NULL
                 """, logger: logger)
-            try await connection.query(
+            try await connection.perform(
                 "INSERT INTO webhook_secrets (endpoint_id, sealed) VALUES (\(id), \(sealed))", logger: logger)
             return true
         }
@@ -165,7 +165,7 @@ extension WebhookStore {
     @discardableResult
     public func sealStoredSecrets() async throws -> Int {
         try await database.withTransaction { connection in
-            try await connection.query("DELETE FROM webhook_secrets WHERE expires_at <= now()", logger: logger)
+            try await connection.perform("DELETE FROM webhook_secrets WHERE expires_at <= now()", logger: logger)
             let rows = try await connection.query("SELECT id, sealed FROM webhook_secrets FOR UPDATE", logger: logger)
             var plaintext: [(Int64, String)] = []
             for try await (id, stored) in rows.decode((Int64, String).self) {
@@ -176,7 +176,7 @@ extension WebhookStore {
                 }
             }
             guard !plaintext.isEmpty else { return 0 }
-            try await connection.query(
+            try await connection.perform(
                 """
                 UPDATE webhook_secrets s SET sealed = u.sealed
                   FROM UNNEST(\(plaintext.map(\.0))::bigint[], \(plaintext.map { sealer.seal($0.1) })::text[]) AS u(id, sealed)

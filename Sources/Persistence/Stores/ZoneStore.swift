@@ -79,8 +79,8 @@ public struct ZoneStore: Sendable {
             if let elapsed = elapsedSinceLastReplacement, elapsed < interval {
                 throw ZonesReplacedTooSoon(retryAfter: .milliseconds(Int64(((interval - elapsed) * 1000).rounded(.up))))
             }
-            try await connection.query("DELETE FROM zones WHERE project_id = \(projectId)", logger: logger)
-            try await connection.query(
+            try await connection.perform("DELETE FROM zones WHERE project_id = \(projectId)", logger: logger)
+            try await connection.perform(
                 """
                 INSERT INTO zones (project_id, id, name, description, custom_data, minimum_retrigger_time,
                                    check_out_enabled, enabled, conditions, active_schedule, beacons, position)
@@ -91,7 +91,7 @@ public struct ZoneStore: Sendable {
                             \(schedules)::text[], \(beacons)::text[], \(positions)::int8[])
                      AS z(id, name, description, custom_data, mrt, check_out, enabled, conditions, schedule, beacons, position)
                 """, logger: logger)
-            try await connection.query(
+            try await connection.perform(
                 """
                 INSERT INTO fences (project_id, zone_id, id, name, description, geometry, radius, position)
                 SELECT \(projectId), f.zone_id, f.id, f.name, f.description, f.geometry::jsonb, NULLIF(f.radius, -1), f.position
@@ -99,14 +99,14 @@ public struct ZoneStore: Sendable {
                             \(fenceGeometries)::text[], \(fenceRadii)::float8[], \(fencePositions)::int8[])
                      AS f(zone_id, id, name, description, geometry, radius, position)
                 """, logger: logger)
-            try await connection.query(
+            try await connection.perform(
                 """
                 WITH next AS (UPDATE zone_catalog_version SET version = version + 1 RETURNING version)
                 UPDATE projects SET zones_version = (SELECT version FROM next), zones_replaced_at = now()
                 WHERE id = \(projectId)
                 """, logger: logger)
             let version = replacedVersion + 1
-            try await connection.query(
+            try await connection.perform(
                 """
                 INSERT INTO zone_document_versions (project_id, version, zone_count, document)
                 VALUES (\(projectId), \(version), \(zones.count), \(documentJSON)::jsonb)
@@ -124,7 +124,7 @@ public struct ZoneStore: Sendable {
     /// snapshot: the version always names the zones answered beside it.
     public func currentZones(projectId: String) async throws -> VersionedZones {
         try await database.withTransaction { connection in
-            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+            try await connection.perform("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
             let snapshot = try await loadAll(projectIds: [projectId], on: connection)
             return VersionedZones(
                 version: try await currentVersion(projectId: projectId, on: connection),
@@ -173,7 +173,7 @@ public struct ZoneStore: Sendable {
     /// the old fences (a zone with none, or with another zone's).
     private func snapshot(projectIds: [String]) async throws -> ZoneCatalogSnapshot {
         try await database.withTransaction { connection in
-            try await connection.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
+            try await connection.perform("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
             return try await loadAll(projectIds: projectIds, on: connection)
         }
     }

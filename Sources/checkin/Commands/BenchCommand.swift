@@ -98,7 +98,7 @@ struct NotifierBench: AsyncParsableCommand {
                 queued += chunk.count
             }
             // Statistics and visibility as autovacuum would leave them, so that plans do not change mid-run.
-            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            try await database.client.perform("VACUUM ANALYZE deliveries", logger: logger)
             let throughputConfiguration = NotifierConfiguration(
                 concurrency: concurrency, endpointConcurrency: endpointConcurrency, pollInterval: .milliseconds(100),
                 claimsSuccessorsWithResults: claimSuccessors)
@@ -116,13 +116,13 @@ struct NotifierBench: AsyncParsableCommand {
             let latencyConfiguration = NotifierConfiguration(
                 concurrency: concurrency, endpointConcurrency: min(16, endpointConcurrency), requestTimeout: .seconds(timeout),
                 pollInterval: .milliseconds(100), claimsSuccessorsWithResults: claimSuccessors)
-            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            try await database.client.perform("VACUUM ANALYZE deliveries", logger: logger)
             let alone = try await steadyStream(
                 to: try await endpoint("steady", path: "/steady"), path: "/steady", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)
             let stuck = try await endpoint("stuck", path: "/stuck", host: stuckHost)
             try await webhooks.enqueue((0..<stuckQueued).map { delivery(to: stuck, device: $0, sequence: 1, sentAt: Date()) })
-            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            try await database.client.perform("VACUUM ANALYZE deliveries", logger: logger)
             let beside = try await steadyStream(
                 to: try await endpoint("steady2", path: "/steady2"), path: "/steady2", partner: partner,
                 configuration: latencyConfiguration, webhooks: webhooks, logger: logger)

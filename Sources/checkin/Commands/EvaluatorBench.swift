@@ -249,9 +249,9 @@ struct EvaluatorBench: AsyncParsableCommand {
                 for try await text in try await database.client.query("SHOW \(unescaped: name)", logger: logger).decode(String.self) {
                     previous[name] = text
                 }
-                try await database.client.query("ALTER SYSTEM SET \(unescaped: name) = \(unescaped: value)", logger: logger)
+                try await database.client.perform("ALTER SYSTEM SET \(unescaped: name) = \(unescaped: value)", logger: logger)
             }
-            try await database.client.query("SELECT pg_reload_conf()", logger: logger)
+            try await database.client.perform("SELECT pg_reload_conf()", logger: logger)
             // The reload reaches the other sessions a moment later.
             try await Task.sleep(for: .milliseconds(500))
             return previous

@@ -296,6 +296,58 @@ import Testing
         }
     }
 
+    /// Queuing first locks the device's pending deliveries. When that lock meets a deadlock
+    /// (another transaction holds the device's second pending delivery and then wants the
+    /// first), Postgres aborts the queuing statement: the queuing is tried again and queues its
+    /// delivery. It does not fail later with "current transaction is aborted" (25P02), which
+    /// names no cause and would set a good event aside as a record at fault.
+    @Test func aDeadlockMetWhileQueuingIsRetried() async throws {
+        try await withQueue { queue in
+            let logger = Logger(label: "test.claims")
+            let client = queue.database.client
+            try await queue.webhooks.enqueue([queue.delivery(1), queue.delivery(2)])
+            var ids: [Int64] = []
+            for try await id in try await client.query(
+                "SELECT id FROM deliveries WHERE project_id = \(queue.projectId) ORDER BY id", logger: logger
+            ).decode(Int64.self) { ids.append(id) }
+            try #require(ids.count == 2)
+            let (first, second) = (ids[0], ids[1])
+
+            let secondLocked = AsyncStream.makeStream(of: Void.self)
+            let queuingWaits = AsyncStream.makeStream(of: Void.self)
+            async let holder: Void = client.withTransaction(logger: logger) { connection in
+                try await connection.perform("SELECT id FROM deliveries WHERE id = \(second) FOR UPDATE", logger: logger)
+                secondLocked.continuation.yield()
+                for await _ in queuingWaits.stream { break }
+                // Waits for the queuing, which waits for this: a deadlock.
+                try await connection.perform("SELECT id FROM deliveries WHERE id = \(first) FOR UPDATE", logger: logger)
+            }
+            for await _ in secondLocked.stream { break }
+            async let queued = queue.webhooks.enqueue([queue.delivery(3)])
+            let deadline = ContinuousClock.now + .seconds(30)
+            while true {
+                var waiting = 0
+                for try await count in try await client.query(
+                    """
+                    SELECT count(*)::int FROM pg_stat_activity
+                     WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR SHARE OF d%'
+                    """, logger: logger
+                ).decode(Int.self) { waiting = count }
+                if waiting > 0 { break }
+                guard ContinuousClock.now < deadline else { throw TestFailure("the queuing never waited for the lock") }
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            queuingWaits.continuation.yield()
+            try await holder
+            #expect(try await queued == 1)
+            var sequences: [Int] = []
+            for try await sequence in try await client.query(
+                "SELECT sequence::int FROM deliveries WHERE project_id = \(queue.projectId) ORDER BY sequence", logger: logger
+            ).decode(Int.self) { sequences.append(sequence) }
+            #expect(sequences == [1, 2, 3])
+        }
+    }
+
     /// Deliveries that may go at once are claimed by the transaction that queues them (up to
     /// the taker's room, none of an endpoint it holds enough of); those that must wait are not.
     @Test func deliveriesThatMayGoAtOnceAreClaimedAsTheyAreQueued() async throws {
