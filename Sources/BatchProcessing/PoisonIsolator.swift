@@ -10,8 +10,9 @@ import ServiceLifecycle
 /// - because the worker lost a partition: the records of partitions it still owns
 ///   are processed, the others are left to their new owner;
 /// - for anything else: the batch is split in halves, processed in order, until the
-///   record at fault stands alone; it goes to the dead-letter topic and its
-///   partition moves on, while every other record is processed as usual;
+///   record at fault stands alone; once it has failed alone ``attemptsAloneBeforeSettingAside``
+///   times in a row, it goes to the dead-letter topic and its partition moves on, while
+///   every other record is processed as usual;
 /// - an attempt that times out while the dependencies answer is retried, but after
 ///   ``timeOutsBeforeSplit`` such time-outs in a row its records are the cause (one
 ///   too slow to process): the batch is split as for poison, so that the slow record
@@ -85,10 +86,18 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     /// chances before records are split out; each part split off gets as many.
     public static var timeOutsBeforeSplit: Int { 3 }
 
+    /// Attempts in a row a record must fail alone, for a reason that is not its dependencies'
+    /// nor its slowness (counted by ``timeOutsBeforeSplit``), before it is set aside. A record's own fault fails it every time; a failure of the
+    /// moment that reads as the record's (a conflict with a concurrent transaction surfacing
+    /// as an error no retry recognises) passes, and a good event is not set aside for it.
+    /// Three cost a record at fault about half a second more (the back-off between them).
+    public static var attemptsAloneBeforeSettingAside: Int { 3 }
+
     private func settle(_ batch: [Message], into settlement: inout Settlement) async -> Bool {
         var batch = batch
         var retries = 0
         var timeOuts = 0
+        var failuresAlone = 0
         while !batch.isEmpty {
             let failure: any Error
             let records = batch
@@ -119,6 +128,7 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
             }
             switch kind {
             case .transient(let component):
+                failuresAlone = 0
                 health.failedTransiently(component: component)
                 logger.warning(
                     "batch failed transiently; retrying",
@@ -141,6 +151,21 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
                 batch = owned
             case .poison(let reason):
                 guard batch.count > 1 else {
+                    failuresAlone += 1
+                    // Time-outs were counted in a row already (`timeOutsBeforeSplit`).
+                    let confirmed = failuresAlone >= Self.attemptsAloneBeforeSettingAside || timeOuts >= Self.timeOutsBeforeSplit
+                    guard confirmed else {
+                        logger.warning(
+                            "a record failed alone; trying it again before setting it aside",
+                            metadata: [
+                                "topic": "\(batch[0].topic)", "partition": "\(batch[0].partition)",
+                                "offset": "\(batch[0].offset)", "reason": "\(reason)", "failures": "\(failuresAlone)",
+                            ])
+                        guard await pause(before: failuresAlone - 1) else { return false }
+                        batch = batch.filter(stillOwned)
+                        settlement.abandoned += 1 - batch.count
+                        continue
+                    }
                     return await setAside(batch[0], reason: reason, into: &settlement)
                 }
                 let middle = batch.count / 2
