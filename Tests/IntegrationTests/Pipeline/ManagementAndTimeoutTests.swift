@@ -7,8 +7,12 @@ import Testing
     /// A device that goes silent inside a zone is checked out by the wall-clock sweep,
     /// as an app force-quit by its user will never report its exit.
     @Test func silentDeviceIsCheckedOutWithReasonTimeout() async throws {
+        let databaseURL = try await PipelineHarness.freshDatabaseURL()
         let harness = {
             var harness = PipelineHarness()
+            // A database of its own: another test's evaluator (with the usual two hours) would
+            // sweep this device's state too, and set its deadline by its own staleAfter.
+            harness.databaseURL = databaseURL
             harness.engine = EngineConfiguration(staleAfter: 5)
             harness.staleSweepInterval = .milliseconds(500)
             return harness

@@ -19,6 +19,9 @@ import Testing
     /// deadline before A's next fix came, and A was checked out and in again every round.
     @Test func producersTwoSecondsApartDoNotTimeOutAReportingDevice() async throws {
         var configured = PipelineHarness()
+        // A database of its own: the stale sweep of another test's evaluator (with the usual
+        // two hours) would otherwise judge this device's state, and set its deadline by them.
+        configured.databaseURL = try await freshDatabaseURL(logger: configured.logger)
         configured.engine.staleAfter = Self.staleAfter
         configured.staleSweepInterval = .milliseconds(500)
         // A bound well above the 2 s the producers are apart, so that the test's own sends,

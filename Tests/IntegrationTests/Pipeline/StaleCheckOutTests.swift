@@ -16,7 +16,11 @@ import Testing
     /// the topic, and it is timed out only once it really goes silent, `staleAfter` after
     /// its last fix, with one check-in and one check-out in all.
     @Test func backlogLongerThanStaleAfterDoesNotTimeOutAReportingDevice() async throws {
-        let harness = PipelineHarness()
+        var configured = PipelineHarness()
+        // A database of its own: another test's evaluator (with the usual two hours) would
+        // sweep this device's state too, and set its deadline by its own staleAfter.
+        configured.databaseURL = try await PipelineHarness.freshDatabaseURL()
+        let harness = configured
         try await harness.prepare()
         let received = ReceivedWebhooks()
         let receiverPort = AsyncStream.makeStream(of: Int.self)
@@ -98,8 +102,12 @@ import Testing
     @Test func silentDeviceOnAnIdlePartitionTimesOut() async throws {
         // Bootstrapped before the pipeline makes its counters, which read the factory once.
         let metrics = MetricsBootstrap.prometheus()
+        let databaseURL = try await PipelineHarness.freshDatabaseURL()
         let harness = {
             var harness = PipelineHarness()
+            // A database of its own: another test's evaluator (with the usual two hours) would
+            // sweep this device's state too, and set its deadline by its own staleAfter.
+            harness.databaseURL = databaseURL
             harness.engine = EngineConfiguration(staleAfter: Self.staleAfter)
             harness.staleSweepInterval = .milliseconds(500)
             return harness
