@@ -19,6 +19,6 @@ struct Checkin: AsyncParsableCommand {
         subcommands: [
             IngestCommand.self, EvaluatorCommand.self, NotifierCommand.self, DevCommand.self, DemoCommand.self,
             MigrateCommand.self, ReplayCommand.self, ProjectsCommand.self, KeysCommand.self, ZonesCommand.self, WebhooksCommand.self,
-            DeliveriesCommand.self, DevicesCommand.self, EventsCommand.self, LoadCommand.self, StatusCommand.self, BenchCommand.self,
+            DeliveriesCommand.self, DevicesCommand.self, EventsCommand.self, DeadLettersCommand.self, LoadCommand.self, StatusCommand.self, BenchCommand.self,
         ])
 }

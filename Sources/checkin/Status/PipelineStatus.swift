@@ -217,7 +217,7 @@ struct PipelineStatusReader {
                 String(format: "the oldest unprocessed fix is %.0f s old (more than --max-fix-age %.0f s)", age, maximumFixAge))
         }
         for dead in status.deadLetters where dead.lastHour > 0 {
-            status.warnings.append("\(dead.lastHour) dead letters on \(dead.topic) in the last hour")
+            status.warnings.append("\(dead.lastHour) dead letters on \(dead.topic) in the last hour (checkin dead-letters list)")
         }
         for endpoint in status.deliveries {
             let name = "endpoint \(endpoint.endpointId) of project \(endpoint.projectId)"

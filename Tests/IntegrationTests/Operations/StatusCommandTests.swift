@@ -71,7 +71,7 @@ import Testing
         let endpoint = try #require(report.deliveries.first { $0.endpointId == endpointId })
         #expect(endpoint.projectId == projectId && endpoint.enabled)
         #expect(report.problems.isEmpty)
-        #expect(report.warnings.contains("1 dead letters on \(topics.fixesDeadLetter) in the last hour"))
+        #expect(report.warnings.contains("1 dead letters on \(topics.fixesDeadLetter) in the last hour (checkin dead-letters list)"))
 
         // Asked without --ready, it finds checkin dev on its one port and asks no other.
         let local = try await status.runLocal(port: port, ["--json"])

@@ -1,0 +1,38 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// How far each partition of a dead-letter topic has been sent back to the pipeline: the
+/// next offset a redrive reads, and how many records it sent back in all.
+public struct DeadLetterRedriveStore: Sendable {
+    let database: Database
+    let logger: Logger
+
+    public init(database: Database, logger: Logger) {
+        self.database = database
+        self.logger = logger
+    }
+
+    /// The next offset to read of each partition of `topic` a redrive has read; a partition
+    /// never read starts at its first record.
+    public func positions(topic: String) async throws -> [Int32: Int64] {
+        let rows = try await database.client.query(
+            "SELECT partition, next_offset FROM dead_letter_redrives WHERE topic = \(topic)", logger: logger)
+        var positions: [Int32: Int64] = [:]
+        for try await (partition, offset) in rows.decode((Int32, Int64).self) { positions[partition] = offset }
+        return positions
+    }
+
+    /// Records that the partition was read up to `offset` (exclusive), `redriven` of its
+    /// records sent back. Never moves a partition back.
+    public func advance(topic: String, partition: Int32, to offset: Int64, redriven: Int) async throws {
+        try await database.client.perform(
+            """
+            INSERT INTO dead_letter_redrives (topic, partition, next_offset, redriven)
+            VALUES (\(topic), \(partition), \(offset), \(Int64(redriven)))
+            ON CONFLICT (topic, partition) DO UPDATE
+               SET next_offset = GREATEST(dead_letter_redrives.next_offset, EXCLUDED.next_offset),
+                   redriven = dead_letter_redrives.redriven + EXCLUDED.redriven, updated_at = now()
+            """, logger: logger)
+    }
+}
