@@ -42,6 +42,25 @@ public enum FailureClassifier {
         }
     }
 
+    /// Whether a poison failure is certainly the record's own (its content or its size), so
+    /// that one failure alone is enough to set it aside: a value Postgres cannot hold (SQLSTATE
+    /// class 22, a NOT NULL or CHECK violation), a record the broker refuses, an error marked
+    /// ``RecordFault``. Any other failure alone might be of the moment (a transaction that
+    /// failed for a concurrent one's sake reads as 25P02), and is confirmed by trying again.
+    public static func isCertainlyTheRecords(_ error: any Error) -> Bool {
+        switch error {
+        case is any RecordFault:
+            return true
+        case let error as PSQLError:
+            guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
+            return state.hasPrefix("22") || state == "23502" || state == "23514"
+        case let error as KafkaError:
+            return error.name.map(recordErrors.contains) ?? false
+        default:
+            return false
+        }
+    }
+
     /// SQLSTATE classes that say the server or the connection is in trouble, not the data:
     /// 08 connection exception, 40 transaction rollback (serialization, deadlock),
     /// 53 insufficient resources, 55 object not in prerequisite state (lock not available),
@@ -75,6 +94,10 @@ public enum FailureClassifier {
         return .transient(component: "broker")
     }
 }
+
+/// An error about the record itself, which no retry can mend (an event larger than the
+/// broker takes): its record is set aside at its first failure alone.
+public protocol RecordFault: Error {}
 
 /// An attempt that took longer than it may: treated as its dependency being unavailable.
 public struct AttemptTimedOut: Error, Sendable, CustomStringConvertible {

@@ -86,11 +86,13 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     /// chances before records are split out; each part split off gets as many.
     public static var timeOutsBeforeSplit: Int { 3 }
 
-    /// Attempts in a row a record must fail alone, for a reason that is not its dependencies'
-    /// nor its slowness (counted by ``timeOutsBeforeSplit``), before it is set aside. A record's own fault fails it every time; a failure of the
-    /// moment that reads as the record's (a conflict with a concurrent transaction surfacing
-    /// as an error no retry recognises) passes, and a good event is not set aside for it.
-    /// Three cost a record at fault about half a second more (the back-off between them).
+    /// Attempts in a row a record must fail alone, for a reason that is not its dependencies',
+    /// nor its slowness (counted by ``timeOutsBeforeSplit``), nor certainly its own
+    /// (``FailureClassifier/isCertainlyTheRecords(_:)``), before it is set aside. A record's
+    /// own fault fails it every time; a failure of the moment that reads as the record's (a
+    /// conflict with a concurrent transaction surfacing as an error no retry recognises)
+    /// passes, and a good event is not set aside for it. Such a record costs its partition
+    /// two more attempts and the back-off between them.
     public static var attemptsAloneBeforeSettingAside: Int { 3 }
 
     private func settle(_ batch: [Message], into settlement: inout Settlement) async -> Bool {
@@ -152,8 +154,11 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
             case .poison(let reason):
                 guard batch.count > 1 else {
                     failuresAlone += 1
-                    // Time-outs were counted in a row already (`timeOutsBeforeSplit`).
-                    let confirmed = failuresAlone >= Self.attemptsAloneBeforeSettingAside || timeOuts >= Self.timeOutsBeforeSplit
+                    // Time-outs were counted in a row already (`timeOutsBeforeSplit`), and some
+                    // failures are the record's for certain.
+                    let confirmed =
+                        failuresAlone >= Self.attemptsAloneBeforeSettingAside || timeOuts >= Self.timeOutsBeforeSplit
+                        || FailureClassifier.isCertainlyTheRecords(failure)
                     guard confirmed else {
                         logger.warning(
                             "a record failed alone; trying it again before setting it aside",

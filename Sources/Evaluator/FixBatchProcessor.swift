@@ -291,7 +291,7 @@ struct FixBatchProcessor: Sendable {
 }
 
 /// An event larger than the producer sends (its `message.max.bytes`).
-struct EventTooLarge: Error, CustomStringConvertible {
+struct EventTooLarge: RecordFault, CustomStringConvertible {
     var eventId: String
     var bytes: Int
     var limit: Int

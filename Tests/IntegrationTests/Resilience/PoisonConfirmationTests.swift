@@ -10,10 +10,13 @@ import Testing
     let logger = Logger.forTests("test.poison-confirmation", level: .critical)
 
     struct Refused: Error {}
+    struct Oversized: RecordFault {}
 
     /// Runs eight records through an isolator whose attempts fail while they hold offset 5 and
     /// `failuresOfFive` has not run out; returns what was processed and what was dead-lettered.
-    func settle(failuresOfFive: Int) async throws -> (processed: [Int64], deadLettered: [Int64], attemptsOfFive: Int) {
+    func settle(failuresOfFive: Int, failure: any Error = Refused()) async throws -> (
+        processed: [Int64], deadLettered: [Int64], attemptsOfFive: Int
+    ) {
         let remaining = NIOLockedValueBox(failuresOfFive)
         let attemptsOfFive = NIOLockedValueBox(0)
         let processed = NIOLockedValueBox<[Int64]>([])
@@ -28,7 +31,7 @@ import Testing
                         defer { count -= 1 }
                         return count > 0
                     }
-                    if fails { throw Refused() }
+                    if fails { throw failure }
                 }
                 processed.withLockedValue { $0 += records.map(\.offset) }
             },
@@ -60,5 +63,14 @@ import Testing
         #expect(processed == [0, 1, 2, 3, 4, 6, 7])
         // The whole batch, the half and the quarter that hold it, then alone.
         #expect(attempts == 3 + PoisonIsolator<Void>.attemptsAloneBeforeSettingAside)
+    }
+
+    /// A failure certainly the record's own (here one marked ``RecordFault``, as an event larger
+    /// than the broker takes is) sets the record aside at its first failure alone.
+    @Test func aRecordCertainlyAtFaultIsSetAsideAtItsFirstFailureAlone() async throws {
+        let (processed, deadLettered, attempts) = try await settle(failuresOfFive: .max, failure: Oversized())
+        #expect(deadLettered == [5])
+        #expect(processed == [0, 1, 2, 3, 4, 6, 7])
+        #expect(attempts == 4)
     }
 }
