@@ -207,7 +207,10 @@ struct PipelineHarness {
                 try await addEndpoint(url: "http://127.0.0.1:\(known["receiver"]!)/hooks")
                 try await body(known["ingest"]!, received)
             } catch {
+                // Stopped as after a test that passed: throwing at once would cancel the group,
+                // whose services then have only the cancellation limit to end.
                 await group.triggerGracefulShutdown()
+                try? await tasks.waitForAll()
                 throw error
             }
             await group.triggerGracefulShutdown()
