@@ -12,8 +12,13 @@ public enum FailureKind: Sendable, Equatable {
     /// Another worker owns the partition now; its transaction was rolled back and the
     /// new owner processes the records from the committed offsets.
     case ownershipLost
-    /// Something about the records themselves: retrying cannot help.
-    case poison(reason: String)
+    /// Something about the records themselves: retrying cannot help. `certain` when the failure
+    /// can only be the record's own (its content or its size): a value Postgres cannot hold
+    /// (SQLSTATE class 22, a NOT NULL or CHECK violation), a record the broker refuses, an
+    /// error marked ``RecordFault``. Any other might be of the moment (a transaction that failed
+    /// for a concurrent one's sake reads as 25P02): a record is set aside for it only once it
+    /// has failed alone again (see ``PoisonIsolator``).
+    case poison(reason: String, certain: Bool)
 }
 
 /// Sorts errors into ``FailureKind``s. Only errors known to be about the input are
@@ -38,26 +43,7 @@ public enum FailureClassifier {
             if described.contains("ConnectionPool") || described.contains("PostgresNIO") {
                 return .transient(component: "database")
             }
-            return .poison(reason: described)
-        }
-    }
-
-    /// Whether a poison failure is certainly the record's own (its content or its size), so
-    /// that one failure alone is enough to set it aside: a value Postgres cannot hold (SQLSTATE
-    /// class 22, a NOT NULL or CHECK violation), a record the broker refuses, an error marked
-    /// ``RecordFault``. Any other failure alone might be of the moment (a transaction that
-    /// failed for a concurrent one's sake reads as 25P02), and is confirmed by trying again.
-    public static func isCertainlyTheRecords(_ error: any Error) -> Bool {
-        switch error {
-        case is any RecordFault:
-            return true
-        case let error as PSQLError:
-            guard error.code == .server, let state = error.serverInfo?[.sqlState] else { return false }
-            return state.hasPrefix("22") || state == "23502" || state == "23514"
-        case let error as KafkaError:
-            return error.name.map(recordErrors.contains) ?? false
-        default:
-            return false
+            return .poison(reason: described, certain: error is any RecordFault)
         }
     }
 
@@ -77,7 +63,8 @@ public enum FailureClassifier {
             return .transient(component: "database")
         }
         let message = error.serverInfo?[.message] ?? ""
-        return .poison(reason: "database refused the record (SQLSTATE \(state)): \(message)")
+        let certain = state.hasPrefix("22") || state == "23502" || state == "23514"
+        return .poison(reason: "database refused the record (SQLSTATE \(state)): \(message)", certain: certain)
     }
 
     /// librdkafka errors that are about the record itself; every other broker error
@@ -89,7 +76,7 @@ public enum FailureClassifier {
 
     static func classify(_ error: KafkaError) -> FailureKind {
         if let name = error.name, recordErrors.contains(name) {
-            return .poison(reason: "broker refused the record: \(error)")
+            return .poison(reason: "broker refused the record: \(error)", certain: true)
         }
         return .transient(component: "broker")
     }

@@ -86,9 +86,8 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     /// chances before records are split out; each part split off gets as many.
     public static var timeOutsBeforeSplit: Int { 3 }
 
-    /// Attempts in a row a record must fail alone, for a reason that is not its dependencies',
-    /// nor its slowness (counted by ``timeOutsBeforeSplit``), nor certainly its own
-    /// (``FailureClassifier/isCertainlyTheRecords(_:)``), before it is set aside. A record's
+    /// Attempts in a row a record must fail alone, for a reason that is not its dependencies'
+    /// nor certainly its own (``FailureKind/poison(reason:certain:)``), before it is set aside. A record's
     /// own fault fails it every time; a failure of the moment that reads as the record's (a
     /// conflict with a concurrent transaction surfacing as an error no retry recognises)
     /// passes, and a good event is not set aside for it. Such a record costs its partition
@@ -121,9 +120,10 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
             if kind == .transient(component: AttemptTimedOut.unknownComponent) {
                 timeOuts += 1
                 if timeOuts >= Self.timeOutsBeforeSplit {
+                    // Counted in a row already: as certain as a record's own fault.
                     kind = .poison(
                         reason: "processing did not finish within \(attemptTimeout) in \(timeOuts) attempts in a row "
-                            + "while its dependencies answered")
+                            + "while its dependencies answered", certain: true)
                 }
             } else {
                 timeOuts = 0
@@ -151,15 +151,10 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
                     "partitions moved to another worker; leaving their records to it",
                     metadata: ["abandoned": "\(batch.count - owned.count)", "kept": "\(owned.count)"])
                 batch = owned
-            case .poison(let reason):
+            case .poison(let reason, let certain):
                 guard batch.count > 1 else {
                     failuresAlone += 1
-                    // Time-outs were counted in a row already (`timeOutsBeforeSplit`), and some
-                    // failures are the record's for certain.
-                    let confirmed =
-                        failuresAlone >= Self.attemptsAloneBeforeSettingAside || timeOuts >= Self.timeOutsBeforeSplit
-                        || FailureClassifier.isCertainlyTheRecords(failure)
-                    guard confirmed else {
+                    guard certain || failuresAlone >= Self.attemptsAloneBeforeSettingAside else {
                         logger.warning(
                             "a record failed alone; trying it again before setting it aside",
                             metadata: [
@@ -167,8 +162,11 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
                                 "offset": "\(batch[0].offset)", "reason": "\(reason)", "failures": "\(failuresAlone)",
                             ])
                         guard await pause(before: failuresAlone - 1) else { return false }
-                        batch = batch.filter(stillOwned)
-                        settlement.abandoned += 1 - batch.count
+                        // Its partition revoked meanwhile: the record is its new owner's to try.
+                        guard stillOwned(batch[0]) else {
+                            settlement.abandoned += 1
+                            return true
+                        }
                         continue
                     }
                     return await setAside(batch[0], reason: reason, into: &settlement)

@@ -221,7 +221,7 @@ final class EventRelay: Service, Sendable {
                     PipelineStage.publish.record(from: event.decidedAt, to: now)
                     queues[event.deviceId]?.removeFirst()
                 case .failure(let error):
-                    if case .poison(let reason) = FailureClassifier.classify(error),
+                    if case .poison(let reason, _) = FailureClassifier.classify(error),
                         await setAside(event, reason: reason)
                     {
                         done.append(event.id)
@@ -282,7 +282,10 @@ final class EventRelay: Service, Sendable {
         let record = record(for: event)
         return DeadLetter(
             topic: topics.eventsDeadLetter, key: record.key, value: record.value, headers: record.headers, reason: reason,
-            origin: [("origin-topic", event.topic), ("origin-partition", String(event.sourcePartition))],
+            origin: [
+                (DeadLetter.HeaderName.originTopic, event.topic),
+                (DeadLetter.HeaderName.originPartition, String(event.sourcePartition)),
+            ],
             headerPrefix: Topics.deadLetterHeaderPrefix)
     }
 }
