@@ -45,9 +45,21 @@ public struct DeadLetter: Sendable {
         self.init(
             topic: topic, key: message.key, value: message.value, headers: message.headers, reason: reason,
             origin: [
-                ("origin-topic", message.topic), ("origin-partition", String(message.partition)),
-                ("origin-offset", String(message.offset)),
+                (HeaderName.originTopic, message.topic), (HeaderName.originPartition, String(message.partition)),
+                (HeaderName.originOffset, String(message.offset)),
             ], headerPrefix: headerPrefix)
+    }
+
+    /// The names, after the prefix, of the headers a dead-lettering adds to the original's own.
+    public enum HeaderName {
+        public static let error = "error"
+        public static let originTopic = "origin-topic"
+        public static let originPartition = "origin-partition"
+        public static let originOffset = "origin-offset"
+        /// On a copy cut to fit, with `original-size` and `original-sha256`.
+        public static let truncated = "truncated"
+        /// Those of a whole copy: without them, it is the original as it was.
+        public static let describingWhole: Set<String> = [error, originTopic, originPartition, originOffset]
     }
 
     /// How a dead letter was produced.
@@ -77,7 +89,7 @@ public struct DeadLetter: Sendable {
         let room = max(0, maximumBytes - Self.recordOverheadBytes)
         var facts =
             describingHeaders() + [
-                header("truncated", "true"), header("original-size", String(value.count)),
+                header(HeaderName.truncated, "true"), header("original-size", String(value.count)),
                 header("original-sha256", Self.sha256Hex(value)),
             ]
         var key = self.key
@@ -101,7 +113,7 @@ public struct DeadLetter: Sendable {
         KafkaRecord(
             topic: topic, key: nil, value: [],
             headers: describingHeaders() + [
-                header("truncated", "true"), header("original-size", String(value.count)),
+                header(HeaderName.truncated, "true"), header("original-size", String(value.count)),
                 header("original-sha256", Self.sha256Hex(value)),
             ])
     }
@@ -112,7 +124,7 @@ public struct DeadLetter: Sendable {
         if reasonBytes.count > Self.maximumReasonBytes {
             reasonBytes = Array(reasonBytes.prefix(Self.maximumReasonBytes))
         }
-        return [KafkaHeader(key: headerPrefix + "error", value: reasonBytes)]
+        return [KafkaHeader(key: headerPrefix + HeaderName.error, value: reasonBytes)]
             + origin.map { header($0.name, $0.value) }
     }
 
@@ -162,7 +174,7 @@ extension KafkaProducer {
     public func sendDeadLetter(_ letter: DeadLetter) async throws -> DeadLetter.Copy {
         let record = letter.record(fittingIn: maximumMessageBytes)
         let copy: DeadLetter.Copy =
-            record.headers.contains { $0.key == letter.headerPrefix + "truncated" } ? .truncated : .whole
+            record.headers.contains { $0.key == letter.headerPrefix + DeadLetter.HeaderName.truncated } ? .truncated : .whole
         do {
             _ = try await send(record)
             return copy

@@ -49,22 +49,6 @@ public struct KafkaRecord: Sendable {
     }
 }
 
-extension KafkaRecord {
-    /// A consumed record, unchanged, for a dead-letter topic: with its own headers,
-    /// and `<prefix>error`, `<prefix>origin-topic`, `<prefix>origin-partition` and
-    /// `<prefix>origin-offset` telling why it was refused and where it came from.
-    public init(deadLetterOf message: KafkaConsumerMessage, topic: String, reason: String, headerPrefix: String) {
-        self.init(
-            topic: topic, key: message.key, value: message.value,
-            headers: message.headers + [
-                KafkaHeader(key: headerPrefix + "error", value: Array(reason.utf8)),
-                KafkaHeader(key: headerPrefix + "origin-topic", value: Array(message.topic.utf8)),
-                KafkaHeader(key: headerPrefix + "origin-partition", value: Array(String(message.partition).utf8)),
-                KafkaHeader(key: headerPrefix + "origin-offset", value: Array(String(message.offset).utf8)),
-            ])
-    }
-}
-
 /// Where the broker stored an acknowledged record.
 public struct KafkaDeliveryReceipt: Sendable, Hashable {
     public var topic: String

@@ -75,10 +75,11 @@ public final class EventIntake: Service, Sendable {
         }
     }
 
-    /// The original record, unchanged, on the events' dead-letter topic with why and whence.
+    /// The original record on the events' dead-letter topic with why and whence (cut to fit
+    /// when it would not, as the evaluator's dead letters are).
     func deadLetter(_ message: KafkaConsumerMessage, reason: String) -> KafkaRecord {
-        KafkaRecord(
-            deadLetterOf: message, topic: deadLetterTopic, reason: reason, headerPrefix: Topics.deadLetterHeaderPrefix)
+        DeadLetter(of: message, topic: deadLetterTopic, reason: reason, headerPrefix: Topics.deadLetterHeaderPrefix)
+            .record(fittingIn: producer.maximumMessageBytes)
     }
 
     /// Turns a slice of event records into delivery rows, atomically: every row of the slice
