@@ -23,6 +23,9 @@ public struct DeadLetterRedrive: Sendable {
         /// Why it cannot go back, when it cannot: a copy cut to fit the dead-letter topic, or no
         /// pipeline topic to go back to.
         public var unsendable: String?
+
+        /// The topic it goes back to; nil when it cannot go back.
+        var destination: String? { unsendable == nil ? origin : nil }
     }
 
     public let topic: String
@@ -30,12 +33,10 @@ public struct DeadLetterRedrive: Sendable {
     public let destinations: Set<String>
     let reader: KafkaOffsetReader
     let positions: DeadLetterRedriveStore
-    public let logger: Logger
+    let logger: Logger
 
     /// The prefix of the headers a dead-lettering adds (``DeadLetter``'s).
     let prefix: String
-    /// The headers a dead-lettering adds; the rest are the original's own.
-    var describingHeaders: Set<String> { Set(["error", "origin-topic", "origin-partition", "origin-offset"].map { prefix + $0 }) }
 
     public init(
         topic: String, destinations: Set<String>, headerPrefix: String, reader: KafkaOffsetReader,
@@ -86,16 +87,16 @@ public struct DeadLetterRedrive: Sendable {
         func header(_ name: String) -> String? {
             record.headers.first { $0.key == prefix + name }?.value.map { String(decoding: $0, as: UTF8.self) }
         }
-        let origin = header("origin-topic")
+        let origin = header(DeadLetter.HeaderName.originTopic)
         var unsendable: String?
-        if header("truncated") != nil {
+        if header(DeadLetter.HeaderName.truncated) != nil {
             unsendable = "only a cut copy was kept (the original did not fit the dead-letter topic)"
         } else if let origin, !destinations.contains(origin) {
             unsendable = "it came from \(origin), not a topic of this pipeline"
         } else if origin == nil {
             unsendable = "it names no topic it came from"
         }
-        return Letter(record: record, reason: header("error") ?? "", origin: origin, unsendable: unsendable)
+        return Letter(record: record, reason: header(DeadLetter.HeaderName.error) ?? "", origin: origin, unsendable: unsendable)
     }
 
     /// What a redrive did: how many records went back to each topic, and those that could not.
@@ -113,23 +114,22 @@ public struct DeadLetterRedrive: Sendable {
         for partition in byPartition.keys.sorted() {
             let mine = byPartition[partition] ?? []
             guard let last = mine.last else { continue }
-            let sendable = mine.filter { $0.unsendable == nil }
-            let describing = describingHeaders
-            try await producer.sendAll(
-                sendable.compactMap { letter in
-                    letter.origin.map { origin in
-                        KafkaRecord(
-                            topic: origin, key: letter.record.key, value: letter.record.value,
-                            headers: letter.record.headers.filter { !describing.contains($0.key) })
-                    }
-                })
-            try await positions.advance(topic: topic, partition: partition, to: last.record.offset + 1, redriven: sendable.count)
-            for letter in sendable { outcome.sent[letter.origin ?? "", default: 0] += 1 }
-            outcome.unsendable += mine.filter { $0.unsendable != nil }
+            let describing = Set(DeadLetter.HeaderName.describingWhole.map { prefix + $0 })
+            let records = mine.compactMap { letter in
+                letter.destination.map { destination in
+                    KafkaRecord(
+                        topic: destination, key: letter.record.key, value: letter.record.value,
+                        headers: letter.record.headers.filter { !describing.contains($0.key) })
+                }
+            }
+            try await producer.sendAll(records)
+            try await positions.advance(topic: topic, partition: partition, to: last.record.offset + 1)
+            for record in records { outcome.sent[record.topic, default: 0] += 1 }
+            outcome.unsendable += mine.filter { $0.destination == nil }
             logger.info(
                 "dead letters sent back",
                 metadata: [
-                    "topic": "\(topic)", "partition": "\(partition)", "sent": "\(sendable.count)", "through": "\(last.record.offset)",
+                    "topic": "\(topic)", "partition": "\(partition)", "sent": "\(records.count)", "through": "\(last.record.offset)",
                 ])
         }
         return outcome

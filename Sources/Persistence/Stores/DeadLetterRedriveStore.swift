@@ -3,7 +3,7 @@ import Logging
 import PostgresNIO
 
 /// How far each partition of a dead-letter topic has been sent back to the pipeline: the
-/// next offset a redrive reads, and how many records it sent back in all.
+/// next offset a redrive reads.
 public struct DeadLetterRedriveStore: Sendable {
     let database: Database
     let logger: Logger
@@ -23,16 +23,14 @@ public struct DeadLetterRedriveStore: Sendable {
         return positions
     }
 
-    /// Records that the partition was read up to `offset` (exclusive), `redriven` of its
-    /// records sent back. Never moves a partition back.
-    public func advance(topic: String, partition: Int32, to offset: Int64, redriven: Int) async throws {
+    /// Records that the partition was read up to `offset` (exclusive). Never moves a partition back.
+    public func advance(topic: String, partition: Int32, to offset: Int64) async throws {
         try await database.client.perform(
             """
-            INSERT INTO dead_letter_redrives (topic, partition, next_offset, redriven)
-            VALUES (\(topic), \(partition), \(offset), \(Int64(redriven)))
+            INSERT INTO dead_letter_redrives (topic, partition, next_offset)
+            VALUES (\(topic), \(partition), \(offset))
             ON CONFLICT (topic, partition) DO UPDATE
-               SET next_offset = GREATEST(dead_letter_redrives.next_offset, EXCLUDED.next_offset),
-                   redriven = dead_letter_redrives.redriven + EXCLUDED.redriven, updated_at = now()
+               SET next_offset = GREATEST(dead_letter_redrives.next_offset, EXCLUDED.next_offset), updated_at = now()
             """, logger: logger)
     }
 }

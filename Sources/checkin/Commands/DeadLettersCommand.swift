@@ -37,7 +37,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
 
         func run() async throws {
             let (topic, limit) = (topic, limit)
-            let letters = try await withRedrive(of: topic) { redrive, _ in
+            let letters = try await withRedrive(of: topic) { redrive, _, _ in
                 try await redrive.waiting(before: Date(), limit: limit + 1)
             }
             let listed = Array(letters.prefix(limit))
@@ -57,9 +57,9 @@ struct DeadLettersCommand: AsyncParsableCommand {
         func run() async throws {
             let topic = topic
             let started = Date()
-            let outcome = try await withRedrive(of: topic) { redrive, settings in
+            let outcome = try await withRedrive(of: topic) { redrive, settings, logger in
                 let producer = try KafkaProducer(
-                    configuration: settings.producerConfiguration(clientId: "checkin-redrive"), logger: redrive.logger)
+                    configuration: settings.producerConfiguration(clientId: "checkin-redrive"), logger: logger)
                 return try await withThrowingTaskGroup(of: DeadLetterRedrive.Outcome?.self) { tasks in
                     tasks.addTask {
                         try await producer.run()
@@ -96,28 +96,25 @@ struct DeadLettersCommand: AsyncParsableCommand {
 }
 
 /// Runs `body` with the redrive of the chosen dead-letter topic (Postgres migrated, the broker's
-/// reader open) and the process's settings.
+/// reader open), the process's settings and the command's logger.
 private func withRedrive<Result: Sendable>(
-    of source: DeadLettersCommand.Source, _ body: @Sendable (DeadLetterRedrive, ProcessSettings) async throws -> Result
+    of source: DeadLettersCommand.Source,
+    _ body: @Sendable (DeadLetterRedrive, ProcessSettings, Logger) async throws -> Result
 ) async throws -> Result {
     let settings = try ProcessSettings()
+    let topics = settings.topics
+    let (topic, destinations): (String, Set<String>) =
+        switch source {
+        case .fixes: (topics.fixesDeadLetter, [topics.fixes])
+        case .events: (topics.eventsDeadLetter, [topics.checkIns, topics.checkOuts])
+        }
     return try await withDatabase { database, logger in
         // The local broker holds every fetch for its whole wait, even at the end of a partition.
         let properties = ["fetch.wait.max.ms": "100"].merging(settings.environment.kafkaProperties) { _, configured in configured }
         let reader = try KafkaOffsetReader(bootstrapServers: settings.brokers, properties: properties, logger: logger)
-        let topics = settings.topics
-        let redrive =
-            switch source {
-            case .fixes:
-                DeadLetterRedrive(
-                    topic: topics.fixesDeadLetter, destinations: [topics.fixes], headerPrefix: Topics.deadLetterHeaderPrefix,
-                    reader: reader, positions: DeadLetterRedriveStore(database: database, logger: logger), logger: logger)
-            case .events:
-                DeadLetterRedrive(
-                    topic: topics.eventsDeadLetter, destinations: [topics.checkIns, topics.checkOuts],
-                    headerPrefix: Topics.deadLetterHeaderPrefix, reader: reader,
-                    positions: DeadLetterRedriveStore(database: database, logger: logger), logger: logger)
-            }
-        return try await body(redrive, settings)
+        let redrive = DeadLetterRedrive(
+            topic: topic, destinations: destinations, headerPrefix: Topics.deadLetterHeaderPrefix, reader: reader,
+            positions: DeadLetterRedriveStore(database: database, logger: logger), logger: logger)
+        return try await body(redrive, settings, logger)
     }
 }
