@@ -33,7 +33,7 @@ enum EventPayloadStore {
         guard !keys.isEmpty else { return }
         // In any order: the lock below takes them in key order.
         let (projects, events) = (keys.map(\.projectId), keys.map(\.eventId))
-        let locked = try await connection.query(
+        try await connection.perform(
             """
             SELECT b.event_id FROM event_payloads b
               JOIN UNNEST(\(projects)::text[], \(events)::text[]) AS k(project_id, event_id)
@@ -41,7 +41,6 @@ enum EventPayloadStore {
              ORDER BY b.project_id, b.event_id
                FOR UPDATE OF b
             """, logger: logger)
-        for try await _ in locked {}
         // A delivery is found by its endpoint and event (the deliveries' unique key) among
         // the project's endpoints: those of a removed endpoint are gone with it.
         try await connection.perform(
