@@ -279,6 +279,48 @@ import Testing
         }
     }
 
+    /// Deliveries named by id (a batch of results, the leases to renew, a batch's pending
+    /// ones to lock) are found each by its own key, with no array in an index condition and
+    /// no read of the whole table: an index scan for `id = ANY(ids)` sorts all the ids again
+    /// for every row it rechecks after another transaction changed it, so a recording that
+    /// met a renewal of the same leases cost as many sorts of its ids as it had ids.
+    @Test func deliveriesNamedByIdAreFoundEachByItsOwnKey() async throws {
+        let logger = logger
+        try await withProject { database, webhooks, endpointId in
+            try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
+            let pending = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 11...11)
+            #expect(try await webhooks.enqueue(pending) == pending.count)
+            try await database.client.query("ANALYZE deliveries", logger: logger)
+            var ids: [Int64] = []
+            for try await id in try await database.client.query(
+                "SELECT id FROM deliveries WHERE status = 'pending' ORDER BY id", logger: logger
+            ).decode(Int64.self) {
+                ids.append(id)
+            }
+            #expect(ids.count == 2000)
+            let statements: [(String, PostgresQuery, settings: [String])] = [
+                ("recording's lock", WebhookStore.recordLockStatement(ids: ids), []),
+                (
+                    "renewal", WebhookStore.renewalStatement(ids: ids, owner: "a", lease: .seconds(10)),
+                    WebhookStore.renewalSettings
+                ),
+                (
+                    "queueing's lock",
+                    WebhookStore.lockStatement(Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 12...12)), []
+                ),
+            ]
+            for (name, statement, settings) in statements {
+                let plan = try await Self.plan(of: statement, options: "", settings: settings, in: database, logger: logger)
+                let conditions = Self.indexConditions(in: plan)
+                #expect(!conditions.isEmpty, "\(name): \(Self.scans(in: plan))")
+                #expect(!conditions.contains { $0.contains("ANY") }, "\(name): \(conditions)")
+                #expect(
+                    !Self.scans(in: plan).contains { $0.hasPrefix("Seq Scan") || $0.hasPrefix("Bitmap Heap Scan") },
+                    "\(name): \(Self.scans(in: plan))")
+            }
+        }
+    }
+
     /// A large batch is queued in memory at Postgres's default work memory (4 MB a node):
     /// 5,000 deliveries whose events' bodies are a kilobyte each write no temporary file.
     @Test func aLargeBatchIsQueuedWithoutTemporaryFiles() async throws {
@@ -460,6 +502,14 @@ import Testing
             found.append(type)
         }
         for child in node["Plans"] as? [[String: Any]] ?? [] { found += nodeTypes(in: child, alias: alias) }
+        return found
+    }
+
+    /// The index conditions of every scan in a plan, as EXPLAIN writes them.
+    static func indexConditions(in node: [String: Any]) -> [String] {
+        var found: [String] = []
+        if let condition = node["Index Cond"] as? String { found.append(condition) }
+        for child in node["Plans"] as? [[String: Any]] ?? [] { found += indexConditions(in: child) }
         return found
     }
 
