@@ -110,7 +110,9 @@ enum StatusTable {
         out += "\nOLDEST UNPROCESSED FIX: "
         out += status.oldestUnprocessedFixAgeSeconds.map { String(format: "%.1f s old", $0) } ?? "none waiting"
         out += "\n\nDEAD LETTERS\n"
-        out += table(["TOPIC", "LAST HOUR", "TOTAL"], status.deadLetters.map { [$0.topic, String($0.lastHour), String($0.total)] })
+        out += table(
+            ["TOPIC", "LAST HOUR", "TOTAL", "NOT SENT BACK"],
+            status.deadLetters.map { [$0.topic, String($0.lastHour), String($0.total), $0.notSentBack.map(String.init) ?? "-"] })
         out += "\nDELIVERIES\n"
         out += table(
             ["PROJECT", "ENDPOINT", "ENABLED", "PENDING", "RETRYING", "FAILED", "URL"],

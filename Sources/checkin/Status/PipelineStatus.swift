@@ -47,6 +47,9 @@ struct PipelineStatus: Codable, Sendable {
         var topic: String
         var lastHour: Int64
         var total: Int64
+        /// Those `checkin dead-letters redrive` has not sent back yet; nil when Postgres,
+        /// which keeps how far each partition was sent back, did not answer.
+        var notSentBack: Int64?
     }
 
     var services: [ServiceReadiness] = []
@@ -111,7 +114,9 @@ struct PipelineStatusReader {
         let configuration = database
         let logger = logger
         let timeout = timeout
-        let fromDatabase = await Result(catching: { () async throws -> (Incarnations, FixLag?, [EndpointBacklog]) in
+        let deadLetterTopics = [topics.fixesDeadLetter, topics.eventsDeadLetter]
+        let fromDatabase = await Result(catching: {
+            () async throws -> (Incarnations, FixLag?, [EndpointBacklog], SentBack) in
             try await Database.withTemporaryClient(configuration: configuration, logger: logger) { database in
                 try await database.waitUntilReachable(timeout: timeout)
                 let groups = ConsumerGroupStore(database: database, logger: logger)
@@ -119,16 +124,21 @@ struct PipelineStatusReader {
                     evaluator: try await groups.incarnation(of: evaluatorGroup),
                     notifier: try await groups.incarnation(of: notifierGroup))
                 let backlog = try await OperationsStore(database: database, logger: logger).deliveryBacklog()
-                guard brokerAnswers else { return (incarnations, nil, backlog) }
+                let redrives = DeadLetterRedriveStore(database: database, logger: logger)
+                var sentBack: SentBack = [:]
+                for topic in deadLetterTopics { sentBack[topic] = try await redrives.positions(topic: topic) }
+                guard brokerAnswers else { return (incarnations, nil, backlog, sentBack) }
                 let reader = try KafkaOffsetReader(bootstrapServers: brokers, properties: kafkaProperties, logger: logger)
                 let lag = try await FixLag.read(
                     reader: reader, offsets: OffsetStore(database: database, logger: logger), group: evaluatorGroup,
                     topic: topics.fixes)
-                return (incarnations, lag, backlog)
+                return (incarnations, lag, backlog, sentBack)
             }
         })
+        var sentBack: SentBack?
         switch fromDatabase {
-        case .success(let (incarnations, fixLag, backlog)):
+        case .success(let (incarnations, fixLag, backlog, redriven)):
+            sentBack = redriven
             let notifierGroupId = GroupRecovery.groupId(notifierGroup, incarnation: incarnations.notifier)
             status.groups = [
                 .init(
@@ -155,7 +165,7 @@ struct PipelineStatusReader {
             do {
                 // Without its incarnation from Postgres the notifier's group is unknown: its lag is left out.
                 let notifierGroupId = status.groups.first { $0.worker == "notifier" }?.offsetsGroup
-                try await readNotifierLagAndDeadLetters(group: notifierGroupId, into: &status)
+                try await readNotifierLagAndDeadLetters(group: notifierGroupId, sentBack: sentBack, into: &status)
             } catch {
                 status.problems.append("could not read offsets from the broker at \(brokers): \(error)")
             }
@@ -170,7 +180,13 @@ struct PipelineStatusReader {
         var notifier: Int
     }
 
-    private func readNotifierLagAndDeadLetters(group notifierGroupId: String?, into status: inout PipelineStatus) async throws {
+    /// How far each partition of each dead-letter topic was sent back (the next offset a
+    /// redrive reads), by topic.
+    private typealias SentBack = [String: [Int32: Int64]]
+
+    private func readNotifierLagAndDeadLetters(
+        group notifierGroupId: String?, sentBack: SentBack?, into status: inout PipelineStatus
+    ) async throws {
         if let notifierGroupId {
             let grouped = try KafkaOffsetReader(
                 bootstrapServers: brokers, group: notifierGroupId, properties: kafkaProperties, logger: logger)
@@ -187,15 +203,19 @@ struct PipelineStatusReader {
             let partitions = try await reader.partitions(of: topic)
             let ends = try await reader.watermarks(topic: topic, partitions: partitions)
             let sinceHourAgo = try await reader.offsets(topic: topic, partitions: partitions, at: hourAgo)
+            let positions = sentBack?[topic]
             var lastHour: Int64 = 0
             var total: Int64 = 0
+            var notSentBack: Int64 = 0
             for (partition, marks) in ends {
                 total += marks.high - marks.low
                 // -1: no record stamped after the time, so none in the last hour.
                 let first = sinceHourAgo[partition].flatMap { $0 >= 0 ? $0 : nil } ?? marks.high
                 lastHour += max(marks.high - max(first, marks.low), 0)
+                notSentBack += max(marks.high - max(positions?[partition] ?? 0, marks.low), 0)
             }
-            status.deadLetters.append(.init(topic: topic, lastHour: lastHour, total: total))
+            status.deadLetters.append(
+                .init(topic: topic, lastHour: lastHour, total: total, notSentBack: positions == nil ? nil : notSentBack))
         }
     }
 

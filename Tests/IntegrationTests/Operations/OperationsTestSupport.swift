@@ -141,6 +141,7 @@ struct StatusReport: Decodable {
         var topic: String
         var lastHour: Int64
         var total: Int64
+        var notSentBack: Int64?
     }
 
     struct Endpoint: Decodable {

@@ -67,7 +67,9 @@ import Testing
         #expect(Set(report.lag.filter { $0.group == "evaluator-\(suffix)" }.map(\.partition)) == [0, 1])
         #expect(Set(report.lag.filter { $0.group == "notifier-\(suffix)" }.map(\.topic)) == [topics.checkIns, topics.checkOuts])
         #expect(report.deadLetters.first { $0.topic == topics.fixesDeadLetter }?.total == 1)
+        #expect(report.deadLetters.first { $0.topic == topics.fixesDeadLetter }?.notSentBack == 1)
         #expect(report.deadLetters.first { $0.topic == topics.eventsDeadLetter }?.total == 0)
+        #expect(report.deadLetters.first { $0.topic == topics.eventsDeadLetter }?.notSentBack == 0)
         let endpoint = try #require(report.deliveries.first { $0.endpointId == endpointId })
         #expect(endpoint.projectId == projectId && endpoint.enabled)
         #expect(report.problems.isEmpty)
@@ -92,6 +94,19 @@ import Testing
         #expect(metrics.contains(#"checkin_notifier_endpoint_enabled{project="\#(projectId)",endpoint="\#(endpointId)"} 1"#))
         #expect(metrics.contains(#"checkin_evaluator_dead_letters_total{reason="invalid-fix"} "#))
         #expect(metrics.contains(#"checkin_ready{component="broker"} 1"#))
+
+        // Sent back, the record is set aside again (it is still not a fix): two dead letters,
+        // one of them not sent back.
+        let redriven = try await CommandOutcome.run(["dead-letters", "redrive", "--topic", "fixes"], environment: environment)
+        #expect(redriven.exitCode == 0, "\(redriven.standardError)")
+        var afterRedrive = try await status.run(["--json"])
+        try await waitUntil("the record sent back is set aside again", log: dev) {
+            afterRedrive = try await status.run(["--json"])
+            return try afterRedrive.json().deadLetters.first { $0.topic == topics.fixesDeadLetter }?.total == 2
+        }
+        #expect(try afterRedrive.json().deadLetters.first { $0.topic == topics.fixesDeadLetter }?.notSentBack == 1)
+        let table = try await status.run([])
+        #expect(table.standardOutput.contains("NOT SENT BACK"), "\(table.standardOutput)")
 
         broker.stop()
         let stopped = try await status.run(["--timeout", "2"])
