@@ -240,12 +240,7 @@ import Testing
     @Test func queueingProbesTheTableInsteadOfReadingIt() async throws {
         let logger = logger
         try await withProject { database, webhooks, endpointId in
-            // History: 20,000 delivered deliveries of 2,000 devices; then each device's next one pending.
-            try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
-            let pending = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 11...11)
-            #expect(try await webhooks.enqueue(pending) == pending.count)
-            // Analysed, not vacuumed: as a busy table mostly is between autovacuum's passes.
-            try await database.client.query("ANALYZE deliveries", logger: logger)
+            try await Self.queueEachDevicesNextAfterHistory(to: endpointId, webhooks: webhooks, in: database, logger: logger)
 
             let batch = Self.deliveries(to: endpointId, devices: 0..<300, sequences: 12...12)
             let queueing = try await Self.plan(of: Self.queueing(batch), options: "ANALYZE", in: database, logger: logger)
@@ -287,10 +282,7 @@ import Testing
     @Test func deliveriesNamedByIdAreFoundEachByItsOwnKey() async throws {
         let logger = logger
         try await withProject { database, webhooks, endpointId in
-            try await Self.insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
-            let pending = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 11...11)
-            #expect(try await webhooks.enqueue(pending) == pending.count)
-            try await database.client.query("ANALYZE deliveries", logger: logger)
+            try await Self.queueEachDevicesNextAfterHistory(to: endpointId, webhooks: webhooks, in: database, logger: logger)
             var ids: [Int64] = []
             for try await id in try await database.client.query(
                 "SELECT id FROM deliveries WHERE status = 'pending' ORDER BY id", logger: logger
@@ -424,7 +416,18 @@ import Testing
             """, logger: logger)
     }
 
-    /// Check-ins of `devices` (`device-N`) to `endpointId`, each device's `sequences` in order.
+    /// History: 20,000 delivered deliveries to `endpointId` of 2,000 devices; then each
+    /// device's next one pending. Analysed, not vacuumed: as a busy table mostly is between
+    /// autovacuum's passes.
+    static func queueEachDevicesNextAfterHistory(
+        to endpointId: String, webhooks: WebhookStore, in database: Database, logger: Logger
+    ) async throws {
+        try await insertDeliveredHistory(20_000, to: endpointId, in: database, logger: logger)
+        let pending = deliveries(to: endpointId, devices: 0..<2000, sequences: 11...11)
+        #expect(try await webhooks.enqueue(pending) == pending.count)
+        try await database.client.query("ANALYZE deliveries", logger: logger)
+    }
+
     /// The queueing statement of `batch`, for a taker of 100.
     static func queueing(_ batch: [NewDelivery]) -> PostgresQuery {
         WebhookStore.queueStatement(
@@ -432,6 +435,7 @@ import Testing
             taker: WebhookStore.QueueClaim(owner: "a", lease: .seconds(60), limit: 100))
     }
 
+    /// Check-ins of `devices` (`device-N`) to `endpointId`, each device's `sequences` in order.
     static func deliveries(
         to endpointId: String, devices: Range<Int>, sequences: ClosedRange<Int> = 1...1, payload: String = "{}"
     ) -> [NewDelivery] {
