@@ -23,6 +23,14 @@ struct DeadLettersCommand: AsyncParsableCommand {
     /// Which dead-letter topic.
     enum Source: String, ExpressibleByArgument, CaseIterable {
         case fixes, events
+
+        /// The variable that names its topic.
+        var topicVariable: String {
+            switch self {
+            case .fixes: "CHECKIN_TOPIC_FIXES_DLQ"
+            case .events: "CHECKIN_TOPIC_EVENTS_DLQ"
+            }
+        }
     }
 
     struct List: AsyncParsableCommand {
@@ -112,6 +120,13 @@ private func withRedrive<Result: Sendable>(
         // The local broker holds every fetch for its whole wait, even at the end of a partition.
         let properties = ["fetch.wait.max.ms": "100"].merging(settings.environment.kafkaProperties) { _, configured in configured }
         let reader = try KafkaOffsetReader(bootstrapServers: settings.brokers, properties: properties, logger: logger)
+        do {
+            _ = try await reader.partitions(of: topic)
+        } catch let error as KafkaError where error.name == "UNKNOWN_TOPIC_OR_PART" {
+            throw CommandFailure(
+                "\(topic) (\(source.topicVariable)) does not exist on the broker at \(settings.brokers): nothing was set aside "
+                    + "there yet (the services create their topics when they start), or the variable names another topic")
+        }
         let redrive = DeadLetterRedrive(
             topic: topic, destinations: destinations, headerPrefix: Topics.deadLetterHeaderPrefix, reader: reader,
             positions: DeadLetterRedriveStore(database: database, logger: logger), logger: logger)

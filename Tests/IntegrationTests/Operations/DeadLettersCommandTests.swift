@@ -64,4 +64,22 @@ import Testing
         #expect(after.standardOutput.contains("(none)"))
         #expect(try await consumeAll(topic: topics.fixes, logger: logger).count == 1)
     }
+
+    /// A dead-letter topic the broker does not have (no service started yet, or a name that
+    /// is not the pipeline's) is named with the variable that names it, not as the broker's code.
+    @Test func aTopicTheBrokerDoesNotHaveIsNamedWithItsVariable() async throws {
+        let missing = "test-\(UUID().uuidString.prefix(8).lowercased()).events.dlq"
+        let environment = [
+            "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_DATABASE_URL": TestEnvironment.databaseURL,
+            "CHECKIN_TOPIC_EVENTS_DLQ": missing,
+        ]
+        for command in ["list", "redrive"] {
+            let outcome = try await CommandOutcome.run(["dead-letters", command, "--topic", "events"], environment: environment)
+            #expect(outcome.exitCode == 1)
+            #expect(
+                outcome.standardError.contains("\(missing) (CHECKIN_TOPIC_EVENTS_DLQ) does not exist on the broker at"),
+                "\(outcome.standardError)")
+            #expect(!outcome.standardError.contains("UNKNOWN_TOPIC"), "\(outcome.standardError)")
+        }
+    }
 }
