@@ -64,6 +64,13 @@ import Testing
                 )
                 return try rows.first?.decode(Int64.self) == Int64(produced)
             }
+            // Each batch's events are kept in the outbox with its offsets; the relay publishes
+            // them after, so the topics are read once it has published every one.
+            try await waitUntil("every event published from the outbox", within: .seconds(120)) {
+                let rows = try await cluster.query(
+                    "SELECT count(*)::int8 FROM event_outbox WHERE consumer_group = '\(cluster.harness.evaluatorGroup)'")
+                return try rows.first?.decode(Int64.self) == 0
+            }
         } catch {
             Issue.record("\(error)\n\(try await cluster.activity())\n\(cluster.logs)")
             return
