@@ -59,8 +59,7 @@ public struct DeadLetterRedrive: Sendable {
         let from = try await positions.positions(topic: topic)
         var letters: [Letter] = []
         for partition in partitions.sorted() {
-            // Records removed by the topic's retention are gone: reading starts at the first kept.
-            let start = max(from[partition] ?? 0, watermarks[partition]?.low ?? 0)
+            let start = Self.nextOffset(sentBackTo: from[partition], watermarks: watermarks[partition])
             let records = try await reader.records(
                 topic: topic, partition: partition, from: start, to: start + Int64(limit))
             for record in records {
@@ -69,6 +68,12 @@ public struct DeadLetterRedrive: Sendable {
             }
         }
         return letters
+    }
+
+    /// Where a partition's next redrive reads: past what was sent back, and never before the
+    /// first record kept (records removed by the topic's retention are gone).
+    public static func nextOffset(sentBackTo position: Int64?, watermarks: KafkaWatermarks?) -> Int64 {
+        max(position ?? 0, watermarks?.low ?? 0)
     }
 
     /// Sends back every dead letter stamped before `before`, a part at a time.

@@ -310,7 +310,7 @@ extension WebhookStore {
     /// before it sees the new delivery (which would then wait for the 15-second mend).
     /// Found by one probe of the pending-heads index for each device and endpoint (a join
     /// was planned as a scan of every pending delivery), then locked in id order, each by
-    /// its own key (see `lockStatement(ids:strength:)`).
+    /// its own key (see `recordLockStatement`).
     static func lockStatement(_ deliveries: [NewDelivery]) -> PostgresQuery {
         """
         SELECT l.id

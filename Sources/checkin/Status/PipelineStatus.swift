@@ -212,7 +212,7 @@ struct PipelineStatusReader {
                 // -1: no record stamped after the time, so none in the last hour.
                 let first = sinceHourAgo[partition].flatMap { $0 >= 0 ? $0 : nil } ?? marks.high
                 lastHour += max(marks.high - max(first, marks.low), 0)
-                notSentBack += max(marks.high - max(positions?[partition] ?? 0, marks.low), 0)
+                notSentBack += max(marks.high - DeadLetterRedrive.nextOffset(sentBackTo: positions?[partition], watermarks: marks), 0)
             }
             status.deadLetters.append(
                 .init(topic: topic, lastHour: lastHour, total: total, notSentBack: positions == nil ? nil : notSentBack))
