@@ -135,7 +135,8 @@ public final class WebhookDispatcher: Service, Sendable {
             chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.releaseLapsedLeases() } }
-            chores.addTask { await self.every(.seconds(15)) { await self.tendDueDeliveries() } }
+            chores.addTask { await self.every(.seconds(15)) { await self.tendDisabledEndpoints() } }
+            chores.addTask { await self.sweepWaitingHeads() }
             await dispatchUntilShutdown()
             chores.cancelAll()
         }
@@ -344,12 +345,12 @@ public final class WebhookDispatcher: Service, Sendable {
     }
 
     /// Deliveries of disabled endpoints stay out of claims, and fail once their retries would
-    /// have run out; each device's first delivery of an enabled endpoint is due.
-    private func tendDueDeliveries() async {
+    /// have run out.
+    private func tendDisabledEndpoints() async {
         do {
-            try await webhooks.mendDueDeliveries(gapHold: configuration.gapHold)
+            try await webhooks.parkDisabledDeliveries()
         } catch {
-            logger.error("could not mend which deliveries are due", metadata: ["error": "\(error)"])
+            logger.error("could not park the deliveries of disabled endpoints", metadata: ["error": "\(error)"])
         }
         do {
             let failed = try await webhooks.failExpiredWhileDisabled(retryWindow: configuration.retryWindow)
@@ -359,6 +360,31 @@ public final class WebhookDispatcher: Service, Sendable {
             }
         } catch {
             logger.error("could not expire deliveries of disabled endpoints", metadata: ["error": "\(error)"])
+        }
+    }
+
+    /// How often the mend pass takes a step over the queue, and how many pending deliveries
+    /// a step reads at most: every device's first delivery is looked at every second while
+    /// fewer than this many are pending, and a backlog of any size costs each second no more
+    /// than this many rows (its sweep takes longer instead).
+    static let headsSweepInterval = Duration.seconds(1)
+    static let headsSweepStep = 5_000
+
+    /// Each device's first delivery of an enabled endpoint is due (see `mendWaitingHeads`):
+    /// the queue swept a step at a time, from where the last step stopped.
+    private func sweepWaitingHeads() async {
+        var position: WebhookStore.HeadsSweepPosition?
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.headsSweepInterval)
+            guard !Task.isCancelled else { return }
+            do {
+                let step = try await webhooks.mendWaitingHeads(
+                    after: position, reading: Self.headsSweepStep, gapHold: configuration.gapHold)
+                position = step.next
+                if step.released > 0 { wake() }
+            } catch {
+                logger.error("could not mend which deliveries are due", metadata: ["error": "\(error)"])
+            }
         }
     }
 

@@ -307,7 +307,7 @@ extension WebhookStore {
     ///
     /// Those waiting behind another too: between this lock and the judging that follows,
     /// the recording of its predecessor could take a waiting one, and be recorded in turn
-    /// before it sees the new delivery (which would then wait for the 15-second mend).
+    /// before it sees the new delivery (which would then wait for the mend pass).
     /// Found by one probe of the pending-heads index for each device and endpoint (a join
     /// was planned as a scan of every pending delivery), then locked in id order, each by
     /// its own key (see `recordLockStatement`).
@@ -550,8 +550,8 @@ extension WebhookStore {
     ///
     /// Claims do not look for one (it reads every pending delivery of the device); instead
     /// what lets a waiting delivery go checks this and leaves it at 'infinity': queueing (in
-    /// its own form, for deliveries not yet rows), the mend pass and an endpoint's enabling
-    /// (`releaseWaitingHeads`), and a replay. Recording needs no check: what it lets go is
+    /// its own form, for deliveries not yet rows), the mend pass (`mendWaitingHeads`), an
+    /// endpoint's enabling (`releaseWaitingHeads`), and a replay. Recording needs no check: what it lets go is
     /// the delivery that was out, retried, or the device's next once it is done.
     static func anotherOfItsDeviceInFlight(_ alias: String) -> String {
         """
@@ -690,14 +690,15 @@ extension WebhookStore {
 
     /// Makes due again the claims of the notifiers that stopped renewing (their renewal ran
     /// out) once their leases have run out, as the mend pass does (`releaseWaitingHeads`:
-    /// each device's first pending delivery that waits at 'infinity' with no live lease).
+    /// each device's first pending delivery that waits at 'infinity' with no live lease),
+    /// reading every pending delivery at once.
     /// A notifier is forgotten `lease` after its renewal ran out, when every claim it made
     /// has run out too. Returns how many deliveries it made due.
     ///
-    /// While every notifier renews, it reads one small table and nothing else: the mend
-    /// pass reads every pending delivery, which every third of a lease would cost more than
-    /// the heap-only renewals save under a backlog. A lease that runs out while its notifier
-    /// still renews (which renews every claim it holds) waits for the 15-second mend.
+    /// While every notifier renews, it reads one small table and nothing else: reading every
+    /// pending delivery every third of a lease would cost more than the heap-only renewals
+    /// save under a backlog. A lease that runs out while its notifier still renews (which
+    /// renews every claim it holds) waits for the mend pass's sweep to reach its device.
     @discardableResult
     public func releaseLapsedLeases(lease: Duration, gapHold: Duration) async throws -> Int {
         // The forgotten ones are among those stopped: their claims are let go one last time.
@@ -920,74 +921,168 @@ extension WebhookStore {
         """
     }
 
-    /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity')
-    /// and lets each device's first waiting delivery of an enabled endpoint go: disabling,
-    /// queueing and recording do this as they go, and this pass mends what raced with them
-    /// (an attempt recorded as a retry after a 410, a delivery queued behind one that was
-    /// being recorded as delivered). Returns how many deliveries it changed.
+    /// Keeps the deliveries of disabled endpoints out of the due ones (due at 'infinity'):
+    /// disabling does this as it goes, and this pass mends what raced with it (an attempt
+    /// recorded as a retry after a 410). Returns how many deliveries it parked.
     @discardableResult
-    public func mendDueDeliveries(gapHold: Duration = .zero) async throws -> Int {
-        let rows = try await database.client.query(
-            """
-            UPDATE deliveries d SET next_attempt_at = 'infinity'
-              FROM webhook_endpoints e
-             WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.status = 'pending'
-               AND d.next_attempt_at < 'infinity' AND (d.leased_until IS NULL OR d.leased_until <= now())
-            RETURNING d.id
-            """, logger: logger)
+    public func parkDisabledDeliveries() async throws -> Int {
+        let rows = try await database.client.query(Self.parkingStatement, logger: logger)
         var count = 0
         for try await _ in rows { count += 1 }
-        return count + (try await releaseWaitingHeads(gapHold: gapHold))
+        return count
+    }
+
+    /// The statement of `parkDisabledDeliveries`, on its own so that what it reads can be
+    /// measured. It reads the deliveries of the disabled endpoints alone (through the
+    /// pending-heads index): nothing when every endpoint is enabled, whatever the backlog.
+    /// (`<> 'infinity'`, the same as `<` for a timestamp, does not name the due order's index
+    /// predicate: with it, the planner read every due delivery for the disabled endpoints'.)
+    static let parkingStatement: PostgresQuery = """
+        UPDATE deliveries d SET next_attempt_at = 'infinity'
+         WHERE d.endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e WHERE NOT e.enabled))
+           AND d.status = 'pending' AND d.next_attempt_at <> 'infinity'
+           AND (d.leased_until IS NULL OR d.leased_until <= now())
+        RETURNING d.id
+        """
+
+    /// Where a sweep of the waiting heads goes on: with the devices after this one, in the
+    /// order of the pending-heads index (endpoint, then device).
+    public struct HeadsSweepPosition: Sendable, Equatable {
+        public var endpointId: String
+        public var deviceId: String
+
+        public init(endpointId: String, deviceId: String) {
+            self.endpointId = endpointId
+            self.deviceId = deviceId
+        }
+    }
+
+    /// One step of the mend pass over the queue: lets each device's first pending delivery
+    /// go where it waits at 'infinity' although nothing is ahead of it (queueing and
+    /// recording do this as they go; this mends what raced with them, such as a delivery
+    /// queued behind one that was being recorded as delivered), for the devices after
+    /// `position`, reading at most `limit` pending deliveries. Returns how many it let go and
+    /// where the next step goes on (nil once it reached the end: from the first device again).
+    ///
+    /// A step costs what it reads, not what is pending: a partner's backlog of a million
+    /// deliveries is swept a step at a time instead of read whole on every pass.
+    public func mendWaitingHeads(after position: HeadsSweepPosition?, reading limit: Int, gapHold: Duration = .zero)
+        async throws -> (released: Int, next: HeadsSweepPosition?)
+    {
+        let rows = try await database.client.query(
+            Self.waitingHeadsSweepStatement(after: position, limit: limit, gapHold: gapHold), logger: logger)
+        for try await (released, scanned, endpointId, deviceId) in rows.decode((Int, Int, String?, String?).self) {
+            guard scanned >= limit, let endpointId, let deviceId else { return (released, nil) }
+            return (released, HeadsSweepPosition(endpointId: endpointId, deviceId: deviceId))
+        }
+        return (0, nil)
+    }
+
+    /// The statement of `mendWaitingHeads`, on its own so that what it reads can be measured.
+    /// It returns how many it let go, how many pending deliveries it read, and the last
+    /// device read.
+    ///
+    /// The step starts at a device, never inside one: the first delivery it reads of each
+    /// device is that device's first pending one, its head. The last device read may have
+    /// more deliveries beyond the step; its head was read, and the next step starts after it.
+    static func waitingHeadsSweepStatement(after position: HeadsSweepPosition?, limit: Int, gapHold: Duration)
+        -> PostgresQuery
+    {
+        // Every endpoint id is longer than '': ('', '') is before the first device.
+        let (afterEndpoint, afterDevice) = (position?.endpointId ?? "", position?.deviceId ?? "")
+        return """
+            WITH scanned AS (
+                SELECT p.id, p.endpoint_id, p.device_id, p.sequence
+                  FROM deliveries p
+                 WHERE p.status = 'pending' AND (p.endpoint_id, p.device_id) > (\(afterEndpoint), \(afterDevice))
+                 ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id
+                 LIMIT \(limit)
+            ), heads AS (
+                SELECT DISTINCT ON (s.endpoint_id, s.device_id) s.id
+                  FROM scanned s
+                 ORDER BY s.endpoint_id, s.device_id, s.sequence NULLS FIRST, s.id
+            ), released AS (
+                UPDATE deliveries d
+                   SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
+                                                  SELECT true FROM deliveries q
+                                                   WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
+                                                     AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
+                                              THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
+                                              ELSE now() END
+                  FROM heads
+                 WHERE d.id = heads.id AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
+                   AND (d.leased_until IS NULL OR d.leased_until <= now())
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = d.endpoint_id AND e.enabled)
+                   -- Not while a later one of its device is in flight: its recording lets this one go.
+                   AND NOT \(unescaped: Self.anotherOfItsDeviceInFlight("d"))
+                RETURNING d.id
+            ), last_read AS (
+                SELECT s.endpoint_id, s.device_id FROM scanned s ORDER BY s.endpoint_id DESC, s.device_id DESC LIMIT 1
+            )
+            SELECT (SELECT count(*) FROM released)::int8, (SELECT count(*) FROM scanned)::int8,
+                   (SELECT endpoint_id FROM last_read), (SELECT device_id FROM last_read)
+            """
     }
 
     /// Lets each device's first pending delivery go where it waits at 'infinity' although
     /// nothing is ahead of it, for the enabled endpoints (or the one given). Reads every
-    /// pending delivery of those endpoints once.
+    /// pending delivery of those endpoints once: for an endpoint enabled again, and for the
+    /// claims of a notifier that stopped; the periodic mend goes a step at a time
+    /// (`mendWaitingHeads`).
     ///
     /// A head whose predecessor is missing is due once `gapHold` has passed since it was queued.
     @discardableResult
     public func releaseWaitingHeads(endpointId: String? = nil, gapHold: Duration = .zero) async throws -> Int {
         let rows = try await database.client.query(
-            """
-            UPDATE deliveries d
-               SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
-                                              SELECT true FROM deliveries q
-                                               WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                                 AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
-                                          THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
-                                          ELSE now() END
-              FROM (SELECT DISTINCT ON (p.endpoint_id, p.device_id) p.id, p.next_attempt_at
-                      FROM deliveries p JOIN webhook_endpoints e ON e.id = p.endpoint_id
-                     WHERE p.status = 'pending' AND e.enabled AND (\(endpointId ?? "") = '' OR e.id = \(endpointId ?? ""))
-                     ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id) heads
-             WHERE d.id = heads.id AND heads.next_attempt_at = 'infinity'
-               AND (d.leased_until IS NULL OR d.leased_until <= now())
-               -- Not while a later one of its device is in flight: its recording lets this one go.
-               AND NOT \(unescaped: Self.anotherOfItsDeviceInFlight("d"))
-            RETURNING d.id
-            """, logger: logger)
+            Self.waitingHeadsStatement(endpointId: endpointId, gapHold: gapHold), logger: logger)
         var count = 0
         for try await _ in rows { count += 1 }
         return count
+    }
+
+    /// The statement of `releaseWaitingHeads`, on its own so that what it reads can be measured.
+    static func waitingHeadsStatement(endpointId: String?, gapHold: Duration) -> PostgresQuery {
+        """
+        UPDATE deliveries d
+           SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
+                                          SELECT true FROM deliveries q
+                                           WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
+                                             AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
+                                      THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
+                                      ELSE now() END
+          FROM (SELECT DISTINCT ON (p.endpoint_id, p.device_id) p.id, p.next_attempt_at
+                  FROM deliveries p JOIN webhook_endpoints e ON e.id = p.endpoint_id
+                 WHERE p.status = 'pending' AND e.enabled AND (\(endpointId ?? "") = '' OR e.id = \(endpointId ?? ""))
+                 ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id) heads
+         WHERE d.id = heads.id AND heads.next_attempt_at = 'infinity'
+           AND (d.leased_until IS NULL OR d.leased_until <= now())
+           -- Not while a later one of its device is in flight: its recording lets this one go.
+           AND NOT \(unescaped: Self.anotherOfItsDeviceInFlight("d"))
+        RETURNING d.id
+        """
     }
 
     /// Deliveries of disabled endpoints whose retries ran out meanwhile (queued longer than
     /// `retryWindow`, the time all their attempts would have taken) become `failed`, replayable.
     @discardableResult
     public func failExpiredWhileDisabled(retryWindow: Duration) async throws -> Int {
-        let rows = try await database.client.query(
-            """
-            UPDATE deliveries d
-               SET status = 'failed', last_error = 'retries ran out while the endpoint was disabled',
-                   lease_owner = NULL, leased_until = NULL
-              FROM webhook_endpoints e
-             WHERE e.id = d.endpoint_id AND NOT e.enabled AND d.status = 'pending'
-               AND d.created_at <= now() - make_interval(secs => \(retryWindow.seconds))
-            RETURNING d.id
-            """, logger: logger)
+        let rows = try await database.client.query(Self.expiringStatement(retryWindow: retryWindow), logger: logger)
         var count = 0
         for try await _ in rows { count += 1 }
         return count
+    }
+
+    /// The statement of `failExpiredWhileDisabled`, on its own so that what it reads can be
+    /// measured: the deliveries of the disabled endpoints alone, as `parkingStatement`.
+    static func expiringStatement(retryWindow: Duration) -> PostgresQuery {
+        """
+        UPDATE deliveries d
+           SET status = 'failed', last_error = 'retries ran out while the endpoint was disabled',
+               lease_owner = NULL, leased_until = NULL
+         WHERE d.endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e WHERE NOT e.enabled))
+           AND d.status = 'pending' AND d.created_at <= now() - make_interval(secs => \(retryWindow.seconds))
+        RETURNING d.id
+        """
     }
 
     /// A page of the project's deliveries, newest first: `limit` of them older than `cursor`

@@ -159,7 +159,7 @@ import Testing
             try await lapse(device: "alone")
             try await webhooks.releaseLapsedLeases(lease: lease, gapHold: .seconds(60))
             #expect(try await claimByAnother().isEmpty)
-            try await webhooks.mendDueDeliveries(gapHold: .seconds(60))
+            try await webhooks.mendEveryWaitingHead(gapHold: .seconds(60))
             #expect(try await claimByAnother() == ["alone/1"])
             // The notifier stops: its renewal and its leases run out (set here rather than waited for).
             try await lapse()
@@ -233,7 +233,7 @@ import Testing
             // 2 arrives late: not claimed while 3 is out.
             try await queue.webhooks.enqueue([queue.delivery(2)])
             #expect(try await queue.claim().isEmpty)
-            try await queue.webhooks.mendDueDeliveries()
+            try await queue.webhooks.mendEveryWaitingHead()
             #expect(try await queue.claim().isEmpty, "claimed after the mend pass")
             _ = try await queue.webhooks.disableEndpoint(id: queue.endpointId, reason: "paused")
             _ = try await queue.webhooks.enableEndpoint(id: queue.endpointId, projectId: queue.projectId)

@@ -312,6 +312,82 @@ import Testing
             }
         }
     }
+    /// The passes over disabled endpoints (parking their due deliveries, failing those whose
+    /// retries ran out) read nothing of an enabled endpoint's backlog, and still find every
+    /// delivery of an endpoint once it is disabled.
+    @Test func thePassesOverDisabledEndpointsReadNothingOfAnEnabledOnesBacklog() async throws {
+        let logger = logger
+        try await withProject { database, webhooks, endpointId in
+            let backlog = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 1...10)
+            #expect(try await webhooks.enqueue(backlog) == backlog.count)
+            try await database.client.query("ANALYZE deliveries", logger: logger)
+            let parking = try await Self.run(WebhookStore.parkingStatement, settings: [], in: database, logger: logger)
+            let expiring = try await Self.run(
+                WebhookStore.expiringStatement(retryWindow: .zero), settings: [], in: database, logger: logger)
+            #expect(parking.rows == 0 && expiring.rows == 0)
+            // Joined to the endpoints, they read 552 and 1,235 buffers for these 20,000 pending.
+            #expect(parking.buffers < 50, "parking read \(parking.buffers) buffers with every endpoint enabled")
+            #expect(expiring.buffers < 50, "expiring read \(expiring.buffers) buffers with every endpoint enabled")
+
+            // Disabled: a due one raced with the disabling is parked, and every one can run out.
+            _ = try await webhooks.disableEndpoint(id: endpointId, reason: "operator")
+            try await database.client.query(
+                "UPDATE deliveries SET next_attempt_at = now() WHERE id = (SELECT min(id) FROM deliveries)", logger: logger)
+            #expect(try await webhooks.parkDisabledDeliveries() == 1)
+            #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .zero) == backlog.count)
+        }
+    }
+
+    /// A step of the mend pass reads its step, not the backlog: with a partner's backlog of
+    /// 20 deliveries for each of 1,000 devices, then 2,000 devices, a step of 2,000 reads
+    /// about the same, a fraction of what reading every pending delivery at once does; a sweep of steps lets every device's first delivery go that waited at
+    /// 'infinity', and none behind one, even where a step ends inside a device's deliveries.
+    @Test func aMendStepReadsItsStepWhateverIsPending() async throws {
+        let logger = logger
+        try await withProject { database, webhooks, endpointId in
+            /// Leaves every device's first delivery waiting at 'infinity', as a race with its
+            /// queueing could.
+            func stickHeads() async throws {
+                try await database.client.query(
+                    "UPDATE deliveries SET next_attempt_at = 'infinity' WHERE sequence = 1", logger: logger)
+            }
+            /// Queues 20 deliveries for each of `devices`; every device's first one stuck.
+            func queueStuckBacklog(devices: Range<Int>) async throws {
+                let backlog = Self.deliveries(to: endpointId, devices: devices, sequences: 1...20)
+                #expect(try await webhooks.enqueue(backlog) == backlog.count)
+                try await stickHeads()
+            }
+            func stepReads() async throws -> Int {
+                let step = WebhookStore.waitingHeadsSweepStatement(after: nil, limit: 2000, gapHold: .zero)
+                return try await Self.run(step, settings: [], in: database, logger: logger).buffers
+            }
+            try await queueStuckBacklog(devices: 0..<1000)
+            let first = try await stepReads()
+            try await queueStuckBacklog(devices: 1000..<2000)
+            let second = try await stepReads()
+            try await stickHeads()
+            let whole = try await Self.run(
+                WebhookStore.waitingHeadsStatement(endpointId: nil, gapHold: .zero), settings: [], in: database,
+                logger: logger)
+            #expect(whole.rows == 2000)
+            try await stickHeads()
+            // 4,211 and 5,086 buffers (the second backlog's devices interleave with the first's in
+            // the index, their rows on other pages); the whole pass 61,863 and 65,054 in two runs.
+            #expect(
+                Double(second) < 1.5 * Double(first), "a step read \(first) buffers with 20,000 pending, \(second) with 40,000")
+            #expect(second * 4 < whole.buffers, "a step read \(second) buffers, the whole pass \(whole.buffers)")
+
+            // Steps of 30: most end inside a device's 20 deliveries.
+            #expect(try await webhooks.mendEveryWaitingHead(step: 30) == 2000)
+            let due = try await database.client.query(
+                "SELECT sequence::int, count(*)::int FROM deliveries WHERE next_attempt_at <= now() GROUP BY 1",
+                logger: logger)
+            var dueBySequence: [Int: Int] = [:]
+            for try await (sequence, count) in due.decode((Int, Int).self) { dueBySequence[sequence] = count }
+            #expect(dueBySequence == [1: 2000])
+        }
+    }
+
 
     /// A large batch is queued in memory at Postgres's default work memory (4 MB a node):
     /// 5,000 deliveries whose events' bodies are a kilobyte each write no temporary file.

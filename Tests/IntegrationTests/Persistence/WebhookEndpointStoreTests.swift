@@ -186,11 +186,11 @@ import Testing
             _ = try await webhooks.disableEndpoint(id: endpoint.id, reason: "operator")
             try await database.client.query(
                 "UPDATE deliveries SET next_attempt_at = now() WHERE id = (SELECT min(id) FROM deliveries)", logger: logger)
-            #expect(try await webhooks.mendDueDeliveries() == 1)
+            #expect(try await webhooks.parkDisabledDeliveries() == 1)
             #expect(try await parked() == 2)
             // Enabled behind the store's back: the pass brings both back.
             try await database.client.query("UPDATE webhook_endpoints SET enabled = true", logger: logger)
-            #expect(try await webhooks.mendDueDeliveries() == 2)
+            #expect(try await webhooks.mendEveryWaitingHead() == 2)
             #expect(try await claim() == 2)
         }
     }
@@ -230,7 +230,7 @@ import Testing
             try await database.client.query(
                 "UPDATE deliveries SET status = 'delivered' WHERE sequence = 2", logger: logger)
             #expect(try await due() == [])
-            #expect(try await webhooks.mendDueDeliveries() == 1)
+            #expect(try await webhooks.mendEveryWaitingHead() == 1)
             #expect(try await due() == [3])
         }
     }
