@@ -1002,13 +1002,7 @@ extension WebhookStore {
                   FROM scanned s
                  ORDER BY s.endpoint_id, s.device_id, s.sequence NULLS FIRST, s.id
             ), released AS (
-                UPDATE deliveries d
-                   SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
-                                                  SELECT true FROM deliveries q
-                                                   WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                                     AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
-                                              THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
-                                              ELSE now() END
+                UPDATE deliveries d SET next_attempt_at = \(unescaped: Self.headDueAt("d", gapHold: gapHold))
                   FROM heads
                  WHERE d.id = heads.id AND d.status = 'pending' AND d.next_attempt_at = 'infinity'
                    AND (d.leased_until IS NULL OR d.leased_until <= now())
@@ -1022,6 +1016,19 @@ extension WebhookStore {
             SELECT (SELECT count(*) FROM released)::int8, (SELECT count(*) FROM scanned)::int8,
                    (SELECT endpoint_id FROM last_read), (SELECT device_id FROM last_read)
             """
+    }
+
+    /// When the delivery row `alias`, let go as its device's first pending one, is due: now,
+    /// or once `gapHold` has passed since it was queued if its predecessor is not queued.
+    static func headDueAt(_ alias: String, gapHold: Duration) -> String {
+        """
+        CASE WHEN COALESCE(\(alias).sequence > 1, false) AND (
+                  SELECT true FROM deliveries q
+                   WHERE q.endpoint_id = \(alias).endpoint_id AND q.device_id = \(alias).device_id
+                     AND q.sequence = \(alias).sequence - 1 LIMIT 1) IS NULL
+             THEN GREATEST(now(), \(alias).created_at + make_interval(secs => \(gapHold.seconds)))
+             ELSE now() END
+        """
     }
 
     /// Lets each device's first pending delivery go where it waits at 'infinity' although
@@ -1043,13 +1050,7 @@ extension WebhookStore {
     /// The statement of `releaseWaitingHeads`, on its own so that what it reads can be measured.
     static func waitingHeadsStatement(endpointId: String?, gapHold: Duration) -> PostgresQuery {
         """
-        UPDATE deliveries d
-           SET next_attempt_at = CASE WHEN COALESCE(d.sequence > 1, false) AND (
-                                          SELECT true FROM deliveries q
-                                           WHERE q.endpoint_id = d.endpoint_id AND q.device_id = d.device_id
-                                             AND q.sequence = d.sequence - 1 LIMIT 1) IS NULL
-                                      THEN GREATEST(now(), d.created_at + make_interval(secs => \(gapHold.seconds)))
-                                      ELSE now() END
+        UPDATE deliveries d SET next_attempt_at = \(unescaped: Self.headDueAt("d", gapHold: gapHold))
           FROM (SELECT DISTINCT ON (p.endpoint_id, p.device_id) p.id, p.next_attempt_at
                   FROM deliveries p JOIN webhook_endpoints e ON e.id = p.endpoint_id
                  WHERE p.status = 'pending' AND e.enabled AND (\(endpointId ?? "") = '' OR e.id = \(endpointId ?? ""))
