@@ -137,9 +137,10 @@ extension ManagementRoutes {
         return try Self.decodeBody(type, from: bytes, shape: "the body is not valid")
     }
 
-    /// A JSON body decoded, or a 400 saying what is wrong and, where it can, naming the member
-    /// at fault in `invalid-params`. UTF-8 is checked first: the decoder would take bytes that
-    /// are not text, and what they were read as is no one's intent.
+    /// A JSON body decoded, or a 400 saying what is wrong and, where it can, naming the members
+    /// at fault in `invalid-params` (every one a document names, see `DecodingFailures`).
+    /// UTF-8 is checked first: the decoder would take bytes that are not text, and what they
+    /// were read as is no one's intent.
     static func decodeBody<Body: Decodable>(
         _ type: Body.Type, from bytes: ByteBuffer, shape: String, decoder: JSONDecoder = JSONDecoder()
     ) throws -> Body {
@@ -149,7 +150,7 @@ extension ManagementRoutes {
         do {
             return try decoder.decode(type, from: Data(buffer: bytes))
         } catch {
-            let parameters = DecodingErrorText.parameter(error).map { [Problem.InvalidParameter(name: $0.name, reason: $0.reason)] } ?? []
+            let parameters = DecodingErrorText.parameters(error).map { Problem.InvalidParameter(name: $0.name, reason: $0.reason) }
             throw Problem.invalid("\(shape): \(DecodingErrorText.describe(error))", parameters: parameters)
         }
     }

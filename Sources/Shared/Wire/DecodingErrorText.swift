@@ -6,6 +6,7 @@ public enum DecodingErrorText {
     /// The member a decoding error is about and what is wrong with it, for an `invalid-params`
     /// entry (`zones[0].minimumRetriggerTime`, "must be a number"); nil when it names none.
     public static func parameter(_ error: any Error) -> (name: String, reason: String)? {
+        if let failures = error as? DecodingFailures { return failures.errors.first.flatMap { parameter($0) } }
         func kind(_ type: Any.Type) -> String {
             switch type {
             case is Double.Type, is Float.Type: "a number"
@@ -28,7 +29,25 @@ public enum DecodingErrorText {
         }
     }
 
+    /// Every member an error is about, with what is wrong with each: one for a decoding
+    /// error, each of a document's `DecodingFailures`.
+    public static func parameters(_ error: any Error) -> [(name: String, reason: String)] {
+        guard let failures = error as? DecodingFailures else { return parameter(error).map { [$0] } ?? [] }
+        return failures.errors.compactMap { parameter($0) }
+    }
+
+    /// One line for each member an error is about (see `parameters`).
+    public static func lines(_ error: any Error) -> [String] {
+        guard let failures = error as? DecodingFailures else { return [describe(error)] }
+        return failures.errors.map { describe($0) }
+    }
+
     public static func describe(_ error: any Error) -> String {
+        if let failures = error as? DecodingFailures {
+            return failures.errors.count == 1
+                ? describe(failures.errors[0])
+                : "\(failures.errors.count) members could not be read: " + failures.errors.map { describe($0) }.joined(separator: "; ")
+        }
         switch error as? DecodingError {
         case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
         case .typeMismatch(_, let context), .valueNotFound(_, let context):
@@ -44,4 +63,47 @@ public enum DecodingErrorText {
         codingPath.map { $0.intValue.map { "[\($0)]" } ?? ".\($0.stringValue)" }.joined()
             .trimmingCharacters(in: CharacterSet(charactersIn: "."))
     }
+}
+
+/// Every element of a document's lists that could not be decoded (a zone, a fence), each
+/// with its first problem: one answer names them all, where decoding stops at the first.
+public struct DecodingFailures: Error {
+    public var errors: [DecodingError]
+
+    public init(_ errors: [DecodingError]) {
+        self.errors = errors
+    }
+
+    /// Throws what `errors` found, if anything: the decoding error itself when there is one.
+    public static func throwIfAny(_ errors: [DecodingError]) throws {
+        guard let first = errors.first else { return }
+        throw errors.count == 1 ? first : DecodingFailures(errors) as any Error
+    }
+}
+
+extension UnkeyedDecodingContainer {
+    /// Decodes every element, adding the problems of those that cannot be decoded to
+    /// `failures` and going on with the next one.
+    public mutating func decodeEach<Element: Decodable>(_ type: Element.Type, failures: inout [DecodingError]) throws
+        -> [Element]
+    {
+        var elements: [Element] = []
+        while !isAtEnd {
+            do {
+                elements.append(try decode(type))
+            } catch let nested as DecodingFailures {
+                failures += nested.errors
+                _ = try decode(SkippedElement.self)
+            } catch let error as DecodingError {
+                failures.append(error)
+                _ = try decode(SkippedElement.self)
+            }
+        }
+        return elements
+    }
+}
+
+/// Any value, read past: a failed decode leaves an unkeyed container at its element.
+private struct SkippedElement: Decodable {
+    init(from decoder: any Decoder) throws {}
 }

@@ -6,6 +6,19 @@ public struct ZonesDocument: Sendable, Equatable, Codable {
     public init(zones: [ZoneDefinition]) {
         self.zones = zones
     }
+
+    enum CodingKeys: String, CodingKey { case zones }
+
+    /// Every zone (and each of its fences and beacons) that cannot be read is named, each
+    /// with its first problem (`DecodingFailures` when there are several), not the first of
+    /// the document alone: a document of many zones is mended in one pass.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        var list = try container.nestedUnkeyedContainer(forKey: .zones)
+        var failures: [DecodingError] = []
+        zones = try list.decodeEach(ZoneDefinition.self, failures: &failures)
+        try DecodingFailures.throwIfAny(failures)
+    }
 }
 
 /// A zone: what a partner is told about (name, custom data) and where it is (fences, beacons).
@@ -59,8 +72,21 @@ public struct ZoneDefinition: Sendable, Equatable, Codable {
         enabled = try container.decodeIfPresent(Bool.self, forKey: .enabled) ?? true
         conditions = try container.decodeIfPresent(ZoneConditions.self, forKey: .conditions)
         activeSchedule = try container.decodeIfPresent(ActiveSchedule.self, forKey: .activeSchedule)
-        fences = try container.decodeIfPresent([FenceDefinition].self, forKey: .fences) ?? []
-        beacons = try container.decodeIfPresent([BeaconDefinition].self, forKey: .beacons) ?? []
+        var failures: [DecodingError] = []
+        fences = try Self.decodeEach(FenceDefinition.self, forKey: .fences, of: container, failures: &failures)
+        beacons = try Self.decodeEach(BeaconDefinition.self, forKey: .beacons, of: container, failures: &failures)
+        try DecodingFailures.throwIfAny(failures)
+    }
+
+    /// The list at `key` (none when absent or null), each element that cannot be read added
+    /// to `failures`.
+    private static func decodeEach<Element: Decodable>(
+        _ type: Element.Type, forKey key: CodingKeys, of container: KeyedDecodingContainer<CodingKeys>,
+        failures: inout [DecodingError]
+    ) throws -> [Element] {
+        guard container.contains(key), try !container.decodeNil(forKey: key) else { return [] }
+        var list = try container.nestedUnkeyedContainer(forKey: key)
+        return try list.decodeEach(type, failures: &failures)
     }
 }
 

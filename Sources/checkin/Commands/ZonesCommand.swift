@@ -199,6 +199,8 @@ func loadZonesDocument(path: String, naming name: String? = nil) throws -> Zones
     let document: ZonesDocument
     do {
         document = try WireJSON.decoder().decode(ZonesDocument.self, from: data)
+    } catch let failures as DecodingFailures {
+        throw CommandFailure("\(name):\n" + DecodingErrorText.lines(failures).map { "  \($0)" }.joined(separator: "\n"))
     } catch {
         throw CommandFailure("\(name): \(DecodingErrorText.describe(error))")
     }

@@ -127,6 +127,15 @@ import Testing
             let typeProblem = try Self.problem(mistyped)
             #expect(typeProblem.status == .badRequest && typeProblem.names == ["zones[0].minimumRetriggerTime"])
             #expect(String(buffer: mistyped.body).contains("must be a number"), "\(String(buffer: mistyped.body))")
+            // Every zone and fence at fault, not the first alone.
+            let fence = #"{"id": "door", "geometry": {"type": "Point", "coordinates": [13.4, 52.5]}, "radius": "30"}"#
+            let mistypedTwice = try await client.execute(
+                uri: "/v1/zones", method: .put, headers: headers,
+                body: ByteBuffer(
+                    string: #"{"zones": [{"id": "cafe", "enabled": "yes"}, {"id": "park", "fences": [\#(fence)]}]}"#))
+            let both = try Self.problem(mistypedTwice)
+            #expect(
+                both.status == .badRequest && both.names == ["zones[0].enabled", "zones[1].fences[0].radius"], "\(both.names)")
             let after = try await client.execute(uri: "/v1/zones", method: .get, headers: headers)
             #expect(String(buffer: after.body) == String(buffer: before.body))
         }

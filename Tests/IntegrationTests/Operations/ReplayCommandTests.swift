@@ -47,6 +47,21 @@ import Testing
             "replay: \(replay.standardError)\nimport: \(imported.standardError)")
     }
 
+    /// Every zone and fence that cannot be read is named, one line each, by both commands.
+    @Test func everyZoneThatCannotBeReadIsNamedOnALineOfItsOwn() async throws {
+        let zones = try write(
+            #"{"zones": [{"id": "a", "enabled": "yes"}, {"id": "b", "fences": [{"id": "f", "geometry": {"type": "Point", "coordinates": [0, 0]}, "radius": "100"}]}]}"#,
+            named: "zones.json")
+        let fixes = try write(Self.fix, named: "trip.jsonl")
+        for arguments in [["replay", "--zones", zones, "--fixes", fixes], ["zones", "import", "--project", "p", zones]] {
+            let outcome = try await CommandOutcome.run(arguments)
+            #expect(outcome.exitCode == 1, "\(outcome.standardError)")
+            let lines = outcome.standardError.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
+            #expect(lines.contains { $0.hasPrefix("zones[0].enabled has the wrong type") }, "\(outcome.standardError)")
+            #expect(lines.contains { $0.hasPrefix("zones[1].fences[0].radius has the wrong type") }, "\(outcome.standardError)")
+        }
+    }
+
     /// An invalid fence is a refused input like any other: `Error: …` and exit 1, not a bare
     /// list of problems and exit 2.
     @Test func anInvalidFenceIsAnErrorLikeEveryRefusedInput() async throws {
