@@ -6,7 +6,6 @@ public enum DecodingErrorText {
     /// The member a decoding error is about and what is wrong with it, for an `invalid-params`
     /// entry (`zones[0].minimumRetriggerTime`, "must be a number"); nil when it names none.
     public static func parameter(_ error: any Error) -> (name: String, reason: String)? {
-        if let failures = error as? DecodingFailures { return failures.errors.first.flatMap { parameter($0) } }
         func kind(_ type: Any.Type) -> String {
             switch type {
             case is Double.Type, is Float.Type: "a number"
@@ -44,9 +43,7 @@ public enum DecodingErrorText {
 
     public static func describe(_ error: any Error) -> String {
         if let failures = error as? DecodingFailures {
-            return failures.errors.count == 1
-                ? describe(failures.errors[0])
-                : "\(failures.errors.count) members could not be read: " + failures.errors.map { describe($0) }.joined(separator: "; ")
+            return "\(failures.errors.count) members could not be read: " + lines(failures).joined(separator: "; ")
         }
         switch error as? DecodingError {
         case .keyNotFound(let key, let context): return "\(path(context.codingPath + [key])) is required"
@@ -67,10 +64,11 @@ public enum DecodingErrorText {
 
 /// Every element of a document's lists that could not be decoded (a zone, a fence), each
 /// with its first problem: one answer names them all, where decoding stops at the first.
+/// Always two or more (see `throwIfAny`): a single problem is thrown as itself.
 public struct DecodingFailures: Error {
-    public var errors: [DecodingError]
+    public private(set) var errors: [DecodingError]
 
-    public init(_ errors: [DecodingError]) {
+    private init(_ errors: [DecodingError]) {
         self.errors = errors
     }
 
