@@ -1,0 +1,82 @@
+import Foundation
+import Logging
+import PostgresNIO
+import Shared
+import Testing
+
+@testable import Persistence
+
+/// A page of a project's deliveries (`GET /v1/deliveries`) costs what it returns, however
+/// many deliveries other projects have: one tenant's history never slows another's listing.
+/// Measured in buffers read (EXPLAIN ANALYZE), which do not depend on the machine's speed.
+/// In a database of its own: the test analyses the whole deliveries table.
+@Suite struct DeliveryListingTests {
+    let logger = Logger.forTests("test.delivery-listing")
+
+    /// A small project's 2,000 deliveries, then a large one's 40,000 newer ones. Read newest
+    /// first through the table's own ids, the small project's first page passed over all
+    /// 40,000 of the other's (1,364 buffers for a page of 50, and 1,218 for a page of its
+    /// failed ones); as a range of its own index, a page reads little more than itself.
+    @Test func aProjectsPageReadsItsOwnDeliveriesAndNoOtherProjects() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let projects = ProjectStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            var endpoints: [String: String] = [:]
+            for project in ["small", "large"] {
+                try await projects.createProject(id: project, name: project)
+                endpoints[project] = try await webhooks.addEndpoint(
+                    projectId: project, url: "http://127.0.0.1:9/\(project)", secrets: [WebhookSecret.generate()]
+                ).id
+            }
+            try await Self.insertHistory(2_000, of: "small", to: endpoints["small"]!, failedEvery: 10, in: database, logger: logger)
+            try await Self.insertHistory(40_000, of: "large", to: endpoints["large"]!, failedEvery: 2, in: database, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+
+            /// The page's rows and the shared buffers read for them.
+            func page(_ filter: DeliveryListFilter?, before cursor: Int64? = nil) async throws -> (rows: Int, buffers: Int) {
+                let statement = WebhookStore.pageStatement(projectId: "small", filter: filter, before: cursor, limit: 50)
+                let run = try await DeliveryQueueStatisticsTests.run(statement, settings: [], in: database, logger: logger)
+                return (run.rows, run.buffers)
+            }
+            let first = try await page(nil)
+            #expect(first.rows == 51)
+            #expect(first.buffers < 100, "the first page of 50 read \(first.buffers) buffers")
+
+            // A later page, from the cursor of one in the middle of the small project's history.
+            let listed = try await webhooks.deliveries(projectId: "small", filter: nil, before: nil, limit: 1_000)
+            #expect(listed.deliveries.count == 1_000)
+            let middle = try await page(nil, before: listed.nextCursor)
+            #expect(middle.rows == 51)
+            #expect(middle.buffers < 100, "a page from the middle read \(middle.buffers) buffers")
+
+            // Filtered by status: the small project's failed ones (one in ten), beside 20,000
+            // failed of the other.
+            let failed = try await page(.status(.failed))
+            #expect(failed.rows == 51)
+            #expect(failed.buffers < 1_000, "a page of failed deliveries read \(failed.buffers) buffers")
+
+            // What a page returns is the project's alone, newest first.
+            let answered = try await webhooks.deliveries(projectId: "small", filter: nil, before: nil, limit: 50)
+            #expect(answered.deliveries.allSatisfy { $0.endpointId == endpoints["small"] })
+            #expect(answered.deliveries.map(\.id) == answered.deliveries.map(\.id).sorted(by: >))
+        }
+    }
+
+    /// `count` deliveries of `project` to `endpointId`, of 500 devices, every `failedEvery`th
+    /// failed and the others delivered.
+    static func insertHistory(
+        _ count: Int, of project: String, to endpointId: String, failedEvery: Int, in database: Database, logger: Logger
+    ) async throws {
+        try await database.client.query(
+            """
+            INSERT INTO deliveries (endpoint_id, project_id, event_id, event_type, device_id, event_time, sequence,
+                                    status, delivered_at)
+            SELECT \(endpointId), \(project), 'old-' || g, 'checkin', 'device-' || (g % 500), now(), g / 500 + 1,
+                   CASE WHEN g % \(failedEvery) = 0 THEN 'failed' ELSE 'delivered' END,
+                   CASE WHEN g % \(failedEvery) = 0 THEN NULL ELSE now() END
+              FROM generate_series(0, \(count - 1)) g
+            """, logger: logger)
+    }
+}
