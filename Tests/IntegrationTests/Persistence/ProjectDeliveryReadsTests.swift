@@ -6,12 +6,13 @@ import Testing
 
 @testable import Persistence
 
-/// A page of a project's deliveries (`GET /v1/deliveries`) costs what it returns, however
-/// many deliveries other projects have: one tenant's history never slows another's listing.
-/// Measured in buffers read (EXPLAIN ANALYZE), which do not depend on the machine's speed.
-/// In a database of its own: the test analyses the whole deliveries table.
-@Suite struct DeliveryListingTests {
-    let logger = Logger.forTests("test.delivery-listing")
+/// A project's reads of its deliveries (a page of `GET /v1/deliveries`, the replay of its
+/// failed ones) cost what they find of its own, however many deliveries other projects
+/// have: one tenant's history never slows another's. Measured in what the plan read (EXPLAIN
+/// ANALYZE), which does not depend on the machine's speed. In a database of its own: the
+/// tests analyse the whole deliveries table.
+@Suite struct ProjectDeliveryReadsTests {
+    let logger = Logger.forTests("test.project-delivery-reads")
 
     /// A small project's 2,000 deliveries, then a large one's 40,000 newer ones. Read newest
     /// first through the table's own ids, the small project's first page passed over all
@@ -62,6 +63,52 @@ import Testing
             #expect(answered.deliveries.allSatisfy { $0.endpointId == endpoints["small"] })
             #expect(answered.deliveries.map(\.id) == answered.deliveries.map(\.id).sorted(by: >))
         }
+    }
+
+    /// A small project's 200 failed deliveries are replayed beside a large project's 40,000
+    /// failed ones. Found by the project alone, the replay read the failed ones' index entry
+    /// for all 40,200; found through the project's endpoints, it reads its own 200.
+    @Test func aReplayOfAProjectsFailedDeliveriesReadsNoOtherProjects() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let projects = ProjectStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            var endpoints: [String: String] = [:]
+            for project in ["small", "large"] {
+                try await projects.createProject(id: project, name: project)
+                endpoints[project] = try await webhooks.addEndpoint(
+                    projectId: project, url: "http://127.0.0.1:9/\(project)", secrets: [WebhookSecret.generate()]
+                ).id
+            }
+            try await Self.insertHistory(2_000, of: "small", to: endpoints["small"]!, failedEvery: 10, in: database, logger: logger)
+            try await Self.insertHistory(40_000, of: "large", to: endpoints["large"]!, failedEvery: 1, in: database, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+
+            let statement = WebhookStore.replayFailedStatement(projectId: "small", endpointId: nil)
+            let plan = try await DeliveryQueueStatisticsTests.plan(
+                of: statement, options: "ANALYZE, BUFFERS", in: database, logger: logger)
+            #expect(plan["Actual Rows"] as? Int == 200)
+            let failedIndexRows = Self.rowsRead(through: "deliveries_failed", in: plan)
+            #expect(failedIndexRows <= 200, "the replay read \(failedIndexRows) entries of the failed deliveries' index")
+
+            // What it replayed is the small project's alone.
+            let stillFailed = try await database.client.query(
+                "SELECT project_id, count(*)::int8 FROM deliveries WHERE status = 'failed' GROUP BY project_id", logger: logger)
+            var failed: [String: Int] = [:]
+            for try await (project, count) in stillFailed.decode((String, Int).self) { failed[project] = count }
+            #expect(failed == ["large": 40_000])
+        }
+    }
+
+    /// The rows the scans of `index` returned in a plan run with ANALYZE, over all their loops.
+    static func rowsRead(through index: String, in node: [String: Any]) -> Int {
+        var rows = 0
+        if node["Index Name"] as? String == index {
+            rows += (node["Actual Rows"] as? Int ?? 0) * (node["Actual Loops"] as? Int ?? 1)
+        }
+        for child in node["Plans"] as? [[String: Any]] ?? [] { rows += rowsRead(through: index, in: child) }
+        return rows
     }
 
     /// `count` deliveries of `project` to `endpointId`, of 500 devices, every `failedEvery`th
