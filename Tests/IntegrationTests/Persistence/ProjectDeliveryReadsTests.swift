@@ -20,21 +20,7 @@ import Testing
     /// failed ones); as a range of its own index, a page reads little more than itself.
     @Test func aProjectsPageReadsItsOwnDeliveriesAndNoOtherProjects() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let projects = ProjectStore(database: database, logger: logger)
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            var endpoints: [String: String] = [:]
-            for project in ["small", "large"] {
-                try await projects.createProject(id: project, name: project)
-                endpoints[project] = try await webhooks.addEndpoint(
-                    projectId: project, url: "http://127.0.0.1:9/\(project)", secrets: [WebhookSecret.generate()]
-                ).id
-            }
-            try await Self.insertHistory(2_000, of: "small", to: endpoints["small"]!, failedEvery: 10, in: database, logger: logger)
-            try await Self.insertHistory(40_000, of: "large", to: endpoints["large"]!, failedEvery: 2, in: database, logger: logger)
-            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
-
+        try await withSmallBesideLarge(largeFailedEvery: 2) { database, webhooks, endpoints in
             /// The page's rows and the shared buffers read for them.
             func page(_ filter: DeliveryListFilter?, before cursor: Int64? = nil) async throws -> (rows: Int, buffers: Int) {
                 let statement = WebhookStore.pageStatement(projectId: "small", filter: filter, before: cursor, limit: 50)
@@ -70,21 +56,7 @@ import Testing
     /// for all 40,200; found through the project's endpoints, it reads its own 200.
     @Test func aReplayOfAProjectsFailedDeliveriesReadsNoOtherProjects() async throws {
         let logger = logger
-        let url = try await freshDatabaseURL(logger: logger)
-        try await withMigratedDatabase(url: url, logger: logger) { database in
-            let projects = ProjectStore(database: database, logger: logger)
-            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
-            var endpoints: [String: String] = [:]
-            for project in ["small", "large"] {
-                try await projects.createProject(id: project, name: project)
-                endpoints[project] = try await webhooks.addEndpoint(
-                    projectId: project, url: "http://127.0.0.1:9/\(project)", secrets: [WebhookSecret.generate()]
-                ).id
-            }
-            try await Self.insertHistory(2_000, of: "small", to: endpoints["small"]!, failedEvery: 10, in: database, logger: logger)
-            try await Self.insertHistory(40_000, of: "large", to: endpoints["large"]!, failedEvery: 1, in: database, logger: logger)
-            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
-
+        try await withSmallBesideLarge(largeFailedEvery: 1) { database, _, _ in
             let statement = WebhookStore.replayFailedStatement(projectId: "small", endpointId: nil)
             let plan = try await DeliveryQueueStatisticsTests.plan(
                 of: statement, options: "ANALYZE, BUFFERS", in: database, logger: logger)
@@ -109,6 +81,32 @@ import Testing
         }
         for child in node["Plans"] as? [[String: Any]] ?? [] { rows += rowsRead(through: index, in: child) }
         return rows
+    }
+
+    /// Two projects with an endpoint each, in a database of their own: "small" with 2,000
+    /// deliveries (one in ten failed), then "large" with 40,000 newer ones (every
+    /// `largeFailedEvery`th failed), vacuumed and analysed. `body` gets the endpoints by project.
+    func withSmallBesideLarge(
+        largeFailedEvery: Int, _ body: @Sendable (Database, WebhookStore, [String: String]) async throws -> Void
+    ) async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let projects = ProjectStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            var endpoints: [String: String] = [:]
+            for project in ["small", "large"] {
+                try await projects.createProject(id: project, name: project)
+                endpoints[project] = try await webhooks.addEndpoint(
+                    projectId: project, url: "http://127.0.0.1:9/\(project)", secrets: [WebhookSecret.generate()]
+                ).id
+            }
+            try await Self.insertHistory(2_000, of: "small", to: endpoints["small"]!, failedEvery: 10, in: database, logger: logger)
+            try await Self.insertHistory(
+                40_000, of: "large", to: endpoints["large"]!, failedEvery: largeFailedEvery, in: database, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            try await body(database, webhooks, endpoints)
+        }
     }
 
     /// `count` deliveries of `project` to `endpointId`, of 500 devices, every `failedEvery`th
