@@ -155,16 +155,15 @@ extension DeviceRecords {
 
     /// The statement of `erase` that erases the device's deliveries (the pending ones are
     /// cancelled), on its own so that its plan can be checked. They are found through the
-    /// project's endpoints, by endpoint and device in the device-order index: every delivery
-    /// belongs to an endpoint of its project (removing an endpoint removes its deliveries).
-    /// Found by project and device, they were read from every delivery the table holds.
+    /// project's endpoints, by endpoint and device in the device-order index. Found by project
+    /// and device, they were read from every delivery the table holds.
     static func erasingDeliveriesStatement(projectId: String, deviceId: String) -> PostgresQuery {
         """
         UPDATE deliveries
            SET sequence = NULL, erased_at = now(), lease_owner = NULL, leased_until = NULL,
                status = CASE WHEN status = 'pending' THEN 'cancelled' ELSE status END,
                last_error = CASE WHEN status = 'pending' THEN 'cancelled: the device was erased' ELSE last_error END
-         WHERE endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e WHERE e.project_id = \(projectId)))
+         WHERE endpoint_id = ANY(\(endpointIdsOf: projectId))
            AND device_id = \(deviceId) AND project_id = \(projectId) AND erased_at IS NULL
         RETURNING status = 'cancelled', event_id
         """

@@ -1257,17 +1257,16 @@ extension WebhookStore {
     }
 
     /// The statement of `replayFailed`, on its own so that what it reads can be measured. The
-    /// failed deliveries are found through the project's own endpoints (the failed ones' index
-    /// is by endpoint): by the project alone, Postgres read the index entry of every failed
-    /// delivery of every project, so that one tenant's week of failures was read again by
-    /// each replay of another's.
+    /// failed deliveries are found through the project's endpoints in the failed ones' index:
+    /// by the project alone, Postgres read that index's entry for every failed delivery of
+    /// every project, so that one tenant's week of failures was read again by each replay of
+    /// another's.
     static func replayFailedStatement(projectId: String, endpointId: String?) -> PostgresQuery {
         let endpoint = endpointId ?? ""
         return """
             WITH chosen AS (
                 SELECT \(unescaped: Self.replayedColumns) FROM deliveries
-                 WHERE endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e
-                                                WHERE e.project_id = \(projectId) AND (\(endpoint) = '' OR e.id = \(endpoint))))
+                 WHERE endpoint_id = ANY(\(endpointIdsOf: projectId)) AND (\(endpoint) = '' OR endpoint_id = \(endpoint))
                    AND project_id = \(projectId) AND status = 'failed'
                  ORDER BY id
                    FOR UPDATE

@@ -16,3 +16,16 @@ public struct WebhookStore: Sendable {
         self.sealer = sealer
     }
 }
+
+extension PostgresQuery.StringInterpolation {
+    /// The ids of the project's webhook endpoints, as an array: the way to a project's
+    /// deliveries by their indexes, which are by endpoint (every delivery belongs to an
+    /// endpoint of its project; removing an endpoint removes its deliveries). Found by the
+    /// project alone, they were read from among every project's. Used as
+    /// `endpoint_id = ANY(\(endpointIdsOf: projectId))`.
+    mutating func appendInterpolation(endpointIdsOf projectId: String) {
+        appendLiteral("ARRAY(SELECT e.id FROM webhook_endpoints e WHERE e.project_id = ")
+        appendInterpolation(projectId)
+        appendLiteral(")")
+    }
+}
