@@ -1,7 +1,7 @@
 extension Migration {
     /// A project's deliveries in the order its listing pages them (`GET /v1/deliveries`:
-    /// newest id first, from a cursor), so that a page reads the project's own rows and no
-    /// other tenant's.
+    /// newest id first, from a cursor), so that a page, read as a range of this index
+    /// (`WebhookStore.pageStatement`), reads the project's own rows and no other tenant's.
     ///
     /// By (project, time queued) the index could not give that order: the planner either
     /// sorted every delivery of the project for each page or read the table newest first,
