@@ -16,7 +16,7 @@ extension Migration {
         consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns, zoneDocumentVersions,
         apiKeyLifecycle, idempotencyKeys, deliveryReplays, deliveryStatusStatistics, staleCheckOutMinute,
         deliveryPageRoom, notifierLeases, eventPayloads, finishingAttempt, scheduledDueOrder, idempotentEntityTags,
-        deadLetterRedrives, deadLetterRedriveCount, projectDeliveriesInIdOrder,
+        deadLetterRedrives, deadLetterRedriveCount, projectDeliveriesInIdOrder, projectFailedDeliveries,
     ]
 }
 

@@ -1110,20 +1110,24 @@ extension WebhookStore {
     /// first, passing over every newer delivery of the other projects (it takes a project's
     /// deliveries to be spread evenly among theirs), which a quiet tenant beside a busy one pays
     /// on every page.
+    ///
+    /// The status is written into the statement, not bound, so that the planner sees it: a
+    /// page of failed deliveries is then a range of the index of the project's failed ones
+    /// (few, and old among the delivered), not of its whole history.
     static func pageStatement(projectId: String, filter: DeliveryListFilter?, before cursor: Int64?, limit: Int)
         -> PostgresQuery
     {
-        let (status, retryingOnly): (String, Bool) =
+        let condition: String =
             switch filter {
-            case .none: ("", false)
-            case .status(let status): (status.rawValue, false)
-            case .retrying: (DeliveryStatus.pending.rawValue, true)
+            case .none: "true"
+            case .status(let status): "status = '\(status.rawValue)'"
+            case .retrying: "status = '\(DeliveryStatus.pending.rawValue)' AND attempts > 0"
             }
         return """
             SELECT \(unescaped: DeliveryRecord.columns)
             FROM deliveries
             WHERE (project_id, id) > (\(projectId), 0) AND (project_id, id) < (\(projectId), \(cursor ?? Int64.max))
-              AND (\(status) = '' OR status = \(status)) AND (NOT \(retryingOnly) OR attempts > 0)
+              AND \(unescaped: condition)
             ORDER BY project_id DESC, id DESC LIMIT \(limit + 1)
             """
     }
