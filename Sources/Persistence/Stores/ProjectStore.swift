@@ -35,11 +35,6 @@ public struct ProjectStore: Sendable {
         return false
     }
 
-    /// Returns the new key; only its hash is kept.
-    public func createKey(projectId: String, kind: KeyKind) async throws -> String {
-        try await issueKey(projectId: projectId, kind: kind).key
-    }
-
     /// Registers a key chosen by the caller (used to provision known keys in local set-ups).
     public func addKey(_ key: String, projectId: String, kind: KeyKind) async throws {
         try await database.client.perform(

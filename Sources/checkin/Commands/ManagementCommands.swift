@@ -40,7 +40,7 @@ struct MigrateCommand: AsyncParsableCommand {
 
 struct ProjectsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "projects", abstract: "Manage projects and their API keys.",
+        commandName: "projects", abstract: "Create and list projects (keys: checkin keys).",
         subcommands: [Create.self, CreateKey.self, List.self])
 
     struct List: AsyncParsableCommand {
@@ -100,22 +100,20 @@ struct ProjectsCommand: AsyncParsableCommand {
         }
     }
 
+    /// The older spelling of `checkin keys create`, kept for scripts that use it: it runs
+    /// that command (the key's id printed with it, so that it can be revoked) and says so.
     struct CreateKey: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(commandName: "create-key", abstract: "Create another API key for a project.")
+        static let configuration = CommandConfiguration(
+            commandName: "create-key", abstract: "Create another API key for a project (now `checkin keys create`).",
+            shouldDisplay: false)
         @Argument(help: "The project id.") var id: String
         @Option(help: "device or management.") var kind: String = "device"
 
         func run() async throws {
-            guard let kind = ProjectStore.KeyKind(rawValue: kind) else {
-                throw CommandFailure("--kind must be device or management", helpOf: Self.self)
-            }
-            let id = id
-            let key = try await withDatabase { database, logger in
-                let projects = ProjectStore(database: database, logger: logger)
-                guard try await projects.projectExists(id) else { throw CommandFailure("no project '\(id)'", helpOf: Self.self) }
-                return try await projects.createKey(projectId: id, kind: kind)
-            }
-            print(key)
+            FileHandle.standardError.write(
+                Data("note: `checkin projects create-key` is `checkin keys create --project \(id) --kind \(kind)`\n".utf8))
+            let create = try KeysCommand.Create.parse(["--project", id, "--kind", kind])
+            try await create.run()
         }
     }
 }

@@ -231,6 +231,14 @@ import Testing
     let id = try #require(created.standardOutput.split(separator: "\n").first { $0.hasPrefix("id:") }?.split(separator: " ").last)
     #expect(key.hasPrefix("ck_device_") && id.hasPrefix("key_"))
 
+    // The older spelling runs the same command, says which, and is not offered in the help.
+    let older = try await run(["projects", "create-key", harness.projectId, "--kind", "management"])
+    #expect(older.exitCode == 0, "\(older.standardError)")
+    #expect(older.standardOutput.contains("kind: management") && older.standardOutput.contains("id:   key_"), "\(older.standardOutput)")
+    #expect(older.standardError.contains("checkin keys create --project \(harness.projectId) --kind management"))
+    let projectsHelp = try await run(["projects", "--help"])
+    #expect(!projectsHelp.standardOutput.contains("create-key"), "\(projectsHelp.standardOutput)")
+
     let listed = try await run(["keys", "list", "--project", harness.projectId])
     #expect(listed.exitCode == 0 && listed.standardOutput.contains(String(id)), "\(listed.standardOutput)")
     #expect(listed.standardOutput.contains(String(key.prefix(14))) && !listed.standardOutput.contains(String(key)))

@@ -82,7 +82,7 @@ import Testing
         let (device, management, wrong) = try await withDatabase { database in
             let projects = ProjectStore(database: database, logger: logger)
             try await projects.createProject(id: projectId, name: "Keys")
-            let key = try await projects.createKey(projectId: projectId, kind: .device)
+            let key = try await projects.issueKey(projectId: projectId, kind: .device).key
             return (
                 try await projects.project(forKey: key, kind: .device),
                 try await projects.project(forKey: key, kind: .management),
