@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Tests the load tool's measurement of the notifier against `checkin dev`: with
 # --hold-webhooks no webhook arrives before every one due is queued, and then each of them
-# arrives once, signed, naming the fix that decided it, and the drain is timed from the
-# endpoints' enabling.
+# arrives once, signed, naming the fix that decided it (by an event id the engine gave it
+# offline too), and the drain is timed from the endpoints' enabling.
 #
 #   scripts/with-services.sh scripts/load-test.sh
 set -euo pipefail
@@ -37,6 +37,8 @@ if webhooks["received"] != due or webhooks["duplicates"] != 0 or webhooks["badSi
     problems.append(f"received {webhooks['received']} of {due}, {webhooks['duplicates']} twice, {webhooks['badSignatures']} unsigned")
 if webhooks["unmatched"] != 0:
     problems.append(f"{webhooks['unmatched']} webhooks named no fix of the run")
+if webhooks["namedByBody"] != 0:
+    problems.append(f"{webhooks['namedByBody']} webhooks had ids the trip's own run of the engine did not decide")
 if not (summary.get("drainSeconds", 0) > 0 and drain["releasedSeconds"] >= drain["queuedSeconds"]):
     problems.append(f"times out of order: {drain}, drained in {summary.get('drainSeconds')} s")
 for problem in problems:

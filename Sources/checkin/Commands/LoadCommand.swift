@@ -82,13 +82,16 @@ struct LoadCommand: AsyncParsableCommand {
             return
         }
         var summary = LoadSummary(fixes: fixes, devices: devices, batch: batch, openLoopRate: rate == 0 ? nil : rate)
-        if webhooksPerFix > 0 { summary.expectedWebhooks = try trip.expectedEvents(zones: trip.zones) * endpoints }
+        let expected = webhooksPerFix > 0 ? try trip.expectedEvents(zones: trip.zones) : nil
+        if let expected { summary.expectedWebhooks = expected.count * endpoints }
         var stagesBefore: PipelineStages?
         if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
         let fixTimes = FixTimes(count: fixes)
         let receiver =
             receive
-            ? try await LoadReceiver.start(project: project, trip: trip, fixTimes: fixTimes, endpoints: endpoints, held: holdWebhooks)
+            ? try await LoadReceiver.start(
+                project: project, trip: trip, decidingFix: expected?.decidingFix ?? [:], fixTimes: fixTimes, endpoints: endpoints,
+                held: holdWebhooks)
             : nil
         do {
             let started = try await send(trip: trip, client: client, fixTimes: fixTimes, receiver: receiver, summary: &summary)

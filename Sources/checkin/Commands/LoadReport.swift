@@ -166,6 +166,9 @@ struct WebhookFigures: Codable, Sendable {
     var duplicates: Int
     var badSignatures: Int
     var unmatched: Int
+    /// Webhooks whose fix was found by decoding their body, not by their id: 0 when the trip's
+    /// events are computed beforehand and the pipeline decided each from the same fix.
+    var namedByBody: Int
     /// Webhooks that came before the answer to their fix's request, timed from its sending only.
     var beforeAnswer: Int
     var p50Milliseconds: Double

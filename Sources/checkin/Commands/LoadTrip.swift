@@ -43,7 +43,10 @@ struct LoadTrip: Sendable {
         self.devices = devices
         self.fixes = fixes
         self.layout = layout
-        self.origin = now.addingTimeInterval(-Double(fixes / devices + 1) * Self.secondsBetweenFixes)
+        // Whole seconds: a fix's time then reaches the pipeline exactly as the trip has it (the
+        // wire writes milliseconds), and so the ids of the events the engine decides from it.
+        let start = now.addingTimeInterval(-Double(fixes / devices + 1) * Self.secondsBetweenFixes)
+        self.origin = Date(timeIntervalSince1970: start.timeIntervalSince1970.rounded(.down))
     }
 
     /// Steps of the longest device's walk.
@@ -148,14 +151,25 @@ struct LoadTrip: Sendable {
 
     /// The events the trip decides, by the engine with its default settings (as the
     /// pipeline's), for the given zones: what a receiver must get, each exactly once.
-    func expectedEvents(zones: ZonesDocument) throws -> Int {
+    struct ExpectedEvents: Sendable {
+        var count: Int
+        /// The fix that decided each event, by its `eventId` (the webhook's `webhook-id`):
+        /// the engine's ids are deterministic, so the partner finds a webhook's fix without
+        /// decoding its body.
+        var decidingFix: [String: Int]
+    }
+
+    func expectedEvents(zones: ZonesDocument) throws -> ExpectedEvents {
         let engine = try GeofenceEngine(projects: [ProjectZones(projectId: project, zones: zones.zones)])
         var states = [DeviceState](repeating: DeviceState(), count: devices)
-        var events = 0
+        var expected = ExpectedEvents(count: 0, decidingFix: [:])
         for index in 0..<fixes {
-            events += engine.evaluate(fix(index), state: &states[index % devices]).events.count
+            for event in engine.evaluate(fix(index), state: &states[index % devices]).events {
+                expected.count += 1
+                expected.decidingFix[event.eventId] = index
+            }
         }
-        return events
+        return expected
     }
 
     private static func offset(_ position: Position, east: Double) -> Position {
