@@ -965,6 +965,16 @@ paths:
         "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "409": {description: "The key is revoked or expired (key-not-active), or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
+  /console:
+    get:
+      summary: The console
+      description: >-
+        One self-contained page: a project's zones on a map and a device's recent fixes as a trail, each fix
+        marked by its decision, its reasons on selection, and the event log. The management key is entered on
+        the page (kept in the tab's session storage) and sent by its requests to this API; the page itself
+        needs none. It loads nothing but this service's API (and map tiles, when CHECKIN_CONSOLE_TILES is set).
+      responses:
+        "200": {description: The page, content: {text/html: {schema: {type: string}}}}
   /health:
     get: {summary: Liveness, responses: {"200": {description: alive}}}
   /ready:

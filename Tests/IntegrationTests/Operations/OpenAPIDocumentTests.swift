@@ -62,7 +62,7 @@ import Testing
             "/v1/fixes:", "/v1/zones:", "/v1/zones/versions:", "/v1/zones/versions/{version}:",
             "/v1/zones/versions/{version}/restore:", "/v1/webhooks:", "/v1/webhooks/{id}:", "/v1/deliveries:",
             "/v1/deliveries/{id}/replay:", "/v1/devices/{deviceId}:", "/v1/devices/{deviceId}/decisions:", "/v1/events:",
-            "/health:", "/ready:", "/metrics:", "/openapi.yaml:",
+            "/console:", "/health:", "/ready:", "/metrics:", "/openapi.yaml:",
         ] {
             #expect(document.contains("\n  \(path)\n"), "openapi.yaml does not describe \(path)")
         }
