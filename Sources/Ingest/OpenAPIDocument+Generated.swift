@@ -487,6 +487,15 @@ paths:
                   versions: {type: array, items: {$ref: "#/components/schemas/ZonesVersion"}}
                   nextCursor: {type: string, description: Absent on the last page}
                   hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
+          links:
+            version:
+              operationRef: "#/paths/~1v1~1zones~1versions~1{version}/get"
+              parameters: {version: "$response.body#/versions/0/version"}
+              description: The page's newest version's zones document
+            restore:
+              operationRef: "#/paths/~1v1~1zones~1versions~1{version}~1restore/post"
+              parameters: {version: "$response.body#/versions/0/version"}
+              description: The page's newest version made the project's zones again
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -657,6 +666,15 @@ paths:
                   deliveries: {type: array, items: {$ref: "#/components/schemas/Delivery"}}
                   nextCursor: {type: string, description: Absent on the last page}
                   hasMore: {type: boolean, description: Whether an older page follows (then nextCursor is set)}
+          links:
+            delivery:
+              operationRef: "#/paths/~1v1~1deliveries~1{id}/get"
+              parameters: {id: "$response.body#/deliveries/0/id"}
+              description: The page's newest delivery, with every attempt made
+            replay:
+              operationRef: "#/paths/~1v1~1deliveries~1{id}~1replay/post"
+              parameters: {id: "$response.body#/deliveries/0/id"}
+              description: The page's newest delivery, queued again
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
@@ -999,9 +1017,9 @@ paths:
         "200": {description: The OpenAPI document the service answers by, content: {application/yaml: {schema: {type: string}}}}
   /schemas/{name}:
     get:
-      summary: A JSON Schema this document refers to (fix.schema.json, event.schema.json)
+      summary: A JSON Schema this document refers to
       parameters:
-        - {name: name, in: path, required: true, schema: {type: string}}
+        - {name: name, in: path, required: true, schema: {enum: [fix.schema.json, event.schema.json]}}
       responses:
         "400": {$ref: "#/components/responses/Problem"}
         "200": {description: The JSON Schema, content: {application/schema+json: {schema: {type: object}}}}
