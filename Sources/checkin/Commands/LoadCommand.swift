@@ -82,15 +82,15 @@ struct LoadCommand: AsyncParsableCommand {
             return
         }
         var summary = LoadSummary(fixes: fixes, devices: devices, batch: batch, openLoopRate: rate == 0 ? nil : rate)
-        let expected = webhooksPerFix > 0 ? try trip.expectedEvents(zones: trip.zones) : nil
-        if let expected { summary.expectedWebhooks = expected.count * endpoints }
+        let decidingFixes = webhooksPerFix > 0 ? try trip.decidingFixes(zones: trip.zones) : nil
+        if let decidingFixes { summary.expectedWebhooks = decidingFixes.count * endpoints }
         var stagesBefore: PipelineStages?
         if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
         let fixTimes = FixTimes(count: fixes)
         let receiver =
             receive
             ? try await LoadReceiver.start(
-                project: project, trip: trip, decidingFix: expected?.decidingFix ?? [:], fixTimes: fixTimes, endpoints: endpoints,
+                project: project, trip: trip, decidingFix: decidingFixes ?? [:], fixTimes: fixTimes, endpoints: endpoints,
                 held: holdWebhooks)
             : nil
         do {

@@ -150,26 +150,20 @@ struct LoadTrip: Sendable {
     }
 
     /// The events the trip decides, by the engine with its default settings (as the
-    /// pipeline's), for the given zones: what a receiver must get, each exactly once.
-    struct ExpectedEvents: Sendable {
-        var count: Int
-        /// The fix that decided each event, by its `eventId` (the webhook's `webhook-id`):
-        /// the engine's ids are deterministic, so the partner finds a webhook's fix without
-        /// decoding its body.
-        var decidingFix: [String: Int]
-    }
-
-    func expectedEvents(zones: ZonesDocument) throws -> ExpectedEvents {
+    /// pipeline's), for the given zones: what a receiver must get, each exactly once. Each
+    /// is keyed by its `eventId` (a webhook's `webhook-id`) to the fix that decided it: the
+    /// engine's ids are deterministic, so the partner finds a webhook's fix without
+    /// decoding its body.
+    func decidingFixes(zones: ZonesDocument) throws -> [String: Int] {
         let engine = try GeofenceEngine(projects: [ProjectZones(projectId: project, zones: zones.zones)])
         var states = [DeviceState](repeating: DeviceState(), count: devices)
-        var expected = ExpectedEvents(count: 0, decidingFix: [:])
+        var decidingFixes: [String: Int] = [:]
         for index in 0..<fixes {
             for event in engine.evaluate(fix(index), state: &states[index % devices]).events {
-                expected.count += 1
-                expected.decidingFix[event.eventId] = index
+                decidingFixes[event.eventId] = index
             }
         }
-        return expected
+        return decidingFixes
     }
 
     private static func offset(_ position: Position, east: Double) -> Position {
