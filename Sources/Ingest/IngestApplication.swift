@@ -43,6 +43,26 @@ public func buildIngestApplication(
     configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
+    let (router, usage) = buildIngestRouter(configuration: configuration, dependencies: dependencies, logger: logger)
+    return Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),
+        services: [
+            usage,
+            RetentionService(name: "idempotency keys", metric: "checkin_ingest_idempotency_keys_purged_total", logger: logger) {
+                [idempotency = dependencies.idempotency] now in
+                try await idempotency.purge(before: now - Double(IdempotencyStore.retention.components.seconds))
+            },
+        ],
+        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
+        logger: logger)
+}
+
+/// The Ingest service's routes and middleware, and the recorder of its keys' use (a service
+/// the application runs). On its own so that the routes it registers can be listed.
+public func buildIngestRouter(configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger)
+    -> (router: Router<IngestRequestContext>, keyUsage: KeyUsageRecorder)
+{
     let router = Router(context: IngestRequestContext.self, options: .autoGenerateHeadEndpoints)
     router.middlewares.add(HeadRequestMiddleware())
     router.middlewares.add(ProblemMiddleware(logger: logger, maximumBodyBytes: configuration.maximumBodyBytes))
@@ -56,18 +76,7 @@ public func buildIngestApplication(
     FixRoutes(configuration: configuration, producer: dependencies.producer, keys: keys, logger: logger).add(to: router)
     ManagementRoutes(configuration: configuration, dependencies: dependencies, keys: keys, logger: logger).add(to: router)
     router.middlewares.add(MethodNotAllowedMiddleware(routes: router.routes))
-    return Application(
-        router: router,
-        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "checkin-ingest"),
-        services: [
-            usage,
-            RetentionService(name: "idempotency keys", metric: "checkin_ingest_idempotency_keys_purged_total", logger: logger) {
-                [idempotency = dependencies.idempotency] now in
-                try await idempotency.purge(before: now - Double(IdempotencyStore.retention.components.seconds))
-            },
-        ],
-        onServerRunning: { channel in await onServerRunning(channel.localAddress?.port ?? configuration.port) },
-        logger: logger)
+    return (router, usage)
 }
 
 /// `POST /v1/fixes`: validates a batch and answers 202 only once the broker has

@@ -15,21 +15,27 @@ import Testing
         .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("openapi.yaml")
 
-    @Test func ingestServesTheRepositoryDocument() async throws {
-        let expected = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
-        let logger = Logger(label: "test.openapi")
-        // Nothing here connects: the route needs neither the broker nor Postgres.
+    static let logger = Logger(label: "test.openapi")
+
+    /// The ingest service's dependencies, none of which connects: the routes tested here
+    /// need neither the broker nor Postgres.
+    static func unconnectedDependencies() throws -> IngestDependencies {
         let database = Database(configuration: try DatabaseConfiguration(url: "postgres://unused@127.0.0.1:1/unused"), logger: logger)
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(bootstrapServers: "127.0.0.1:1", clientId: "test"), logger: logger)
-        let dependencies = IngestDependencies(
+        return IngestDependencies(
             producer: producer, projects: ProjectStore(database: database, logger: logger),
             zones: ZoneStore(database: database, logger: logger),
             webhooks: WebhookStore(database: database, logger: logger, sealer: PipelineHarness().sealer),
             devices: DeviceRecords(database: database, logger: logger),
             idempotency: IdempotencyStore(database: database, logger: logger, sealer: PipelineHarness().sealer), readiness: Readiness(),
             registry: MetricsBootstrap.prometheus())
-        let app = buildIngestApplication(configuration: IngestConfiguration(port: 0), dependencies: dependencies, logger: logger)
+    }
+
+    @Test func ingestServesTheRepositoryDocument() async throws {
+        let expected = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
+        let app = buildIngestApplication(
+            configuration: IngestConfiguration(port: 0), dependencies: try Self.unconnectedDependencies(), logger: Self.logger)
         try await app.test(.router) { client in
             try await client.execute(uri: "/openapi.yaml", method: .get) { response in
                 #expect(response.status == .ok)
@@ -55,7 +61,7 @@ import Testing
         }
     }
 
-    /// Every route the ingest service registers is described, with 401 wherever a key is asked for.
+    /// The API's routes and the service's own are described, with 401 wherever a key is asked for.
     @Test func documentDescribesEveryRouteAndItsAuthentication() throws {
         let document = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
         for path in [
@@ -72,6 +78,34 @@ import Testing
         for operation in secured {
             #expect(operation.contains("\"401\""), "an operation that needs a key does not list 401: \(operation.prefix(80))")
         }
+    }
+
+    /// Every route the ingest router registers, read from the router itself, is in the
+    /// document with its method: a route added without its description fails here.
+    @Test func documentDescribesEveryRegisteredRouteAndMethod() throws {
+        let document = try String(contentsOf: Self.repositoryDocument, encoding: .utf8)
+        let (router, _) = buildIngestRouter(
+            configuration: IngestConfiguration(port: 0), dependencies: try Self.unconnectedDependencies(), logger: Self.logger)
+        // HEAD is answered for every GET (autoGenerateHeadEndpoints) and described with it.
+        let routes = router.routes.filter { $0.method != .head }
+        #expect(routes.count >= 30, "the router lists only \(routes.count) routes")
+        for route in routes {
+            let path = route.path.description
+            guard let block = pathBlock(path, in: document) else {
+                Issue.record("openapi.yaml does not describe \(path)")
+                continue
+            }
+            let method = route.method.rawValue.lowercased()
+            #expect(block.contains("\n    \(method):"), "openapi.yaml does not describe \(route.method.rawValue) \(path)")
+        }
+    }
+
+    /// The text of one path of the document (`  /path:` … up to the next line indented 2 or less).
+    func pathBlock(_ path: String, in document: String) -> String? {
+        guard let start = document.range(of: "\n  \(path):\n") else { return nil }
+        let rest = document[start.upperBound...]
+        let end = rest.range(of: #"\n {0,2}[^ \n]"#, options: .regularExpression)?.lowerBound ?? rest.endIndex
+        return "\n" + rest[..<end]
     }
 
     /// The text of each operation (`    get:` … up to the next line indented 4 or less).
