@@ -1019,7 +1019,7 @@ paths:
     get:
       summary: A JSON Schema this document refers to
       parameters:
-        - {name: name, in: path, required: true, schema: {enum: [fix.schema.json, event.schema.json]}}
+        - {name: name, in: path, required: true, schema: {enum: [event.schema.json, fix.schema.json]}}
       responses:
         "400": {$ref: "#/components/responses/Problem"}
         "200": {description: The JSON Schema, content: {application/schema+json: {schema: {type: object}}}}

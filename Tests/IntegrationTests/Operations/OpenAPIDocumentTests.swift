@@ -55,6 +55,9 @@ import Testing
                     #expect(same, "the served \(name) is not the repository's: run scripts/embed-openapi.sh")
                 }
             }
+            // The names the document gives `/schemas/{name}` (in order) are the schemas the service has.
+            let named = "schema: {enum: [\(OpenAPIDocument.schemas.keys.sorted().joined(separator: ", "))]}"
+            #expect(expected.contains("- {name: name, in: path, required: true, \(named)}"), "/schemas/{name} does not name \(named)")
             try await client.execute(uri: "/schemas/nosuch.json", method: .get) { response in
                 #expect(response.status == .notFound)
             }
