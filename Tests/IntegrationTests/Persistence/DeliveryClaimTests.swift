@@ -347,6 +347,12 @@ import Testing
                 guard ContinuousClock.now < deadline else { throw TestFailure("the queuing never waited for the lock") }
                 try await Task.sleep(for: .milliseconds(10))
             }
+            // Postgres aborts whichever of the two runs its deadlock check first, a
+            // deadlock_timeout (1 s) after it began to wait. The holder asks for its second lock
+            // half a second after the queuing began to wait, so that the queuing's check comes
+            // first however the box schedules them (10 ms apart, the holder was the one aborted
+            // once on a busy machine).
+            try await Task.sleep(for: .milliseconds(500))
             queuingWaits.continuation.yield()
             try await holder
             #expect(try await queued == 1)
