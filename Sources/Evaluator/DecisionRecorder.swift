@@ -32,10 +32,15 @@ final class DecisionRecorder: Service, Sendable {
     private let queued = Gauge(label: "checkin_evaluator_decision_records_queued")
     private let written = Counter(label: "checkin_evaluator_decision_records_written_total")
 
+    /// The fixes topic whose position locks a write holds (see `ErasureStore`).
+    let fixesTopic: String
+
     init(
-        database: Database, logger: Logger, maximumQueuedRecords: Int = 100_000, writeInterval: Duration = .milliseconds(250)
+        database: Database, fixesTopic: String, logger: Logger, maximumQueuedRecords: Int = 100_000,
+        writeInterval: Duration = .milliseconds(250)
     ) {
         self.database = database
+        self.fixesTopic = fixesTopic
         self.store = DecisionStore(logger: logger)
         self.logger = logger
         self.maximumQueuedRecords = maximumQueuedRecords
@@ -82,7 +87,12 @@ final class DecisionRecorder: Service, Sendable {
             var attempt = 1
             while true {
                 do {
-                    try await database.withTransaction { connection in try await store.append(chunk, on: connection) }
+                    try await database.withTransaction { [fixesTopic] connection in
+                        // An erasure at these positions waits for this write, or this write sees it.
+                        try await ErasureStore.holdPositions(
+                            topic: fixesTopic, partitions: Set(chunk.compactMap(\.partition)), on: connection, logger: logger)
+                        try await store.append(chunk, on: connection)
+                    }
                     written.increment(by: chunk.count)
                     break
                 } catch {

@@ -25,6 +25,8 @@ public final class EvaluatorService: Service, Sendable {
     let lateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "late")])
     let duplicateCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "duplicate")])
     let invalidCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "invalid")])
+    /// Fixes accepted before an erasure of their device, dropped when they were reached.
+    let erasedCounter = Counter(label: "checkin_evaluator_fixes_total", dimensions: [("outcome", "erased")])
     let checkInCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkin"), ("decided_by", "fix")])
     let checkOutCounter = Counter(label: "checkin_evaluator_events_total", dimensions: [("type", "checkout"), ("decided_by", "fix")])
     let batchTimer = Metrics.Timer(label: "checkin_evaluator_batch_seconds")
@@ -76,6 +78,7 @@ public final class EvaluatorService: Service, Sendable {
         if outcome.evaluated > 0 { fixesCounter.increment(by: outcome.evaluated) }
         if outcome.late > 0 { lateCounter.increment(by: outcome.late) }
         if outcome.duplicate > 0 { duplicateCounter.increment(by: outcome.duplicate) }
+        if outcome.erased > 0 { erasedCounter.increment(by: outcome.erased) }
         if outcome.invalid > 0 {
             invalidCounter.increment(by: outcome.invalid)
             metrics.invalidFixDeadLetters.increment(by: outcome.invalid)

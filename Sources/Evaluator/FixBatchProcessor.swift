@@ -32,6 +32,7 @@ struct FixBatchProcessor: Sendable {
     let ownership: PartitionOwnershipStore
     let leases: PartitionLeases
     let outbox: EventOutboxStore
+    let erasures: ErasureStore
     /// Writes the decision records of committed batches.
     let recorder: DecisionRecorder
     let relay: EventRelay
@@ -56,7 +57,8 @@ struct FixBatchProcessor: Sendable {
         self.ownership = PartitionOwnershipStore(database: database, logger: logger)
         self.leases = leases
         self.outbox = EventOutboxStore(database: database, logger: logger)
-        self.recorder = DecisionRecorder(database: database, logger: logger)
+        self.erasures = ErasureStore(database: database, logger: logger)
+        self.recorder = DecisionRecorder(database: database, fixesTopic: configuration.topics.fixes, logger: logger)
         self.relay = EventRelay(
             outbox: outbox, publisher: producer, leases: leases, group: configuration.groupId,
             topics: configuration.topics, logger: logger)
@@ -70,6 +72,10 @@ struct FixBatchProcessor: Sendable {
         var evaluated = 0
         var late = 0
         var duplicate = 0
+        /// Fixes accepted before an erasure of their device, dropped unevaluated.
+        var erased = 0
+        /// Erasures this batch carried out on reaching their markers first.
+        var erasuresCarriedOut = 0
         var invalid = 0
         var checkIns = 0
         var checkOuts = 0
@@ -100,13 +106,26 @@ struct FixBatchProcessor: Sendable {
     private func evaluate(_ batch: [KafkaConsumerMessage], under epochs: [OwnedPartition: Int64]) async throws -> Outcome {
         var outcome = Outcome()
         var fixes: [(message: KafkaConsumerMessage, fix: Fix)] = []
+        var markers: [(message: KafkaConsumerMessage, marker: ErasureMarker)] = []
         var deadLetters: [KafkaRecord] = []
+        var firstOffsets: [Int32: Int64] = [:]
         for message in batch {
             let key = KafkaTopicPartition(topic: message.topic, partition: message.partition)
             outcome.nextOffsets[key] = max(outcome.nextOffsets[key] ?? 0, message.offset + 1)
+            firstOffsets[message.partition] = min(firstOffsets[message.partition] ?? message.offset, message.offset)
             if let stamp = message.timestamp.map(consumedUntil(stampedAt:)) {
                 let owned = OwnedPartition(topic: message.topic, partition: message.partition)
                 outcome.consumedUntil[owned] = max(outcome.consumedUntil[owned] ?? stamp, stamp)
+            }
+            if let header = message.headers.first(where: { $0.key == ErasureMarker.headerKey }) {
+                // Not a fix: where the device's earlier life ends. One that names no erasure
+                // requested of its device is passed over.
+                if let id = ErasureMarker.erasureId(inHeaderValue: header.value),
+                    let marker = try? JSONDecoder().decode(ErasureMarker.self, from: Data(message.value)), marker.erasureId == id
+                {
+                    markers.append((message, marker))
+                }
+                continue
             }
             switch FixJSONDecoder.decode(message.value, receivedAt: message.timestamp ?? Date(), limits: configuration.limits) {
             case .success(let fix): fixes.append((message, fix))
@@ -119,7 +138,30 @@ struct FixBatchProcessor: Sendable {
         let engines = try await catalog.engines()
         let committed = try await database.withTransaction { connection in
             var result = outcome
-            let keys = Set(fixes.map { DeviceKey(projectId: $0.fix.projectId, deviceId: $0.fix.deviceId) })
+            // Erasures first, by position: an erasure at one of these partitions commits before
+            // this batch (and it sees the erasure's marks) or waits for it (and erases what it wrote).
+            try await ErasureStore.holdPositions(
+                topic: configuration.topics.fixes, partitions: firstOffsets.keys, on: connection, logger: logger)
+            for (message, marker) in markers {
+                let position = ErasurePosition(topic: message.topic, partition: message.partition, offset: message.offset)
+                if try await erasures.carryOut(
+                    id: marker.erasureId, projectId: marker.projectId, deviceId: marker.deviceId, at: position, on: connection)
+                    != nil
+                {
+                    result.erasuresCarriedOut += 1
+                }
+            }
+            let marks = try await erasures.marks(topic: configuration.topics.fixes, from: firstOffsets, on: connection)
+            let kept =
+                marks.isEmpty
+                ? fixes
+                : fixes.filter { message, fix in
+                    !marks.erases(
+                        DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId), partition: message.partition,
+                        offset: message.offset)
+                }
+            result.erased = fixes.count - kept.count
+            let keys = Set(kept.map { DeviceKey(projectId: $0.fix.projectId, deviceId: $0.fix.deviceId) })
             let stored = try await states.lockStates(keys, on: connection)
             var current: [DeviceKey: DeviceState] = [:]
             for key in keys {
@@ -133,7 +175,7 @@ struct FixBatchProcessor: Sendable {
             // One clock reading for the batch: its records were decided together (and reading
             // Foundation's clock per fix showed in the evaluator's profile).
             let decidedAt = Date()
-            for (message, fix) in fixes {
+            for (message, fix) in kept {
                 let key = DeviceKey(projectId: fix.projectId, deviceId: fix.deviceId)
                 partitions[key] = message.partition
                 let evaluation = engines.engine(for: fix.projectId).evaluate(fix, state: &current[key, default: DeviceState()])
@@ -151,7 +193,8 @@ struct FixBatchProcessor: Sendable {
                     result.entries[DecisionTally(outcome: entry.outcome, reason: entry.reason), default: 0] += 1
                 }
                 if configuration.recordDecisions {
-                    result.records.append(decisionRecord(of: fix, key: key, evaluation: evaluation, decidedAt: decidedAt))
+                    result.records.append(
+                        decisionRecord(of: fix, key: key, evaluation: evaluation, decidedAt: decidedAt, from: message))
                 }
             }
             // Dead letters are the input as it came, not decisions: published now (again,
@@ -186,10 +229,12 @@ struct FixBatchProcessor: Sendable {
     }
 
     /// The fix's decision record, the same the offline replay makes.
-    func decisionRecord(of fix: Fix, key: DeviceKey, evaluation: Evaluation, decidedAt: Date) -> NewDecisionRecord {
+    func decisionRecord(
+        of fix: Fix, key: DeviceKey, evaluation: Evaluation, decidedAt: Date, from message: KafkaConsumerMessage
+    ) -> NewDecisionRecord {
         var record = Replay.decisionRecord(of: fix, evaluation)
         record.evaluatedAt = decidedAt
-        return NewDecisionRecord(key: key, record: record)
+        return NewDecisionRecord(key: key, record: record, partition: message.partition, offset: message.offset)
     }
 
     /// Has the relay publish what the committed batch decided, without waiting for it: the

@@ -35,23 +35,6 @@ public struct DeviceInsight: Sendable {
         return view
     }
 
-    /// Erases what is kept about the device (see `DeviceRecords.erase`), logged and counted
-    /// in `checkin_devices_erased_total`; nil when nothing was kept about it.
-    public func erase(projectId: String, deviceId: String, by who: String, logger: Logger) async throws -> DeviceErasure? {
-        let erasure = try await records.erase(projectId: projectId, deviceId: deviceId)
-        guard erasure.removedAnything else { return nil }
-        Counter(label: "checkin_devices_erased_total").increment()
-        logger.notice(
-            "device erased",
-            metadata: [
-                "projectId": "\(projectId)", "deviceId": "\(deviceId)", "by": "\(who)", "states": "\(erasure.states)",
-                "decisionRecords": "\(erasure.decisionRecords)", "loggedEvents": "\(erasure.loggedEvents)",
-                "unpublishedEvents": "\(erasure.unpublishedEvents)", "deliveriesErased": "\(erasure.deliveriesErased)",
-                "deliveriesCancelled": "\(erasure.deliveriesCancelled)",
-            ])
-        return erasure
-    }
-
     /// A page of the project's event log, newest first, each event with its deliveries.
     public func events(projectId: String, filter: EventFilter, cursor: Int64?, limit: Int) async throws -> EventPage {
         try await records.eventLog.page(projectId: projectId, filter: filter, before: cursor, limit: limit)

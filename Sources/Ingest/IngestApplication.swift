@@ -21,6 +21,8 @@ public struct IngestDependencies: Sendable {
     public var insight: DeviceInsight
     public var readiness: Readiness
     public var registry: PrometheusCollectorRegistry
+    /// The database the stores share.
+    var database: Database { insight.records.database }
 
     public init(
         producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, devices: DeviceRecords,

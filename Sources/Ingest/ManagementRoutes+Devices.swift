@@ -23,13 +23,15 @@ extension ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
             let deviceId = try context.parameters.decoded("deviceId")
-            guard Self.couldBeIdentifier(deviceId),
-                let erasure = try await dependencies.insight.erase(
-                    projectId: projectId, deviceId: deviceId, by: "management API", logger: logger)
-            else {
-                throw Problem.notFound("nothing is kept about device \(deviceId) in this project")
+            // Answered the same whether or not anything was stored yet: its first fixes may
+            // still be on their way, and they are erased too.
+            guard Self.couldBeIdentifier(deviceId) else {
+                throw Problem.invalid("bad device id", parameters: [.init(name: "deviceId", reason: "must be a device id")])
             }
-            return try json(erasure)
+            let eraser = DeviceEraser(
+                database: dependencies.database, producer: dependencies.producer, fixesTopic: configuration.topics.fixes,
+                logger: logger)
+            return try json(try await eraser.erase(projectId: projectId, deviceId: deviceId, by: "management API", logger: logger))
         }
         router.get("/v1/devices/:deviceId/decisions") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)

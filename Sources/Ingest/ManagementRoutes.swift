@@ -64,6 +64,7 @@ struct ManagementRoutes {
             guard let id = DeliveryIdentifier.number(text) else { throw Problem.notFound("no delivery \(text) in this project") }
             let replayed = try await dependencies.webhooks.replay(deliveryIds: [id], projectId: projectId)
             guard replayed.erased.isEmpty else { throw Problem.deliveriesErased([text]) }
+            guard replayed.pending.isEmpty else { throw Problem.deliveriesPending([text]) }
             guard !replayed.ids.isEmpty else { throw Problem.notFound("no delivery \(text) in this project") }
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
@@ -113,6 +114,7 @@ struct ManagementRoutes {
                 throw Problem.notFound("not deliveries of this project: \(names); none was queued again")
             }
             guard replayed.erased.isEmpty else { throw Problem.deliveriesErased(replayed.erased.map(DeliveryIdentifier.text)) }
+            guard replayed.pending.isEmpty else { throw Problem.deliveriesPending(replayed.pending.map(DeliveryIdentifier.text)) }
             return try json(ReplayAnswer(replayed), status: .accepted)
         }
         guard replay.ids == nil, replay.status == .failed else {

@@ -773,13 +773,20 @@ paths:
         "200": {description: The device, content: {application/json: {schema: {$ref: "#/components/schemas/DeviceView"}}}}
         "404": {$ref: "#/components/responses/Problem"}
     delete:
-      summary: Erase what is kept about a device
+      summary: Forget a device
       description: |
-        Location data is personal data: the device's state, its decision records, its events in
+        Location data is personal data: everything the pipeline learnt from the fixes accepted
+        before the erasure is forgotten. The device's state, its decision records, its events in
         the event log (and those not yet published), and the payloads of its deliveries are
-        erased; undelivered deliveries are cancelled (status `cancelled`). The device starts
-        afresh if it reports again (its events numbered from 1). Events already published to the
-        event topics are beyond the reach of this call.
+        erased; undelivered deliveries are cancelled (status `cancelled`) and their device id
+        removed. Fixes accepted before the erasure that are still on their way (on the fixes
+        topic, in an evaluator's batch) are dropped when they are reached, and events still on
+        the event topics never become deliveries: an erasure marker on the device's partition of
+        the fixes topic tells them apart from what comes after, by position, not by clocks.
+        After the answer, no webhook decided from the earlier fixes is sent (an attempt already
+        on the wire excepted). The answer is the same whether or not anything was stored yet;
+        the counts say what was stored. Fixes accepted after it start the device afresh (its
+        events numbered from 1).
       security: [{managementKey: []}, {managementKeyHeader: []}]
       parameters: [{name: deviceId, in: path, required: true, schema: {type: string}}]
       responses:
@@ -800,7 +807,6 @@ paths:
                   unpublishedEvents: {type: integer}
                   deliveriesErased: {type: integer}
                   deliveriesCancelled: {type: integer}
-        "404": {$ref: "#/components/responses/Problem"}
   /v1/devices/{deviceId}/decisions:
     get:
       summary: The decision records of a device's recent fixes, newest first
@@ -838,7 +844,10 @@ paths:
         they are named in. Either `ids`, or `status: failed` (every failed delivery of the
         project, or of one endpoint with `endpointId`). Ids are replayed all or none: when
         any is not a delivery of the project, none is queued again and the 404 names them;
-        when any was erased with its device, none is queued again and the 409 names them.
+        when any was erased with its device, or is still pending (queued, in flight or
+        retrying: it goes out without a replay), none is queued again and the 409 names them.
+        Only delivered and failed deliveries can be replayed. A replayed delivery goes out in
+        its device's order: it waits while an earlier one of its device is pending.
       security: [{managementKey: []}, {managementKeyHeader: []}]
       requestBody:
         required: true
@@ -857,7 +866,7 @@ paths:
                     status: {enum: [failed]}
                     endpointId: {anyOf: [{$ref: "#/components/schemas/Identifier"}, {type: "null"}], description: Only this endpoint's failed deliveries}
       responses:
-        "409": {description: "A delivery was erased with its device (delivery-erased): its payload is gone, so nothing is queued again; or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "A delivery was erased with its device (delivery-erased): its payload is gone; or it is still pending (delivery-pending): it goes out without a replay; nothing is queued again. Or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
@@ -870,7 +879,7 @@ paths:
       parameters: [{name: id, in: path, required: true, schema: {$ref: "#/components/schemas/DeliveryId"}}, {$ref: "#/components/parameters/IdempotencyKey"}]
       responses:
         "400": {$ref: "#/components/responses/Problem"}
-        "409": {description: "A delivery was erased with its device (delivery-erased): its payload is gone, so nothing is queued again; or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "A delivery was erased with its device (delivery-erased): its payload is gone; or it is still pending (delivery-pending): it goes out without a replay; nothing is queued again. Or an Idempotency-Key conflict", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "202": {description: "Queued; disabledEndpoints lists the endpoints of these deliveries that are disabled (their deliveries wait until enabled)", content: {application/json: {schema: {$ref: "#/components/schemas/ReplayAnswer"}}}}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}

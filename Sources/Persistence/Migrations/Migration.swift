@@ -16,7 +16,8 @@ extension Migration {
         consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns, zoneDocumentVersions,
         apiKeyLifecycle, idempotencyKeys, deliveryReplays, deliveryStatusStatistics, staleCheckOutMinute,
         deliveryPageRoom, notifierLeases, eventPayloads, finishingAttempt, scheduledDueOrder, idempotentEntityTags,
-        deadLetterRedrives, deadLetterRedriveCount, projectDeliveriesInIdOrder, projectFailedDeliveries,
+        deadLetterRedrives, deadLetterRedriveCount, projectDeliveriesInIdOrder, projectFailedDeliveries, exactErasure,
+        dueOrderByEndpoint,
     ]
 }
 

@@ -8,12 +8,18 @@ import Shared
 public struct NewDecisionRecord: Sendable {
     public var key: DeviceKey
     public var record: DecisionRecord
+    /// Where its fix was on the fixes topic: an erasure at a later position of the same
+    /// partition erases it, whenever it is written.
+    public var partition: Int32?
+    public var offset: Int64?
     /// When the batch that decided it committed (the evaluator's clock).
     public var evaluatedAt: Date { record.evaluatedAt ?? .distantPast }
 
-    public init(key: DeviceKey, record: DecisionRecord) {
+    public init(key: DeviceKey, record: DecisionRecord, partition: Int32? = nil, offset: Int64? = nil) {
         self.key = key
         self.record = record
+        self.partition = partition
+        self.offset = offset
     }
 }
 
@@ -43,10 +49,11 @@ public struct DecisionStore: Sendable {
     }
 
     /// Appends records, each device's in the order they were evaluated, with one `COPY`
-    /// (no statement to plan, no arrays to unpack), then removes those of devices erased
-    /// after they were evaluated (a batch that committed just before an erasure may be
-    /// written just after it): a row holding any such record goes whole, with the records of
-    /// the device's new start beside them, rather than keep a position it was asked to forget.
+    /// (no statement to plan, no arrays to unpack), then removes those of fixes that an
+    /// erasure, by its marker's position, came after (a batch that committed just before an
+    /// erasure may be written just after it). A run never holds fixes from both sides of a
+    /// marker: the evaluator drops a device's earlier fixes once it knows of the erasure.
+    /// The caller holds the position locks of the records' partitions (`ErasureStore`).
     public func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
         guard !records.isEmpty else { return }
         var runs: [DeviceKey: [NewDecisionRecord]] = [:]
@@ -67,6 +74,8 @@ public struct DecisionStore: Sendable {
                 Self.writeText(key.deviceId, to: &rows)
                 rows.writeString(
                     RFC3339.format(run.last!.evaluatedAt) + "\t" + RFC3339.format(run.first!.evaluatedAt) + "\t\(run.count)\t")
+                rows.writeString(
+                    (run.last!.partition.map { String($0) } ?? "\\N") + "\t" + (run.last!.offset.map { String($0) } ?? "\\N") + "\t")
                 for (index, record) in zip(run.indices, run) {
                     if index != run.startIndex { rows.writeString("\\n") }
                     Self.writeEscaped(try record.record.wireJSON(), to: &rows)
@@ -77,16 +86,20 @@ public struct DecisionStore: Sendable {
         }
         try await connection.copyFrom(
             table: "decision_records",
-            columns: ["device_key", "project_id", "device_id", "evaluated_at", "first_evaluated_at", "record_count", "records"],
+            columns: [
+                "device_key", "project_id", "device_id", "evaluated_at", "first_evaluated_at", "record_count", "fix_partition",
+                "fix_offset", "records",
+            ],
             logger: logger
         ) { writer in
             try await writer.write(rows)
         }
         try await connection.perform(
             """
-            DELETE FROM decision_records d USING device_erasures e
-             WHERE e.erased_at > now() - interval '1 hour' AND d.device_key = e.device_key
-               AND d.first_evaluated_at <= e.erased_at
+            DELETE FROM decision_records d
+             USING (SELECT DISTINCT unnest(\(devices.map(\.recordKey))::int8[]) AS device_key) w, erasures e
+             WHERE e.device_key = w.device_key AND e.state = 'erased' AND d.device_key = e.device_key
+               AND d.fix_partition = e.partition AND d.fix_offset < e.marker_offset
             """, logger: logger)
     }
 

@@ -268,9 +268,12 @@ extension WebhookStore {
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
         -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
     {
+        let deliveries = Self.once(deliveries)
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let bodies = EventPayload.bodies(of: deliveries)
         let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
+            // An erasure's sweep of these projects waits for this queueing, or it sees the erasure.
+            try await ErasureStore.holdIntake(projects: Set(deliveries.map(\.projectId)), on: connection, logger: logger)
             try await connection.perform(Self.lockStatement(deliveries), logger: logger)
             // Those that may go at once are claimed by the insert itself (attempt 1, leased to the
             // taker), in the batch's order up to the taker's limit: a row written once, not
@@ -300,6 +303,21 @@ extension WebhookStore {
         }
         if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
         return (queued, claimed, due - claimed.count - unsigned.count)
+    }
+
+    /// Each (endpoint, event) of a batch once, the first copy kept: the event topics are read
+    /// at least once, so a batch can hold an event twice, and the second copy would take a
+    /// turn of its device behind the first (judged to wait at 'infinity') while the insert
+    /// keeps whichever copy it meets first.
+    static func once(_ deliveries: [NewDelivery]) -> [NewDelivery] {
+        var seen: Set<EndpointEvent> = []
+        seen.reserveCapacity(deliveries.count)
+        return deliveries.filter { seen.insert(EndpointEvent(endpointId: $0.endpointId, eventId: $0.eventId)).inserted }
+    }
+
+    struct EndpointEvent: Hashable {
+        var endpointId: String
+        var eventId: String
     }
 
     /// The statement of `enqueue` that locks the pending deliveries of the batch's devices
@@ -347,6 +365,8 @@ extension WebhookStore {
                 INSERT INTO event_payloads (project_id, event_id, payload)
                 SELECT * FROM UNNEST(\(events.map(\.key.projectId))::text[], \(events.map(\.key.eventId))::text[],
                                      \(events.map(\.value))::text[]) AS e(project_id, event_id, payload)
+                 -- Never the body of an erased device's event (one read again from its topic).
+                 WHERE NOT EXISTS (SELECT 1 FROM erased_events erased WHERE erased.project_id = e.project_id AND erased.event_id = e.event_id)
                  -- In key order, as every writer of these rows takes them: never a deadlock.
                  ORDER BY project_id, event_id
                 ON CONFLICT (project_id, event_id) DO UPDATE SET payload = event_payloads.payload
@@ -364,6 +384,8 @@ extension WebhookStore {
                  -- A scalar subquery: one probe of the unique key a delivery, never a hash of the
                  -- whole table (which the planner chose for small rows).
                  WHERE (SELECT true FROM deliveries x WHERE x.endpoint_id = u.endpoint_id AND x.event_id = u.event_id) IS NULL
+                   -- An erased device's event never becomes a delivery, however often it is read.
+                   AND NOT EXISTS (SELECT 1 FROM erased_events erased WHERE erased.project_id = u.project_id AND erased.event_id = u.event_id)
             ), judged AS MATERIALIZED (
                 -- Materialized: judged once a delivery, where inlined each use of `due_at`
                 -- below (the sort, the taking, the insert) ran its lookups again.
@@ -470,51 +492,71 @@ extension WebhookStore {
     static let claimSettings = ["enable_bitmapscan = off"]
 
     /// The statement of `claimDue`, on its own so that what it reads can be measured (EXPLAIN).
+    ///
+    /// The due order is kept by endpoint (`deliveries_due_order`: endpoint, time, id), so that
+    /// a claim reads the endpoints it may take from and passes over the others whole: an
+    /// endpoint the claimer holds enough of (`excluding`), however large its due backlog, or a
+    /// disabled one, costs one step of the walk over the endpoints, not a read of each of its
+    /// due rows. The walk takes one index descent per endpoint with deliveries scheduled (its
+    /// oldest comes with it); the endpoints that may take are then served oldest first, each
+    /// for at most twice what the claim may take of it, and the reading stops once the
+    /// window is full: what a claim reads follows what it takes, not the backlog.
     static func claimStatement(
         limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String]
     ) -> PostgresQuery {
         """
-            WITH due_window AS (
-                -- The due deliveries in the order they go, as many as the claim may need: each
-                -- device's first pending one (those behind it wait at 'infinity', those in flight
-                -- until their lease ends), so the cost follows the claim, not the backlog.
-                -- (`< 'infinity'`, implied by `<= now()`, names the due order's index predicate.)
-                SELECT d.id, d.endpoint_id, d.device_id, d.sequence, d.created_at, d.next_attempt_at, d.leased_until
-                  FROM deliveries d
-                 WHERE d.status = 'pending' AND d.next_attempt_at < 'infinity' AND d.next_attempt_at <= now()
-                   AND NOT (d.endpoint_id = ANY(\(excluding)::text[]))
-                 ORDER BY d.next_attempt_at, d.id
+            WITH RECURSIVE scheduled(endpoint_id, oldest) AS (
+                -- Each endpoint with deliveries scheduled (a time to go, not 'infinity') and the
+                -- time of its oldest, one index descent an endpoint.
+                (SELECT d.endpoint_id, d.next_attempt_at FROM deliveries d
+                  WHERE d.status = 'pending' AND d.next_attempt_at < 'infinity'
+                  ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT 1)
+                UNION ALL
+                SELECT n.endpoint_id, n.next_attempt_at
+                  FROM scheduled s
+                 CROSS JOIN LATERAL (
+                     SELECT d.endpoint_id, d.next_attempt_at FROM deliveries d
+                      WHERE d.status = 'pending' AND d.next_attempt_at < 'infinity' AND d.endpoint_id > s.endpoint_id
+                      ORDER BY d.endpoint_id, d.next_attempt_at, d.id LIMIT 1) n
+            ), takers AS MATERIALIZED (
+                -- The endpoints with deliveries due that this claim may take from, oldest first.
+                SELECT s.endpoint_id, s.oldest FROM scheduled s
+                 WHERE s.oldest <= now() AND NOT (s.endpoint_id = ANY(\(excluding)::text[]))
+                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = s.endpoint_id AND e.enabled)
+                 ORDER BY s.oldest, s.endpoint_id
+                 LIMIT \(limit)
+            ), due_window AS MATERIALIZED (
+                -- Their due deliveries in the order they go, at most twice what the claim may take
+                -- of each: each device's first pending one (those behind it wait at 'infinity',
+                -- those in flight until their lease ends), read until the window is full.
+                SELECT w.* FROM takers t
+                 CROSS JOIN LATERAL (
+                     SELECT d.id, d.endpoint_id, d.device_id, d.sequence, d.created_at, d.next_attempt_at, d.leased_until
+                       FROM deliveries d
+                      WHERE d.endpoint_id = t.endpoint_id AND d.status = 'pending' AND d.next_attempt_at < 'infinity'
+                        AND d.next_attempt_at <= now()
+                      ORDER BY d.next_attempt_at, d.id
+                      LIMIT \(2 * perEndpoint)) w
                  LIMIT \(4 * limit)
-            ), window_turns AS (
-                -- Each row's place among its endpoint's in the window: a claim takes at most
-                -- `perEndpoint` of one endpoint, so the checks below stop at twice that many of
-                -- each (a backlog at one endpoint would otherwise be checked in full to take a few).
-                SELECT w.*, row_number() OVER (PARTITION BY w.endpoint_id ORDER BY w.next_attempt_at, w.id) AS window_turn
-                  FROM due_window w
             ), checked AS (
                 -- Checked again, whatever led here: the device's first pending delivery (one
-                -- probe of the pending-heads index), not leased, its endpoint enabled; and
-                -- whether its predecessor is missing (not queued, from the other event topic).
+                -- probe of the pending-heads index), not leased; and whether its predecessor is
+                -- missing (not queued, from the other event topic).
                 SELECT w.id, w.endpoint_id, w.next_attempt_at, w.created_at,
                        COALESCE(w.sequence > 1, false)
                            AND (SELECT true FROM deliveries p
                                  WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
                                    AND p.sequence = w.sequence - 1 LIMIT 1) IS NULL AS skipped_gap
-                  FROM window_turns w
-                 WHERE w.window_turn <= \(2 * perEndpoint)
-                   AND (w.leased_until IS NULL OR w.leased_until <= now())
+                  FROM due_window w
+                 WHERE (w.leased_until IS NULL OR w.leased_until <= now())
                    AND w.id = (SELECT p.id FROM deliveries p
                                 WHERE p.endpoint_id = w.endpoint_id AND p.device_id = w.device_id
                                   AND p.status = 'pending'
                                 ORDER BY p.sequence NULLS FIRST, p.id LIMIT 1)
-                   AND EXISTS (SELECT 1 FROM webhook_endpoints e WHERE e.id = w.endpoint_id AND e.enabled)
             ), eligible AS (
                 -- One whose predecessor is missing goes once the gap hold has passed.
                 SELECT id, endpoint_id, next_attempt_at, skipped_gap FROM checked
                  WHERE NOT skipped_gap OR created_at <= now() - make_interval(secs => \(gapHold.seconds))
-                 -- In the window's order: the checks stop once there are enough.
-                 ORDER BY next_attempt_at, id
-                 LIMIT \(4 * limit)
             ), ranked AS (
                 SELECT id, next_attempt_at, skipped_gap,
                        row_number() OVER (PARTITION BY endpoint_id ORDER BY next_attempt_at, id) AS turn
@@ -933,14 +975,13 @@ extension WebhookStore {
     }
 
     /// The statement of `parkDisabledDeliveries`, on its own so that what it reads can be
-    /// measured. It reads the deliveries of the disabled endpoints alone (through the
-    /// pending-heads index): nothing when every endpoint is enabled, whatever the backlog.
-    /// (`<> 'infinity'`, the same as `<` for a timestamp, does not name the due order's index
-    /// predicate: with it, the planner read every due delivery for the disabled endpoints'.)
+    /// measured. It reads the scheduled deliveries of the disabled endpoints alone, each
+    /// endpoint's a range of the due order (which is by endpoint): nothing when every endpoint
+    /// is enabled, and nothing of what a disabled endpoint's earlier passes parked already.
     static let parkingStatement: PostgresQuery = """
         UPDATE deliveries d SET next_attempt_at = 'infinity'
          WHERE d.endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e WHERE NOT e.enabled))
-           AND d.status = 'pending' AND d.next_attempt_at <> 'infinity'
+           AND d.status = 'pending' AND d.next_attempt_at < 'infinity'
            AND (d.leased_until IS NULL OR d.leased_until <= now())
         RETURNING d.id
         """
@@ -1220,9 +1261,15 @@ extension WebhookStore {
     /// Queues deliveries again (after a partner fixed its endpoint), all in one statement, so
     /// that several of one device still go out in `sequence` order.
     ///
+    /// Only deliveries that are done can be replayed: delivered or failed. A pending one
+    /// (queued, in flight or retrying) goes out anyway, and replaying it would clear a lease
+    /// that an attempt on the wire still holds, or make due one that waits behind its device's
+    /// earlier deliveries.
+    ///
     /// All or none: when any of `deliveryIds` is not a delivery of the project (a typo, another
-    /// project's) or was erased with its device, none is queued again and `missing` or `erased`
-    /// names those, so that a request half done is never taken for a request done.
+    /// project's), was erased with its device, or is pending, none is queued again and
+    /// `missing`, `erased` or `pending` names those, so that a request half done is never taken
+    /// for a request done.
     public func replay(deliveryIds: [Int64], projectId: String) async throws -> ReplayedDeliveries {
         let requested = Array(Set(deliveryIds))
         guard !requested.isEmpty else { return ReplayedDeliveries(ids: [], disabledEndpoints: []) }
@@ -1232,6 +1279,7 @@ extension WebhookStore {
                 WITH found AS (
                     SELECT \(unescaped: Self.replayedColumns) FROM deliveries
                      WHERE id = ANY(\(requested)::bigint[]) AND project_id = \(projectId) AND erased_at IS NULL
+                       AND status IN ('delivered', 'failed')
                      ORDER BY id
                        FOR UPDATE
                 ), chosen AS (
@@ -1241,17 +1289,19 @@ extension WebhookStore {
         guard replayed.ids.isEmpty else { return replayed }
         let rows = try await database.client.query(
             """
-            SELECT id, erased_at IS NOT NULL FROM deliveries
+            SELECT id, erased_at IS NOT NULL, status = 'pending' FROM deliveries
              WHERE id = ANY(\(requested)::bigint[]) AND project_id = \(projectId)
             """, logger: logger)
         var present: Set<Int64> = []
         var erased: [Int64] = []
-        for try await (id, isErased) in rows.decode((Int64, Bool).self) {
+        var pending: [Int64] = []
+        for try await (id, isErased, isPending) in rows.decode((Int64, Bool, Bool).self) {
             present.insert(id)
-            if isErased { erased.append(id) }
+            if isErased { erased.append(id) } else if isPending { pending.append(id) }
         }
         return ReplayedDeliveries(
-            ids: [], disabledEndpoints: [], missing: requested.filter { !present.contains($0) }.sorted(), erased: erased.sorted())
+            ids: [], disabledEndpoints: [], missing: requested.filter { !present.contains($0) }.sorted(), erased: erased.sorted(),
+            pending: pending.sorted())
     }
 
     /// Queues every failed delivery of the project again (of one endpoint, if given).
@@ -1281,13 +1331,20 @@ extension WebhookStore {
     /// What a replay reads of each delivery it queues again (`chosen`, locked in id order as
     /// `record` locks them, so that the attempt moved below is the one that finished it).
     static let replayedColumns = """
-        id, endpoint_id, attempts, last_status_code, last_error, finishing_attempt_started_at, finishing_attempt_latency_ms
+        id, endpoint_id, device_id, sequence, attempts, last_status_code, last_error, finishing_attempt_started_at,
+        finishing_attempt_latency_ms
         """
 
     /// The rest of a replay, after its `chosen` deliveries: the attempt that finished each one's
-    /// round moves from its row to the attempt log, then the delivery is pending again, due
-    /// now (or, while another of its device's is in flight, once that one is recorded), its
+    /// round moves from its row to the attempt log, then the delivery is pending again, its
     /// attempts counted from 0 in a new round.
+    ///
+    /// Only a device's head is ever due: a replayed delivery is due now only when it is the
+    /// first of its device and endpoint among those replayed together and no earlier one of
+    /// its device is pending and none is in flight; the others wait at 'infinity' until
+    /// recording lets them go, one at a time. A pending one of the device that is later than
+    /// a replayed one, and due, waits again behind it (as queueing does for a late predecessor).
+    /// So a replay never puts into the due order a delivery that a claim would have to pass over.
     static let replayingOfChosen = """
         moved AS (
             INSERT INTO delivery_attempts (delivery_id, round, attempt, started_at, latency_ms, status_code, error)
@@ -1295,16 +1352,30 @@ extension WebhookStore {
                    c.finishing_attempt_started_at, c.finishing_attempt_latency_ms, c.last_status_code, c.last_error
               FROM chosen c
              WHERE c.finishing_attempt_started_at IS NOT NULL
+        ), turns AS (
+            SELECT c.id, row_number() OVER (PARTITION BY c.endpoint_id, c.device_id ORDER BY c.sequence NULLS FIRST, c.id) AS turn
+              FROM chosen c
         ), replayed AS (
             UPDATE deliveries d
                SET status = 'pending', attempts = 0, delivered_at = NULL,
-                   next_attempt_at = CASE WHEN \(WebhookStore.anotherOfItsDeviceInFlight("d"))
+                   next_attempt_at = CASE WHEN t.turn > 1 OR \(WebhookStore.anotherOfItsDeviceInFlight("d")) OR EXISTS (
+                                               SELECT 1 FROM deliveries h
+                                                WHERE h.endpoint_id = d.endpoint_id AND h.device_id = d.device_id
+                                                  AND h.status = 'pending' AND h.id <> d.id
+                                                  AND COALESCE(h.sequence, 0) < COALESCE(d.sequence, 0))
                                           THEN 'infinity'::timestamptz ELSE now() END,
                    lease_owner = NULL, leased_until = NULL,
                    finishing_attempt_started_at = NULL, finishing_attempt_latency_ms = NULL
-              FROM chosen c
+              FROM chosen c JOIN turns t ON t.id = c.id
              WHERE d.id = c.id
-            RETURNING d.id, d.endpoint_id
+            RETURNING d.id, d.endpoint_id, d.device_id, d.sequence
+        ), behind AS (
+            UPDATE deliveries l SET next_attempt_at = 'infinity'
+              FROM (SELECT endpoint_id, device_id, min(COALESCE(sequence, 0)) AS sequence FROM replayed
+                     GROUP BY endpoint_id, device_id) r
+             WHERE l.endpoint_id = r.endpoint_id AND l.device_id = r.device_id AND COALESCE(l.sequence, 0) > r.sequence
+               AND l.status = 'pending' AND l.next_attempt_at < 'infinity'
+               AND (l.leased_until IS NULL OR l.leased_until <= now())
         ), logged AS (
             INSERT INTO delivery_replays (delivery_id) SELECT id FROM replayed
         )
@@ -1336,4 +1407,7 @@ public struct ReplayedDeliveries: Sendable, Equatable {
     /// Deliveries asked for by id that were erased with their device: their rows are kept
     /// (without the payload), so they cannot be sent again; when any are, none was queued again.
     public var erased: [Int64] = []
+    /// Deliveries asked for by id that are still pending (queued, in flight or retrying);
+    /// when any are, none was queued again.
+    public var pending: [Int64] = []
 }

@@ -118,6 +118,16 @@ extension Problem {
             detail: "erased with their device, so there is nothing to send again: \(names.joined(separator: ", ")); none was queued again")
     }
 
+    /// Deliveries still pending (queued, in flight or retrying) cannot be replayed: they
+    /// are on their way already, and a second copy would race the first.
+    public static func deliveriesPending(_ names: [String]) -> Problem {
+        Problem(
+            status: .conflict, type: "delivery-pending", title: "Still pending",
+            detail:
+                "still pending (queued, in flight or retrying), so they go out without a replay: \(names.joined(separator: ", ")); none was queued again"
+        )
+    }
+
     public static func forbidden(_ detail: String) -> Problem {
         Problem(status: .forbidden, type: "forbidden", title: "Not allowed for this API key", detail: detail)
     }

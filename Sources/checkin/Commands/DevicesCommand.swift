@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Ingest
+import Kafka
 import Persistence
 import Shared
 
@@ -35,24 +36,32 @@ struct DevicesCommand: AsyncParsableCommand {
             abstract: "Erase what is kept about a device.",
             discussion: """
                 Its state, decision records, logged events and delivery payloads. Undelivered deliveries \
-                are cancelled. The device starts afresh if it reports again.
+                are cancelled, and fixes accepted before the erasure that are still on their way are \
+                dropped when they are evaluated. The device starts afresh with what it reports after.
                 """)
         @Option(help: "The project id.") var project: String
         @Argument(help: "The device id.") var device: String
 
         func run() async throws {
             let (project, device) = (project, device)
+            let settings = try ProcessSettings()
             let erasure = try await withDatabase { database, logger in
                 try await requireProject(project, of: Self.self, database: database, logger: logger)
-                return try await DeviceInsight(
-                    records: DeviceRecords(database: database, logger: logger), zones: ZoneStore(database: database, logger: logger)
-                ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
-            }
-            guard let erasure else {
-                throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
+                let producer = try KafkaProducer(configuration: settings.producerConfiguration(clientId: "checkin-erase"), logger: logger)
+                return try await withThrowingTaskGroup(of: DeviceErasure?.self) { tasks in
+                    tasks.addTask {
+                        try await producer.run()
+                        return nil
+                    }
+                    let erasure = try await DeviceEraser(
+                        database: database, producer: producer, fixesTopic: settings.topics.fixes, logger: logger
+                    ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
+                    tasks.cancelAll()
+                    return erasure
+                }
             }
             print(
-                "erased device \(device): \(erasure.states) state, \(erasure.decisionRecords) decision records, \(erasure.loggedEvents) logged events, \(erasure.unpublishedEvents) unpublished events, \(erasure.deliveriesErased) delivery payloads (\(erasure.deliveriesCancelled) undelivered, cancelled)"
+                "erased device \(device): \(erasure.states) state, \(erasure.decisionRecords) decision records, \(erasure.loggedEvents) logged events, \(erasure.unpublishedEvents) unpublished events, \(erasure.deliveriesErased) delivery payloads (\(erasure.deliveriesCancelled) undelivered, cancelled); fixes still on their way are dropped"
             )
         }
     }

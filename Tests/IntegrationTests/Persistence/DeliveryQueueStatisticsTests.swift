@@ -203,7 +203,7 @@ import Testing
         try await withProject { database, _, endpointId in
             try await Self.insertDeliveredHistory(100_000, to: endpointId, in: database, logger: logger)
             try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
-            let erasing = DeviceRecords.erasingDeliveriesStatement(projectId: Self.projectId, deviceId: "device-7")
+            let erasing = ErasureStore.erasingDeliveriesStatement(projectId: Self.projectId, deviceId: "device-7")
             let run = try await Self.run(erasing, settings: [], in: database, logger: logger)
             #expect(run.rows == 50)
             #expect(!run.scans.contains("Seq Scan on deliveries"), "\(run.scans)")

@@ -52,6 +52,8 @@ struct PipelineHarness {
     let readiness = Readiness()
     /// librdkafka properties of the services' producer (tests of oversized records lower `message.max.bytes`).
     var producerProperties: [String: String] = [:]
+    /// Stages that start only once the test releases them (`stages.release`).
+    var stages = HeldStages()
     /// Seals the endpoints' secrets in the database, as `CHECKIN_SECRET_KEY` does in production.
     /// One for every harness: a service process started by a test checks at start that it can
     /// open every secret in the database, which all tests share.
@@ -145,6 +147,8 @@ struct PipelineHarness {
     /// Runs ingest, evaluator, notifier and a verifying receiver; `body` gets the ingest port.
     func run(_ body: @Sendable (_ ingestPort: Int, _ received: ReceivedWebhooks) async throws -> Void) async throws {
         try await prepare()
+        // Before any service makes its metrics: made earlier, they would go nowhere.
+        let registry = MetricsBootstrap.prometheus()
         let database = Database(configuration: try databaseConfiguration(), logger: logger)
         let producer = try KafkaProducer(
             configuration: KafkaProducerConfiguration(
@@ -172,7 +176,7 @@ struct PipelineHarness {
             webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
             devices: DeviceRecords(database: database, logger: logger),
             idempotency: IdempotencyStore(database: database, logger: logger, sealer: sealer), readiness: Readiness(),
-            registry: MetricsBootstrap.prometheus())
+            registry: registry)
         let ingest = buildIngestApplication(
             configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
             dependencies: dependencies, logger: logger,
@@ -180,7 +184,9 @@ struct PipelineHarness {
         let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received, respond: respond) {
             ports.continuation.yield(("receiver", $0))
         }
-        let services: [any Service] = [database, producer] + evaluator.services + notifier.services + [ingest, receiver]
+        let services: [any Service] =
+            [database, producer] + evaluator.services.map { stages.gate($0, as: .evaluator) }
+            + notifier.services.map { stages.gate($0, as: .notifier) } + [ingest, receiver]
         var groupConfiguration = ServiceGroupConfiguration(
             services: services.map { .init(service: $0) }, gracefulShutdownSignals: [], logger: logger)
         // A service that does not stop fails the run loudly instead of hanging it.

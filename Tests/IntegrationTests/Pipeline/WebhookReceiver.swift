@@ -17,6 +17,10 @@ actor ReceivedWebhooks {
     private(set) var requests: [ReceivedRequest] = []
     /// Requests for a webhook id that arrived while another for the same id was still being answered.
     private(set) var overlaps = 0
+    /// Requests about a device that arrived while another about the same device (to this
+    /// partner) was still being answered: its deliveries must go one at a time.
+    private(set) var deviceOverlaps = 0
+    private var answeringDevices: [String: Int] = [:]
     /// Requests that arrived at `/elsewhere`, where the receiver redirects to.
     private(set) var redirectedArrivals = 0
     private var answering: [String: Int] = [:]
@@ -41,13 +45,17 @@ actor ReceivedWebhooks {
     func arrived(_ payload: WebhookPayload, id: String) -> Int {
         if answering[id, default: 0] > 0 { overlaps += 1 }
         answering[id, default: 0] += 1
+        let device = payload.data.projectId + "/" + payload.data.deviceId
+        if answeringDevices[device, default: 0] > 0 { deviceOverlaps += 1 }
+        answeringDevices[device, default: 0] += 1
         requests.append(ReceivedRequest(eventId: id, payload: payload, at: ContinuousClock.now))
         arrivals[id, default: 0] += 1
         return arrivals[id, default: 0]
     }
 
-    func answered(id: String) {
+    func answered(id: String, payload: WebhookPayload) {
         answering[id, default: 1] -= 1
+        answeringDevices[payload.data.projectId + "/" + payload.data.deviceId, default: 1] -= 1
     }
 
     func redirectedArrival() { redirectedArrivals += 1 }
@@ -106,7 +114,7 @@ enum WebhookReceiver {
             let payload = try WireJSON.decoder().decode(WebhookPayload.self, from: Data(bytes))
             let arrival = await received.arrived(payload, id: id ?? "")
             let answer = await respond?(payload, arrival)
-            await received.answered(id: id ?? "")
+            await received.answered(id: id ?? "", payload: payload)
             if let answer, !(200..<300).contains(answer.status.code) { return answer }
             await received.accept(
                 payload, id: id ?? "",
