@@ -32,6 +32,8 @@ public struct Evaluator: Sendable {
     public let decisionRetention: RetentionService
     /// Deletes events of the event log past its retention.
     public let eventLogRetention: RetentionService
+    /// Forgets erasures (and their erased event ids) once the topics no longer hold what they erased.
+    public let erasureRetention: RetentionService
     public let metrics = EvaluatorMetrics()
 
     public init(
@@ -106,6 +108,10 @@ public struct Evaluator: Sendable {
         self.eventLogRetention = RetentionService(
             name: "event log", metric: "checkin_evaluator_event_log_purged_total", logger: logger,
             purge: { now in try await eventLog.purge(olderThan: eventsFor, now: now) })
+        let erasures = ErasureStore(database: database, logger: logger)
+        self.erasureRetention = RetentionService(
+            name: "erasures", metric: "checkin_evaluator_erasures_purged_total", logger: logger,
+            purge: { now in try await erasures.purge(before: now - Double(ErasureStore.retention.components.seconds)) })
         self.watchdog = PartitionStallWatchdog(
             consumer: consumer, leases: leases, readiness: readiness,
             stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
@@ -114,7 +120,7 @@ public struct Evaluator: Sendable {
     public var services: [any Service] {
         [
             catalog, relay, recorder, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention,
-            eventLogRetention,
+            eventLogRetention, erasureRetention,
         ]
             + (retention.map { [$0] } ?? [])
             + (cutOffMonitor.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])

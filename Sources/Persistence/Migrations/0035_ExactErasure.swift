@@ -11,7 +11,7 @@ extension Migration {
     /// them is still on an event topic (or read again from it) never becomes a delivery.
     /// Both are kept for the topics' retention, so that a replay of the topics honours them.
     ///
-    /// A decision record run names the position of its last fix, so that a run written
+    /// A decision record run names the position of its first fix, so that a run written
     /// after the erasure by a recorder behind it is recognised by position too.
     /// (`device_erasures`, which compared clocks, is no longer read; it stays until the
     /// versions that read it are gone.)

@@ -51,9 +51,10 @@ public struct DecisionStore: Sendable {
     /// Appends records, each device's in the order they were evaluated, with one `COPY`
     /// (no statement to plan, no arrays to unpack), then removes those of fixes that an
     /// erasure, by its marker's position, came after (a batch that committed just before an
-    /// erasure may be written just after it). A run never holds fixes from both sides of a
-    /// marker: the evaluator drops a device's earlier fixes once it knows of the erasure.
-    /// The caller holds the position locks of the records' partitions (`ErasureStore`).
+    /// erasure may be written just after it). A row is named by its first (earliest) fix's
+    /// position, so a row holding any record from before the marker goes whole, with the
+    /// records of the device's new start beside it, rather than keep a position it was asked
+    /// to forget. The caller holds the position locks of the records' partitions (`ErasureStore`).
     public func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
         guard !records.isEmpty else { return }
         var runs: [DeviceKey: [NewDecisionRecord]] = [:]
@@ -75,7 +76,8 @@ public struct DecisionStore: Sendable {
                 rows.writeString(
                     RFC3339.format(run.last!.evaluatedAt) + "\t" + RFC3339.format(run.first!.evaluatedAt) + "\t\(run.count)\t")
                 rows.writeString(
-                    (run.last!.partition.map { String($0) } ?? "\\N") + "\t" + (run.last!.offset.map { String($0) } ?? "\\N") + "\t")
+                    (run.first!.partition.map { String($0) } ?? "\\N") + "\t" + (run.first!.offset.map { String($0) } ?? "\\N")
+                        + "\t")
                 for (index, record) in zip(run.indices, run) {
                     if index != run.startIndex { rows.writeString("\\n") }
                     Self.writeEscaped(try record.record.wireJSON(), to: &rows)

@@ -307,8 +307,21 @@ import Testing
             let id = DeliveryIdentifier.text(number)
             _ = try await webhooks.disableEndpoint(id: endpoint.id, projectId: harness.projectId, reason: "test")
             let headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+            /// Only a delivery that is done can be replayed: it failed (its retries ran out), again.
+            func fail() async throws {
+                try await database.client.query(
+                    "UPDATE deliveries SET status = 'failed', next_attempt_at = 'infinity' WHERE id = \(number)",
+                    logger: harness.logger)
+            }
 
+            // Pending still: it goes out without a replay, and a replay would race it.
             for (uri, body) in [("/v1/deliveries/\(id)/replay", ""), ("/v1/deliveries/replay", #"{"ids": ["\#(id)"]}"#)] {
+                let answer = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
+                #expect(answer.status == .conflict, "\(uri): \(String(buffer: answer.body))")
+                #expect(String(buffer: answer.body).contains("delivery-pending") && String(buffer: answer.body).contains(id))
+            }
+            for (uri, body) in [("/v1/deliveries/\(id)/replay", ""), ("/v1/deliveries/replay", #"{"ids": ["\#(id)"]}"#)] {
+                try await fail()
                 let answer = try await client.execute(uri: uri, method: .post, headers: headers, body: ByteBuffer(string: body))
                 #expect(answer.status == .accepted)
                 let object = try JSONSerialization.jsonObject(with: Data(buffer: answer.body)) as? [String: Any]
@@ -316,6 +329,7 @@ import Testing
                 #expect(object?["disabledEndpoints"] as? [String] == [endpoint.id], "\(uri): \(String(buffer: answer.body))")
             }
             _ = try await webhooks.enableEndpoint(id: endpoint.id, projectId: harness.projectId)
+            try await fail()
             let enabled = try await client.execute(
                 uri: "/v1/deliveries/\(id)/replay", method: .post, headers: headers, body: ByteBuffer())
             let object = try JSONSerialization.jsonObject(with: Data(buffer: enabled.body)) as? [String: Any]

@@ -97,27 +97,30 @@ import Testing
     }
 
     /// A device erased while its records wait to be written: a row that would hold one of its
-    /// records from before the erasure is not kept, even beside one from after it.
+    /// records from before the erasure's marker is not kept, even beside one from after it;
+    /// a row of records from after it alone is. Told by position on the fixes topic alone.
     @Test func recordsFromBeforeAnErasureAreNotWrittenAfterIt() async throws {
         let logger = logger
         let key = DeviceKey(projectId: "decision-erasure-" + UUID().uuidString, deviceId: "erased")
-        let erasedAt = Date()
         let remaining = try await withDatabase { database in
-            func record(_ fixId: String, evaluatedAt: Date) -> NewDecisionRecord {
+            func record(_ fixId: String, offset: Int64) -> NewDecisionRecord {
                 NewDecisionRecord(
                     key: key,
                     record: DecisionRecord(
-                        fixId: fixId, timestamp: evaluatedAt, evaluatedAt: evaluatedAt, mode: .normal,
-                        location: DecisionLocation(lat: 1, lon: 2), entries: [], eventIds: []))
+                        fixId: fixId, timestamp: Date(), evaluatedAt: Date(), mode: .normal,
+                        location: DecisionLocation(lat: 1, lon: 2), entries: [], eventIds: []),
+                    partition: 3, offset: offset)
             }
             try await database.client.query(
-                "INSERT INTO device_erasures (device_key, erased_at) VALUES (\(key.recordKey), \(erasedAt))", logger: logger)
-            try await database.withTransaction { connection in
-                try await DecisionStore(logger: logger).append(
-                    [
-                        record("before", evaluatedAt: erasedAt.addingTimeInterval(-0.1)),
-                        record("after", evaluatedAt: erasedAt.addingTimeInterval(0.1)),
-                    ], on: connection)
+                """
+                INSERT INTO erasures (project_id, device_key, state, topic, partition, marker_offset, erased_at)
+                VALUES (\(key.projectId), \(key.recordKey), 'erased', 'checkin.fixes', 3, 100, now())
+                """, logger: logger)
+            for records in [[record("before", offset: 99), record("beside", offset: 101)], [record("after", offset: 102)]] {
+                try await database.withTransaction { connection in
+                    try await ErasureStore.holdPositions(topic: "checkin.fixes", partitions: [3], on: connection, logger: logger)
+                    try await DecisionStore(logger: logger).append(records, on: connection)
+                }
             }
             let rows = try await database.client.query(
                 "SELECT records FROM decision_records WHERE device_key = \(key.recordKey)", logger: logger)
@@ -126,6 +129,7 @@ import Testing
             return texts
         }
         #expect(!remaining.contains { $0.contains(#""fixId":"before""#) }, "\(remaining)")
+        #expect(remaining.count == 1 && remaining[0].contains(#""fixId":"after""#), "\(remaining)")
     }
 
     /// Events leave the event log once older than its retention.
