@@ -971,7 +971,7 @@ paths:
         "204": {description: Revoked}
         "401": {$ref: "#/components/responses/Unauthorized"}
         "404": {description: No such key in this project, content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
-        "409": {description: "The project's last working management key (last-management-key): create another first", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
+        "409": {description: "A working management key and the project has no other one without an expiry (last-management-key; a rotated key in its overlap does not count): create another first", content: {application/problem+json: {schema: {$ref: "#/components/schemas/Problem"}}}}
         "429": {$ref: "#/components/responses/TooManyAuthenticationFailures"}
   /v1/keys/{id}/rotate:
     parameters: [{name: id, in: path, required: true, schema: {type: string}}]

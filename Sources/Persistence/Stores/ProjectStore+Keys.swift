@@ -64,7 +64,8 @@ public enum KeyRevocation: Sendable, Equatable {
     /// Revoked now, or already before (revoking again changes nothing).
     case revoked(APIKeyRecord)
     case notFound
-    /// Refused: without it the project would have no management key left to manage itself with.
+    /// Refused: without it the project would have no management key without an expiry left,
+    /// and none at all to manage itself with once its rotated ones expire.
     case lastManagementKey
 }
 
@@ -141,28 +142,31 @@ extension ProjectStore {
         }
     }
 
-    /// Revokes the key at once. The project's last working management key is refused, so
-    /// that a project cannot lock itself out.
+    /// Revokes the key at once. A working management key is refused when no other management
+    /// key without an expiry is left, so that a project cannot lock itself out: a rotated key
+    /// in its overlap works now but stops by itself, so it does not keep the project reachable.
     public func revokeKey(id: String, projectId: String) async throws -> KeyRevocation {
         try await database.withTransaction { connection in
             // Locking the project's management keys serializes two revocations that would
             // each leave the other's key as the last one.
             let rows = try await connection.query(
                 """
-                SELECT id, kind, revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()) FROM api_keys
+                SELECT id, kind, revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now()),
+                       revoked_at IS NULL AND expires_at IS NULL
+                FROM api_keys
                 WHERE project_id = \(projectId) AND (kind = 'management' OR id = \(id)) ORDER BY id FOR UPDATE
                 """, logger: logger)
             var target: (kind: String, active: Bool)?
-            var otherActiveManagementKeys = 0
-            for try await (keyId, kind, active) in rows.decode((String, String, Bool).self) {
+            var otherLastingManagementKeys = 0
+            for try await (keyId, kind, active, lasting) in rows.decode((String, String, Bool, Bool).self) {
                 if keyId == id {
                     target = (kind, active)
-                } else if kind == KeyKind.management.rawValue && active {
-                    otherActiveManagementKeys += 1
+                } else if kind == KeyKind.management.rawValue && lasting {
+                    otherLastingManagementKeys += 1
                 }
             }
             guard let target else { return .notFound }
-            if target.kind == KeyKind.management.rawValue && target.active && otherActiveManagementKeys == 0 {
+            if target.kind == KeyKind.management.rawValue && target.active && otherLastingManagementKeys == 0 {
                 return .lastManagementKey
             }
             let updated = try await connection.query(

@@ -71,7 +71,7 @@ struct KeysCommand: AsyncParsableCommand {
             case .notFound: throw CommandFailure("no key '\(id)' in project '\(project)'", helpOf: Self.self)
             case .lastManagementKey:
                 throw CommandFailure(
-                    "'\(id)' is the last management key of '\(project)'; `checkin keys create --project \(project) --kind management` first"
+                    "'\(id)' is the last management key of '\(project)' without an expiry; `checkin keys create --project \(project) --kind management` first"
                 )
             }
         }

@@ -211,6 +211,29 @@ import Testing
             #expect(try await revoke(secondId, with: secondKey).status == .conflict)
         }
     }
+
+    /// A rotated key in its overlap stops by itself: it does not keep the project reachable,
+    /// so the key that replaced it is the last one and stays; the rotated one may go.
+    @Test func aRotatedKeyInItsOverlapIsNotALastingManagementKey() async throws {
+        try await withIngest { harness, client in
+            let created = try Self.object(
+                try await Self.post(client, "/v1/projects", key: Self.operatorKey, #"{"id": "rotated-\#(harness.suffix)"}"#))
+            let first = try #require(created["managementKey"] as? [String: Any])
+            let (firstId, firstKey) = (try #require(first["id"] as? String), try #require(first["key"] as? String))
+            let rotated = try Self.object(
+                try await Self.post(client, "/v1/keys/\(firstId)/rotate", key: firstKey, #"{"overlapSeconds": 3600}"#))
+            let (secondId, secondKey) = (try #require(rotated["id"] as? String), try #require(rotated["key"] as? String))
+            func revoke(_ id: String, with key: String) async throws -> TestResponse {
+                try await client.execute(uri: "/v1/keys/\(id)", method: .delete, headers: Self.bearer(key))
+            }
+            let refused = try await revoke(secondId, with: firstKey)
+            #expect(refused.status == .conflict && String(buffer: refused.body).contains("last-management-key"), "\(refused.status)")
+            #expect(try await Self.get(client, "/v1/zones", key: secondKey).status == .ok)
+
+            #expect(try await revoke(firstId, with: secondKey).status == .noContent)
+            #expect(try await revoke(secondId, with: secondKey).status == .conflict)
+        }
+    }
 }
 
 /// `checkin projects list` and `checkin keys list|create|revoke|rotate`, with an unknown
