@@ -121,13 +121,19 @@ extension WebhookStore {
     }
 
     /// Lets deliveries go to an endpoint again. Returns the endpoint, or nil if there is none.
+    /// Its waiting deliveries are let go only once the endpoint is found to be the project's:
+    /// another project's endpoint id must not make Postgres go through that project's backlog.
     @discardableResult
     public func enableEndpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
-        try await database.client.perform(
+        let rows = try await database.client.query(
             """
             UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
              WHERE id = \(id) AND project_id = \(projectId)
+            RETURNING 1
             """, logger: logger)
+        var found = false
+        for try await _ in rows { found = true }
+        guard found else { return nil }
         try await releaseWaitingHeads(endpointId: id)
         return try await endpoint(id: id, projectId: projectId)
     }

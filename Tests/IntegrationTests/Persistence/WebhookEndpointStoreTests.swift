@@ -150,6 +150,33 @@ import Testing
         }
     }
 
+    /// Enabling another project's endpoint is a miss before anything of that endpoint is
+    /// touched: its waiting deliveries are not let go on behalf of another tenant.
+    @Test func enablingAnotherProjectsEndpointLetsNoneOfItsDeliveriesGo() async throws {
+        let (logger, sealer) = (logger, sealer)
+        try await withFreshDatabase { database in
+            try await database.client.query("INSERT INTO projects (id, name) VALUES ('q', 'Q')", logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: sealer)
+            let endpoint = try await webhooks.addEndpoint(
+                projectId: "p", url: "https://hooks.example.com/", secrets: [WebhookSecret.generate()])
+            try await enqueueOne(webhooks, endpointId: endpoint.id)
+            // A first delivery left waiting, as one queued while the one ahead was being recorded.
+            try await database.client.query("UPDATE deliveries SET next_attempt_at = 'infinity'", logger: logger)
+            func waiting() async throws -> Int {
+                let rows = try await database.client.query(
+                    "SELECT count(*)::int FROM deliveries WHERE next_attempt_at = 'infinity'", logger: logger)
+                var count = 0
+                for try await value in rows.decode(Int.self) { count = value }
+                return count
+            }
+
+            #expect(try await webhooks.enableEndpoint(id: endpoint.id, projectId: "q") == nil)
+            #expect(try await waiting() == 1)
+            #expect(try await webhooks.enableEndpoint(id: endpoint.id, projectId: "p")?.enabled == true)
+            #expect(try await waiting() == 0)
+        }
+    }
+
     /// Deliveries of a disabled endpoint are not due ('infinity'), so that claims never read
     /// them however many queue up; enabling brings them back, and the notifier's periodic
     /// pass mends rows that raced with either.
