@@ -19,7 +19,7 @@ info:
     nothing there is, as any unknown id does.
 
     Every POST of the management API (not /v1/fixes, whose fixIds make resends harmless)
-    takes an Idempotency-Key: a resend with the same key, method, path and body gets the
+    takes an Idempotency-Key: a resend with the same key, method, path, If-Match and body gets the
     first answer again, with `Idempotent-Replayed: true`, for 24 hours; an answer that
     showed a secret once (a webhook secret, a new API key) shows the same secret again.
 servers:
@@ -39,8 +39,9 @@ components:
       required: false
       description: >-
         1 to 255 characters chosen by the client, one per request it means (a UUID, say). Resent with the same
-        method, path and body within 24 h, the request is not run again: the first answer comes back with
-        `Idempotent-Replayed: true` (refusals too; server errors are not kept, so a resend after one runs again).
+        method, path, If-Match and body within 24 h, the request is not run again: the first answer comes back with
+        `Idempotent-Replayed: true` (lasting refusals too; answers that hold for their moment only are not kept, so
+        a resend after one runs again: 5xx, 408, 409, 412 and 429).
         Keys are the client's own: another project's, or the operator's, never meet them.
       schema: {type: string, minLength: 1, maxLength: 255, pattern: "\\S"}
     ZonesIfMatch:
@@ -367,8 +368,9 @@ components:
         ETag: {$ref: "#/components/headers/ZonesETag"}
     IdempotencyConflict:
       description: >-
-        The Idempotency-Key was used for another request (type idempotency-key-reused), or its first request is
-        still running (idempotency-key-in-progress: resend once that one is answered); for the routes that create,
+        The Idempotency-Key was used for another request (another method, path, If-Match or body: type
+        idempotency-key-reused), or its first request is still running (idempotency-key-in-progress: resend once
+        that one is answered); for the routes that create,
         also a conflict of their own (see each).
       content:
         application/problem+json:

@@ -3,6 +3,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Ingest
+import Logging
+import NIOConcurrencyHelpers
 import Persistence
 import Shared
 import Testing
@@ -18,6 +20,18 @@ import Testing
         let configuration = IngestConfiguration(
             port: 0, topics: harness.topics, webhookURLPolicy: .local, operatorKey: ProjectKeyManagementTests.operatorKey)
         try await withIngestApplication(harness, configuration: configuration) { _, client in try await body(harness, client) }
+    }
+
+    /// The same, under a zones quota, with the database beside the client.
+    func withIngest(
+        quota: ZoneQuota, _ body: @Sendable (PipelineHarness, Database, any TestClientProtocol) async throws -> Void
+    ) async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        let configuration = IngestConfiguration(port: 0, topics: harness.topics, zoneQuota: quota)
+        try await withIngestApplication(harness, configuration: configuration) { database, client in
+            try await body(harness, database, client)
+        }
     }
 
     static func post(
@@ -141,6 +155,184 @@ import Testing
         }
     }
 
+    /// A refusal that holds for a while only (429: too soon after the last replacement) or for
+    /// the resource as it was (412: `If-Match` named another version) is not kept: resent with
+    /// the same key once the wait is over, or once the version is the one named, the request
+    /// runs. A refusal that stays true (404) is kept and replayed.
+    @Test func refusalsOfTheMomentAreNotKeptAndLastingOnesAre() async throws {
+        try await withIngest(quota: ZoneQuota(minimumReplaceInterval: .seconds(3600))) { harness, database, client in
+            let api = ZoneVersionTests.ZonesAPI(client: client, managementKey: harness.managementKey)
+            let replayed = HTTPField.Name("Idempotent-Replayed")!
+            /// As if the replace interval were over.
+            @Sendable func waitOver() async throws {
+                try await database.client.query(
+                    "UPDATE projects SET zones_replaced_at = now() - interval '2 hours' WHERE id = \(harness.projectId)",
+                    logger: harness.logger)
+            }
+            // The harness stored the project's zones just now.
+            let tooSoon = try await api.restore("1", idempotencyKey: "soon")
+            #expect(tooSoon.status == .tooManyRequests && tooSoon.headers[.retryAfter] != nil, "\(tooSoon.status)")
+            try await waitOver()
+            let later = try await api.restore("1", idempotencyKey: "soon")
+            #expect(later.status == .ok && later.headers[replayed] == nil, "\(later.status) \(String(buffer: later.body))")
+            #expect(later.headers[.eTag] == "\"2\"")
+
+            try await waitOver()
+            let ahead = try await api.restore("1", ifMatch: "\"3\"", idempotencyKey: "ahead")
+            #expect(ahead.status == .preconditionFailed, "\(ahead.status)")
+            #expect(try await api.restore("2").status == .ok)
+            try await waitOver()
+            let matching = try await api.restore("1", ifMatch: "\"3\"", idempotencyKey: "ahead")
+            #expect(matching.status == .ok && matching.headers[replayed] == nil, "\(matching.status) \(String(buffer: matching.body))")
+            #expect(matching.headers[.eTag] == "\"4\"")
+
+            let missing = try await api.restore("99", idempotencyKey: "missing")
+            #expect(missing.status == .notFound && missing.headers[replayed] == nil)
+            let again = try await api.restore("99", idempotencyKey: "missing")
+            #expect(again.status == .notFound && again.headers[replayed] == "true")
+        }
+    }
+
+    /// `If-Match` is part of the request a key stands for: the same restore guarded by another
+    /// version, or by none, is another request, refused as a reused key, not answered with
+    /// what the first one made.
+    @Test func theSameKeyWithAnotherIfMatchIsAnotherRequest() async throws {
+        try await withIngest(quota: ZoneQuota()) { harness, _, client in
+            let api = ZoneVersionTests.ZonesAPI(client: client, managementKey: harness.managementKey)
+            let first = try await api.restore("1", ifMatch: "\"1\"", idempotencyKey: "guarded")
+            #expect(first.status == .ok && first.headers[.eTag] == "\"2\"", "\(String(buffer: first.body))")
+            for ifMatch in ["\"2\"", nil] {
+                let other = try await api.restore("1", ifMatch: ifMatch, idempotencyKey: "guarded")
+                #expect(other.status == .conflict, "\(ifMatch ?? "none"): \(other.status)")
+                #expect(String(buffer: other.body).contains("idempotency-key-reused"), "\(String(buffer: other.body))")
+            }
+            let same = try await api.restore("1", ifMatch: "\"1\"", idempotencyKey: "guarded")
+            #expect(same.status == .ok && same.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
+            #expect(try await api.current().entityTag == "\"2\"")
+        }
+    }
+
+    /// A request that runs long keeps its key: a resend while it runs is told so (409), however
+    /// long ago the first began, and the request runs once.
+    @Test func aResendWhileTheFirstStillRunsIsRefusedHoweverLongAgoItBegan() async throws {
+        try await withIngest(quota: ZoneQuota()) { harness, database, client in
+            let api = ZoneVersionTests.ZonesAPI(client: client, managementKey: harness.managementKey)
+            let (scope, logger) = ("project:\(harness.projectId)", harness.logger)
+            let resent = NIOLockedValueBox<HTTPResponse.Status?>(nil)
+            let first = try await database.withTransaction(attempts: 1) { connection in
+                // The restore waits for the project's row, which this transaction holds.
+                let locked = try await connection.query(
+                    "SELECT 1 FROM projects WHERE id = \(harness.projectId) FOR UPDATE", logger: logger)
+                for try await _ in locked {}
+                let first = Task { try await api.restore("1", idempotencyKey: "slow") }
+                try await waitUntil("the restore claimed its key", within: .seconds(10)) {
+                    let rows = try await database.client.query(
+                        "SELECT count(*)::int FROM idempotency_keys WHERE scope = \(scope) AND key = 'slow'", logger: logger)
+                    for try await count in rows.decode(Int.self) { return count == 1 }
+                    return false
+                }
+                // As if it had been running for an hour.
+                try await database.client.query(
+                    "UPDATE idempotency_keys SET created_at = now() - interval '1 hour' WHERE scope = \(scope) AND key = 'slow'",
+                    logger: logger)
+                let resend = Task {
+                    let status = try await api.restore("1", idempotencyKey: "slow").status
+                    resent.withLockedValue { $0 = status }
+                }
+                try await waitUntil("the resend is answered", within: .seconds(10)) { resent.withLockedValue { $0 } != nil }
+                _ = try await resend.value
+                return first
+            }
+            #expect(resent.withLockedValue { $0 } == .conflict)
+            let answered = try await first.value
+            #expect(answered.status == .ok && answered.headers[.eTag] == "\"2\"", "\(String(buffer: answered.body))")
+            let replay = try await api.restore("1", idempotencyKey: "slow")
+            #expect(replay.status == .ok && replay.headers[.eTag] == "\"2\"")
+            #expect(try await api.current().entityTag == "\"2\"")
+        }
+    }
+
+    /// A claim is taken over only after a silence: renewed, it stays its request's however
+    /// long ago that began. Given up for dead, it is no longer its first owner's, whose late
+    /// release, answer or renewal leaves the new claim alone.
+    @Test func aClaimTakenOverIsNoLongerTouchedByItsFirstOwner() async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
+            let store = IdempotencyStore(database: database, logger: harness.logger, sealer: harness.sealer)
+            let scope = "project:\(harness.projectId)"
+            let request = IdempotencyStore.Fingerprint(method: "POST", path: "/v1/keys", bodyHash: "h")
+            func answer(_ text: String) -> IdempotencyStore.Answer {
+                IdempotencyStore.Answer(status: 201, contentType: "application/json", location: nil, body: Array(text.utf8))
+            }
+            func claim() async throws -> IdempotencyStore.Claim {
+                try await store.claim(scope: scope, key: "taken", fingerprint: request)
+            }
+            let first = try await Self.claimed(store, scope: scope, key: "taken", request)
+            try await Self.age(database, scope: scope, silentFor: "1 second", logger: harness.logger)
+            #expect(try await claim() == .inProgress)
+            try await Self.age(database, scope: scope, silentFor: "1 hour", logger: harness.logger)
+            #expect(try await store.renew(first))
+            #expect(try await claim() == .inProgress)
+
+            try await Self.age(database, scope: scope, silentFor: "1 hour", logger: harness.logger)
+            let second = try await Self.claimed(store, scope: scope, key: "taken", request)
+            #expect(second.token != first.token)
+            // The first request, given up for dead, fails late, then answers late.
+            #expect(try await !store.renew(first))
+            try await store.release(first)
+            #expect(try await claim() == .inProgress)
+            try await store.complete(first, answer: answer(#"{"first":true}"#))
+            #expect(try await claim() == .inProgress)
+            try await store.complete(second, answer: answer(#"{"second":true}"#))
+            #expect(try await claim() == .replay(answer(#"{"second":true}"#)))
+        }
+    }
+
+    /// While its request runs, a claim held is renewed, so that it is not given up for dead
+    /// however long the request takes; once it has returned, nothing renews it.
+    @Test func aClaimHeldIsRenewedWhileItsRequestRuns() async throws {
+        let harness = PipelineHarness()
+        try await harness.prepare()
+        try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
+            let store = IdempotencyStore(database: database, logger: harness.logger, sealer: harness.sealer)
+            let (scope, logger) = ("project:\(harness.projectId)", harness.logger)
+            let request = IdempotencyStore.Fingerprint(method: "POST", path: "/v1/deliveries/replay", bodyHash: "h")
+            let claimed = try await Self.claimed(store, scope: scope, key: "held", request)
+            try await Self.age(database, scope: scope, silentFor: "1 hour", logger: logger)
+            try await store.holding(claimed, renewingEvery: .milliseconds(50)) {
+                try await waitUntil("the claim is renewed", within: .seconds(10)) {
+                    let rows = try await database.client.query(
+                        "SELECT renewed_at > now() - interval '1 minute' FROM idempotency_keys WHERE scope = \(scope)",
+                        logger: logger)
+                    for try await renewed in rows.decode(Bool.self) { return renewed }
+                    return false
+                }
+                #expect(try await store.claim(scope: scope, key: "held", fingerprint: request) == .inProgress)
+            }
+            try await Self.age(database, scope: scope, silentFor: "1 hour", logger: logger)
+            _ = try await Self.claimed(store, scope: scope, key: "held", request)
+        }
+    }
+
+    /// `key` claimed by this request, or a failure saying what the claim found.
+    static func claimed(
+        _ store: IdempotencyStore, scope: String, key: String, _ request: IdempotencyStore.Fingerprint
+    ) async throws -> IdempotencyStore.ClaimedKey {
+        let claim = try await store.claim(scope: scope, key: key, fingerprint: request)
+        guard case .claimed(let claimed) = claim else { throw TestFailure("\(key) is not claimed: \(claim)") }
+        return claimed
+    }
+
+    /// Makes the scope's claims an hour old, last renewed `silence` (an interval) ago.
+    static func age(_ database: Database, scope: String, silentFor silence: String, logger: Logger) async throws {
+        try await database.client.query(
+            """
+            UPDATE idempotency_keys SET created_at = now() - interval '1 hour', renewed_at = now() - \(silence)::interval
+            WHERE scope = \(scope)
+            """, logger: logger)
+    }
+
     /// An answer older than the retention is forgotten: the purge deletes it, and its key
     /// claimed again runs the request again (even before a purge came by).
     @Test func answersOlderThanTheRetentionAreForgotten() async throws {
@@ -153,8 +345,7 @@ import Testing
             let answer = IdempotencyStore.Answer(
                 status: 201, contentType: "application/json", location: nil, body: Array(#"{"key":"k"}"#.utf8))
             for key in ["old", "purged"] {
-                #expect(try await store.claim(scope: scope, key: key, fingerprint: request) == .claimed)
-                try await store.complete(scope: scope, key: key, answer: answer)
+                try await store.complete(try await Self.claimed(store, scope: scope, key: key, request), answer: answer)
                 #expect(try await store.claim(scope: scope, key: key, fingerprint: request) == .replay(answer))
             }
             // "old" is past the retention; "purged" is 23 hours old, younger than the retention, so
@@ -166,7 +357,7 @@ import Testing
                 SET created_at = now() - CASE key WHEN 'old' THEN interval '25 hours' ELSE interval '23 hours' END
                 WHERE scope = \(scope)
                 """, logger: harness.logger)
-            #expect(try await store.claim(scope: scope, key: "old", fingerprint: request) == .claimed)
+            _ = try await Self.claimed(store, scope: scope, key: "old", request)
             #expect(try await store.purge(before: Date() - 22 * 3_600) >= 1)
             let left = try await database.client.query(
                 "SELECT key FROM idempotency_keys WHERE scope = \(scope) ORDER BY key", logger: harness.logger)
