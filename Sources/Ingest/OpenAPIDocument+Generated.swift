@@ -790,7 +790,7 @@ paths:
         the counts say what was stored. Fixes accepted after it start the device afresh (its
         events numbered from 1).
       security: [{managementKey: []}, {managementKeyHeader: []}]
-      parameters: [{name: deviceId, in: path, required: true, schema: {type: string}}]
+      parameters: [{name: deviceId, in: path, required: true, description: "Not an identifier (empty, longer than 128 characters, control characters): 400", schema: {$ref: "#/components/schemas/Identifier"}}]
       responses:
         "400": {$ref: "#/components/responses/Problem"}
         "401": {$ref: "#/components/responses/Unauthorized"}

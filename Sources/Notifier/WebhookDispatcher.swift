@@ -135,7 +135,7 @@ public final class WebhookDispatcher: Service, Sendable {
             chores.addTask { await self.every(self.configuration.pollInterval) { self.wake() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.renewLeases() } }
             chores.addTask { await self.every(self.configuration.attemptLease / 3) { await self.releaseLapsedLeases() } }
-            chores.addTask { await self.every(.seconds(15)) { await self.tendDisabledEndpoints() } }
+            chores.addTask { await self.tendDisabledEndpoints() }
             chores.addTask { await self.sweepWaitingHeads() }
             await dispatchUntilShutdown()
             chores.cancelAll()
@@ -345,23 +345,34 @@ public final class WebhookDispatcher: Service, Sendable {
     }
 
     /// Deliveries of disabled endpoints stay out of claims, and fail once their retries would
-    /// have run out.
+    /// have run out: every 15 seconds, their scheduled ones are parked and a step of their
+    /// pending ones is looked at for expiry, from where the last step stopped.
     private func tendDisabledEndpoints() async {
-        do {
-            try await webhooks.parkDisabledDeliveries()
-        } catch {
-            logger.error("could not park the deliveries of disabled endpoints", metadata: ["error": "\(error)"])
-        }
-        do {
-            let failed = try await webhooks.failExpiredWhileDisabled(retryWindow: configuration.retryWindow)
-            if failed > 0 {
-                failedCounter.increment(by: failed)
-                logger.warning("deliveries to disabled endpoints ran out of retries", metadata: ["failed": "\(failed)"])
+        var position: WebhookStore.HeadsSweepPosition?
+        while !Task.isCancelled {
+            try? await Task.sleep(for: Self.disabledEndpointsInterval)
+            guard !Task.isCancelled else { return }
+            do {
+                try await webhooks.parkDisabledDeliveries()
+            } catch {
+                logger.error("could not park the deliveries of disabled endpoints", metadata: ["error": "\(error)"])
             }
-        } catch {
-            logger.error("could not expire deliveries of disabled endpoints", metadata: ["error": "\(error)"])
+            do {
+                let step = try await webhooks.failExpiredWhileDisabled(
+                    retryWindow: configuration.retryWindow, after: position, reading: Self.headsSweepStep)
+                position = step.next
+                if step.failed > 0 {
+                    failedCounter.increment(by: step.failed)
+                    logger.warning("deliveries to disabled endpoints ran out of retries", metadata: ["failed": "\(step.failed)"])
+                }
+            } catch {
+                position = nil
+                logger.error("could not expire deliveries of disabled endpoints", metadata: ["error": "\(error)"])
+            }
         }
     }
+
+    static let disabledEndpointsInterval = Duration.seconds(15)
 
     /// How often the mend pass takes a step over the queue, and how many pending deliveries
     /// a step reads at most: every device's first delivery is looked at every second while

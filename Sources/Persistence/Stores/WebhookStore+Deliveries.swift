@@ -1105,26 +1105,72 @@ extension WebhookStore {
     }
 
     /// Deliveries of disabled endpoints whose retries ran out meanwhile (queued longer than
-    /// `retryWindow`, the time all their attempts would have taken) become `failed`, replayable.
+    /// `retryWindow`, the time all their attempts would have taken) become `failed`,
+    /// replayable: every disabled endpoint swept to its end, step after step.
     @discardableResult
-    public func failExpiredWhileDisabled(retryWindow: Duration) async throws -> Int {
-        let rows = try await database.client.query(Self.expiringStatement(retryWindow: retryWindow), logger: logger)
-        var count = 0
-        for try await _ in rows { count += 1 }
-        return count
+    public func failExpiredWhileDisabled(retryWindow: Duration, reading limit: Int = 5_000) async throws -> Int {
+        var failed = 0
+        var position: HeadsSweepPosition?
+        repeat {
+            let step = try await failExpiredWhileDisabled(retryWindow: retryWindow, after: position, reading: limit)
+            failed += step.failed
+            position = step.next
+        } while position != nil
+        return failed
     }
 
-    /// The statement of `failExpiredWhileDisabled`, on its own so that what it reads can be
-    /// measured: the deliveries of the disabled endpoints alone, as `parkingStatement`.
-    static func expiringStatement(retryWindow: Duration) -> PostgresQuery {
-        """
-        UPDATE deliveries d
-           SET status = 'failed', last_error = 'retries ran out while the endpoint was disabled',
-               lease_owner = NULL, leased_until = NULL
-         WHERE d.endpoint_id = ANY(ARRAY(SELECT e.id FROM webhook_endpoints e WHERE NOT e.enabled))
-           AND d.status = 'pending' AND d.created_at <= now() - make_interval(secs => \(retryWindow.seconds))
-        RETURNING d.id
-        """
+    /// One step of that sweep: the pending deliveries of the disabled endpoints after
+    /// `position` (in endpoint and device order), at most `limit` of them, those queued longer
+    /// than `retryWindow` ago failed. Returns how many it failed and where the next step goes
+    /// on (nil once it reached the end). A step costs what it reads, so a disabled endpoint's
+    /// backlog of any size is swept a step at a time instead of read whole on every pass.
+    public func failExpiredWhileDisabled(retryWindow: Duration, after position: HeadsSweepPosition?, reading limit: Int)
+        async throws -> (failed: Int, next: HeadsSweepPosition?)
+    {
+        let rows = try await database.client.query(
+            Self.expiringStatement(retryWindow: retryWindow, after: position, limit: limit), logger: logger)
+        for try await (failed, scanned, endpointId, deviceId) in rows.decode((Int, Int, String?, String?).self) {
+            guard scanned >= limit, let endpointId, let deviceId else { return (failed, nil) }
+            return (failed, HeadsSweepPosition(endpointId: endpointId, deviceId: deviceId))
+        }
+        return (0, nil)
+    }
+
+    /// The statement of a step of `failExpiredWhileDisabled`, on its own so that what it reads
+    /// can be measured: the disabled endpoints in id order, each one's pending deliveries a
+    /// range of the pending-heads index from the step's position, read until the step is full.
+    /// It returns how many it failed, how many it read, and the last device read (whose
+    /// deliveries beyond the step wait for the next sweep).
+    static func expiringStatement(retryWindow: Duration, after position: HeadsSweepPosition? = nil, limit: Int = 5_000)
+        -> PostgresQuery
+    {
+        // Every endpoint id is longer than '': ('', '') is before the first device.
+        let (afterEndpoint, afterDevice) = (position?.endpointId ?? "", position?.deviceId ?? "")
+        return """
+            WITH scanned AS (
+                SELECT p.id, p.endpoint_id, p.device_id, p.created_at
+                  FROM (SELECT e.id FROM webhook_endpoints e WHERE NOT e.enabled AND e.id >= \(afterEndpoint) ORDER BY e.id) e
+                 CROSS JOIN LATERAL (
+                     SELECT p.id, p.endpoint_id, p.device_id, p.created_at FROM deliveries p
+                      WHERE p.endpoint_id = e.id AND p.status = 'pending'
+                        AND (p.endpoint_id, p.device_id) > (\(afterEndpoint), \(afterDevice))
+                      ORDER BY p.endpoint_id, p.device_id, p.sequence NULLS FIRST, p.id
+                      LIMIT \(limit)) p
+                 LIMIT \(limit)
+            ), failed AS (
+                UPDATE deliveries d
+                   SET status = 'failed', last_error = 'retries ran out while the endpoint was disabled',
+                       lease_owner = NULL, leased_until = NULL
+                  FROM scanned s
+                 WHERE d.id = s.id AND d.status = 'pending'
+                   AND s.created_at <= now() - make_interval(secs => \(retryWindow.seconds))
+                RETURNING d.id
+            ), last_read AS (
+                SELECT s.endpoint_id, s.device_id FROM scanned s ORDER BY s.endpoint_id DESC, s.device_id DESC LIMIT 1
+            )
+            SELECT (SELECT count(*) FROM failed)::int8, (SELECT count(*) FROM scanned)::int8,
+                   (SELECT endpoint_id FROM last_read), (SELECT device_id FROM last_read)
+            """
     }
 
     /// A page of the project's deliveries, newest first: `limit` of them older than `cursor`

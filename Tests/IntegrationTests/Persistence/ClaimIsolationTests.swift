@@ -109,6 +109,28 @@ extension DeliveryQueueStatisticsTests {
         }
     }
 
+    /// A step of the expiring pass over disabled endpoints reads its step, not the disabled
+    /// endpoint's backlog: of 20,000 pending deliveries none of which ran out, a step of 1,000
+    /// examines about 1,000 (before, every pass read all 20,000); steps from where the last
+    /// stopped fail every one once they ran out, each once.
+    @Test func anExpiringStepReadsItsStepWhateverADisabledEndpointHolds() async throws {
+        let logger = logger
+        try await withProject { database, webhooks, endpointId in
+            let backlog = Self.deliveries(to: endpointId, devices: 0..<2000, sequences: 1...10)
+            #expect(try await webhooks.enqueue(backlog) == backlog.count)
+            _ = try await webhooks.disableEndpoint(id: endpointId, reason: "operator")
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+            let step = WebhookStore.expiringStatement(retryWindow: .seconds(3600), after: nil, limit: 1000)
+            let plan = try await Self.plan(of: step, options: "ANALYZE, BUFFERS", settings: [], in: database, logger: logger)
+            let examined = Self.rowsExamined(in: plan, relation: "deliveries")
+            #expect(examined <= 1100, "a step of 1,000 examined \(examined) rows of deliveries")
+            let first = try await webhooks.failExpiredWhileDisabled(retryWindow: .seconds(3600), after: nil, reading: 1000)
+            #expect(first.failed == 0 && first.next != nil)
+            #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .zero, reading: 1000) == backlog.count)
+            #expect(try await webhooks.failExpiredWhileDisabled(retryWindow: .zero, reading: 1000) == 0)
+        }
+    }
+
     static let otherProjectId = "q"
 
     /// A second project with one endpoint.
