@@ -5,6 +5,7 @@ COPY scripts/setup.sh scripts/setup.sh
 # librdkafka >= 2.6 (static) and the build dependencies, exactly as on a developer machine.
 RUN scripts/setup.sh
 COPY Package.swift ./
+COPY Plugins Plugins
 COPY Sources Sources
 COPY Tests Tests
 RUN . .local/env.sh && swift build -c release --product checkin --static-swift-stdlib \

@@ -96,8 +96,11 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ]
+            ],
+            plugins: ["BuildCommitPlugin"]
         ),
+        /// Records the commit a build is made from, for `checkin --version`.
+        .plugin(name: "BuildCommitPlugin", capability: .buildTool()),
         .target(
             name: "Ingest",
             dependencies: [

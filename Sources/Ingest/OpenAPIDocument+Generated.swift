@@ -6,7 +6,7 @@ extension OpenAPIDocument {
 openapi: 3.1.0
 info:
   title: checkin
-  version: "1"
+  version: "0.9.0"
   description: |
     Server-side geofence check-ins. Devices send fixes; partners receive signed
     check-in/check-out webhooks (Standard Webhooks). HEAD is answered wherever GET is, with

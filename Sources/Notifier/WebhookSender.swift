@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import Persistence
+import ServiceSupport
 import Shared
 
 /// A signed webhook request, ready to go out.
@@ -32,7 +33,7 @@ final class WebhookSender: Sendable {
         let secrets = attempt.secrets.compactMap { try? WebhookSecret($0) }
         var headers = HTTPHeaders()
         headers.add(name: "content-type", value: "application/json")
-        headers.add(name: "user-agent", value: "checkin-webhooks/1")
+        headers.add(name: "user-agent", value: Release.webhookUserAgent)
         headers.add(name: WebhookSignature.idHeader, value: attempt.eventId)
         headers.add(name: WebhookSignature.timestampHeader, value: String(timestamp))
         headers.add(

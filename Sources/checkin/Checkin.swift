@@ -1,4 +1,5 @@
 import ArgumentParser
+import ServiceSupport
 
 /// The one executable: every service, the local all-in-one mode, and the tools.
 ///
@@ -16,6 +17,7 @@ struct Checkin: AsyncParsableCommand {
             Configuration is read from environment variables (CHECKIN_KAFKA_BROKERS, CHECKIN_DATABASE_URL, \
             CHECKIN_HTTP_PORT, …); see the README for the full list.
             """,
+        version: Release.description,
         subcommands: [
             IngestCommand.self, EvaluatorCommand.self, NotifierCommand.self, DevCommand.self, DemoCommand.self,
             MigrateCommand.self, ReplayCommand.self, ProjectsCommand.self, KeysCommand.self, ZonesCommand.self, WebhooksCommand.self,

@@ -32,6 +32,9 @@ import Testing
             #expect(answer.body == #"{"accepted":9}"#)
 
             try await received.wait(timeout: .seconds(90)) { trip.isComplete($0) }
+            // Partners can tell which release sent them.
+            let userAgents = await received.userAgents
+            #expect(userAgents == [Release.webhookUserAgent], "\(userAgents)")
             let payloads = await received.payloads.filter { $0.data.deviceId == trip.deviceId }
             let checkIn = try #require(payloads.first { $0.type == "zone.checkin" })
             let checkOut = try #require(payloads.first { $0.type == "zone.checkout" })

@@ -20,6 +20,8 @@ actor ReceivedWebhooks {
     /// Requests about a device that arrived while another about the same device (to this
     /// partner) was still being answered: its deliveries must go one at a time.
     private(set) var deviceOverlaps = 0
+    /// The `User-Agent` of every signed request.
+    private(set) var userAgents: Set<String> = []
     private var answeringDevices: [String: Int] = [:]
     /// Requests that arrived at `/elsewhere`, where the receiver redirects to.
     private(set) var redirectedArrivals = 0
@@ -42,7 +44,8 @@ actor ReceivedWebhooks {
     }
 
     /// Notes a request's arrival; returns how many requests for this webhook id arrived so far.
-    func arrived(_ payload: WebhookPayload, id: String) -> Int {
+    func arrived(_ payload: WebhookPayload, id: String, userAgent: String? = nil) -> Int {
+        userAgents.insert(userAgent ?? "")
         if answering[id, default: 0] > 0 { overlaps += 1 }
         answering[id, default: 0] += 1
         let device = payload.data.projectId + "/" + payload.data.deviceId
@@ -112,7 +115,7 @@ enum WebhookReceiver {
                 return Response(status: .unauthorized)
             }
             let payload = try WireJSON.decoder().decode(WebhookPayload.self, from: Data(bytes))
-            let arrival = await received.arrived(payload, id: id ?? "")
+            let arrival = await received.arrived(payload, id: id ?? "", userAgent: request.headers[.userAgent])
             let answer = await respond?(payload, arrival)
             await received.answered(id: id ?? "", payload: payload)
             if let answer, !(200..<300).contains(answer.status.code) { return answer }
