@@ -96,10 +96,10 @@ let package = Package(
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
-            ],
-            plugins: ["BuildCommitPlugin"]
+            ]
         ),
-        /// Records the commit a build is made from, for `checkin --version`.
+        /// Records the commit a build is made from, for `checkin --version`: in the executable
+        /// alone, so that a new commit compiles that leaf again and nothing below it.
         .plugin(name: "BuildCommitPlugin", capability: .buildTool()),
         .target(
             name: "Ingest",
@@ -144,7 +144,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-            ]
+            ],
+            plugins: ["BuildCommitPlugin"]
         ),
         /// Helpers for tests of Kafka clients (mock cluster or real broker); no product ships it.
         .target(

@@ -17,10 +17,16 @@ struct Checkin: AsyncParsableCommand {
             Configuration is read from environment variables (CHECKIN_KAFKA_BROKERS, CHECKIN_DATABASE_URL, \
             CHECKIN_HTTP_PORT, …); see the README for the full list.
             """,
-        version: Release.description,
+        version: Checkin.versionDescription,
         subcommands: [
             IngestCommand.self, EvaluatorCommand.self, NotifierCommand.self, DevCommand.self, DemoCommand.self,
             MigrateCommand.self, ReplayCommand.self, ProjectsCommand.self, KeysCommand.self, ZonesCommand.self, WebhooksCommand.self,
             DeliveriesCommand.self, DevicesCommand.self, EventsCommand.self, DeadLettersCommand.self, LoadCommand.self, StatusCommand.self, BenchCommand.self,
         ])
+}
+
+extension Checkin {
+    /// `0.9.0 (commit 1a2b3c4d5e6f)`: the release and the commit the build was made from
+    /// (`-modified` when the tree had uncommitted changes, `unknown` outside a checkout).
+    static var versionDescription: String { "\(Release.version) (commit \(buildCommit))" }
 }

@@ -1010,11 +1010,18 @@ extension WebhookStore {
     public func mendWaitingHeads(after position: HeadsSweepPosition?, reading limit: Int, gapHold: Duration = .zero)
         async throws -> (released: Int, next: HeadsSweepPosition?)
     {
-        let rows = try await database.client.query(
-            Self.waitingHeadsSweepStatement(after: position, limit: limit, gapHold: gapHold), logger: logger)
-        for try await (released, scanned, endpointId, deviceId) in rows.decode((Int, Int, String?, String?).self) {
-            guard scanned >= limit, let endpointId, let deviceId else { return (released, nil) }
-            return (released, HeadsSweepPosition(endpointId: endpointId, deviceId: deviceId))
+        try await Self.sweepStep(
+            database.client.query(Self.waitingHeadsSweepStatement(after: position, limit: limit, gapHold: gapHold), logger: logger),
+            reading: limit)
+    }
+
+    /// What a step of a sweep over the pending deliveries answered (how many it changed, how
+    /// many it read, the last device read): how many it changed, and where the next step goes
+    /// on (nil once a step read fewer than it could: the sweep reached the end).
+    static func sweepStep(_ rows: PostgresRowSequence, reading limit: Int) async throws -> (Int, HeadsSweepPosition?) {
+        for try await (changed, scanned, endpointId, deviceId) in rows.decode((Int, Int, String?, String?).self) {
+            guard scanned >= limit, let endpointId, let deviceId else { return (changed, nil) }
+            return (changed, HeadsSweepPosition(endpointId: endpointId, deviceId: deviceId))
         }
         return (0, nil)
     }
@@ -1127,13 +1134,9 @@ extension WebhookStore {
     public func failExpiredWhileDisabled(retryWindow: Duration, after position: HeadsSweepPosition?, reading limit: Int)
         async throws -> (failed: Int, next: HeadsSweepPosition?)
     {
-        let rows = try await database.client.query(
-            Self.expiringStatement(retryWindow: retryWindow, after: position, limit: limit), logger: logger)
-        for try await (failed, scanned, endpointId, deviceId) in rows.decode((Int, Int, String?, String?).self) {
-            guard scanned >= limit, let endpointId, let deviceId else { return (failed, nil) }
-            return (failed, HeadsSweepPosition(endpointId: endpointId, deviceId: deviceId))
-        }
-        return (0, nil)
+        try await Self.sweepStep(
+            database.client.query(Self.expiringStatement(retryWindow: retryWindow, after: position, limit: limit), logger: logger),
+            reading: limit)
     }
 
     /// The statement of a step of `failExpiredWhileDisabled`, on its own so that what it reads
