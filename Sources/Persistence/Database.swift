@@ -1,4 +1,7 @@
+import Foundation
 import Logging
+import NIOCore
+import NIOPosix
 import PostgresNIO
 import ServiceLifecycle
 
@@ -7,7 +10,10 @@ public final class Database: Service, Sendable {
     public let client: PostgresClient
     public let logger: Logger
 
+    public let configuration: DatabaseConfiguration
+
     public init(configuration: DatabaseConfiguration, logger: Logger) {
+        self.configuration = configuration
         // The pool's own chatter (including a harmless warning when a service queries in
         // the instant before `run()` started) is for debugging, not for operators.
         var poolLogger = logger
@@ -53,17 +59,26 @@ public final class Database: Service, Sendable {
         }
     }
 
-    /// Waits until the database answers, so services fail with a clear message
-    /// instead of a pool timeout when it is not there.
+    /// Waits until the database answers, so services and commands fail with a clear message
+    /// (the address, never the password, and why) instead of a pool's time-out when it is not
+    /// there. Each try is a connection of its own, given up at the deadline: the pool keeps
+    /// trying for a minute before it says anything.
     public func waitUntilReachable(timeout: Duration) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {
+            let left = deadline - ContinuousClock.now
             do {
-                try await client.perform("SELECT 1", logger: logger)
+                let connection = try await PostgresConnection.connect(
+                    configuration: try configuration.probeConfiguration(connectTimeout: max(left, .milliseconds(500))), id: 0,
+                    logger: Logger(label: "checkin.database.probe", factory: { _ in SwiftLogNoOpLogHandler() }))
+                defer { Task { try? await connection.close() } }
+                try await connection.query("SELECT 1", logger: logger).collect()
                 return
             } catch {
-                if ContinuousClock.now >= deadline {
-                    throw DatabaseUnreachableError(underlying: String(reflecting: error))
+                let cause = DatabaseUnreachableError.cause(of: error)
+                // What waiting cannot mend is said at once.
+                if ContinuousClock.now >= deadline || cause.isFinal {
+                    throw DatabaseUnreachableError(address: configuration.address, cause: cause)
                 }
                 try await Task.sleep(for: .milliseconds(250))
             }
@@ -71,9 +86,69 @@ public final class Database: Service, Sendable {
     }
 }
 
+/// Postgres did not answer: where it was looked for and why, in words an operator acts on.
 public struct DatabaseUnreachableError: Error, CustomStringConvertible {
-    public var underlying: String
-    public var description: String { "Postgres is not reachable (check CHECKIN_DATABASE_URL): \(underlying)" }
+    public enum Cause: Sendable, Equatable {
+        case refused
+        case timedOut
+        case authentication(String)
+        case noSuchDatabase(String)
+        case tls(String)
+        case other(String)
+
+        /// Neither a wrong password nor a missing database comes right by waiting.
+        var isFinal: Bool {
+            switch self {
+            case .authentication, .noSuchDatabase, .tls: true
+            case .refused, .timedOut, .other: false
+            }
+        }
+
+        var text: String {
+            switch self {
+            case .refused: "the connection was refused (nothing listens there)"
+            case .timedOut: "no answer in time (a wrong host, or a network that drops the connection)"
+            case .authentication(let message): "authentication failed: \(message)"
+            case .noSuchDatabase(let message): "no such database: \(message)"
+            case .tls(let message): "TLS failed: \(message)"
+            case .other(let message): message
+            }
+        }
+    }
+
+    public var address: String
+    public var cause: Cause
+    public var description: String {
+        "Postgres at \(address) is not reachable (check CHECKIN_DATABASE_URL): \(cause.text)"
+    }
+
+    static func cause(of error: any Error) -> Cause {
+        if let error = error as? PSQLError {
+            if error.code == .server, let state = error.serverInfo?[.sqlState] {
+                let message = error.serverInfo?[.message] ?? state
+                if state == "28P01" || state == "28000" { return .authentication(message) }
+                if state == "3D000" { return .noSuchDatabase(message) }
+                return .other("Postgres answered \(state): \(message)")
+            }
+            if error.code == .sslUnsupported || error.code == .failedToAddSSLHandler {
+                return .tls(error.code == .sslUnsupported ? "the server does not offer TLS" : "\(error.code)")
+            }
+            if error.code == .unsupportedAuthMechanism || error.code == .authMechanismRequiresPassword || error.code == .saslError {
+                return .authentication("\(error.code)")
+            }
+            if let underlying = error.underlying { return cause(of: underlying) }
+        }
+        if let error = error as? ChannelError, case .connectTimeout = error { return .timedOut }
+        if let error = error as? IOError, error.errnoCode == ECONNREFUSED { return .refused }
+        if let error = error as? NIOConnectionError {
+            if error.connectionErrors.contains(where: { ($0.error as? IOError)?.errnoCode == ECONNREFUSED }) { return .refused }
+            if error.connectionErrors.isEmpty, error.dnsAAAAError != nil || error.dnsAError != nil {
+                return .other("the host name does not resolve")
+            }
+            return .timedOut
+        }
+        return .other("\(error)")
+    }
 }
 
 extension PSQLError {

@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOSSL
 import PostgresNIO
 
 /// Where the database is, given as the URL operators already know
@@ -34,6 +36,19 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         self.requireTLS = ["require", "verify-ca", "verify-full"].contains(sslMode)
         self.maximumConnections = maximumConnections
         self.idleInTransactionTimeout = idleInTransactionTimeout
+    }
+
+    /// Where the database is, as messages name it: never with the password.
+    public var address: String { "\(username)@\(host):\(port)/\(database)" }
+
+    /// One connection of its own, for probing whether the database answers, given up after `connectTimeout`.
+    func probeConfiguration(connectTimeout: Duration) throws -> PostgresConnection.Configuration {
+        var configuration = PostgresConnection.Configuration(
+            host: host, port: port, username: username, password: password, database: database,
+            tls: requireTLS ? .require(try NIOSSLContext(configuration: .clientDefault)) : .disable)
+        configuration.options.connectTimeout = TimeAmount.milliseconds(
+            max(1, connectTimeout.components.seconds * 1000 + connectTimeout.components.attoseconds / 1_000_000_000_000_000))
+        return configuration
     }
 
     var clientConfiguration: PostgresClient.Configuration {

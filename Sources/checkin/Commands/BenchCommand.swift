@@ -68,7 +68,7 @@ struct NotifierBench: AsyncParsableCommand {
         let port = AsyncStream.makeStream(of: Int.self)
         let app = partner.application { port.continuation.yield($0) }
         try await runServices([database, app], logger: logger) {
-            try await database.waitUntilReachable(timeout: .seconds(10))
+            try await database.waitUntilReachable(timeout: .seconds(8))
             try await Migrator(database: database, logger: logger).migrate()
             var ports = port.stream.makeAsyncIterator()
             guard let partnerPort = await ports.next() else { throw CommandFailure("the partner did not start") }

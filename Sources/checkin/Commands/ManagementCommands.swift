@@ -16,7 +16,7 @@ func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async t
     }()
     let settings = try ProcessSettings()
     return try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
-        try await database.waitUntilReachable(timeout: .seconds(10))
+        try await database.waitUntilReachable(timeout: .seconds(8))
         try await Migrator(database: database, logger: logger).migrate()
         return try await body(database, logger)
     }
@@ -31,7 +31,7 @@ struct MigrateCommand: AsyncParsableCommand {
         let logger = try ProcessBootstrap.logger("checkin.migrate")
         let settings = try ProcessSettings()
         let applied = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
-            try await database.waitUntilReachable(timeout: .seconds(30))
+            try await database.waitUntilReachable(timeout: .seconds(8))
             return try await Migrator(database: database, logger: logger).migrate()
         }
         print(applied.isEmpty ? "schema is up to date (\(Migration.all.count) migrations)" : "applied migrations \(applied)")

@@ -132,7 +132,7 @@ struct ProcessSettings {
     func prepare(logger: Logger) async throws -> SecretSealer {
         if secretKey == nil && secretKeyFallback == .required { throw SecretKeyMissingError() }
         let sealer = try await Database.withTemporaryClient(configuration: database, logger: logger) { database in
-            try await database.waitUntilReachable(timeout: .seconds(30))
+            try await database.waitUntilReachable(timeout: .seconds(8))
             try await Migrator(database: database, logger: logger).migrate()
             let sealer = try await SecretKeyStore(database: database, logger: logger).sealer(
                 configured: secretKey, fallback: secretKeyFallback)
