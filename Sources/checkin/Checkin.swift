@@ -15,7 +15,7 @@ struct Checkin: AsyncParsableCommand {
         discussion: """
             Devices send location fixes; partners receive signed check-in and check-out webhooks. \
             Configuration is read from environment variables (CHECKIN_KAFKA_BROKERS, CHECKIN_DATABASE_URL, \
-            CHECKIN_HTTP_PORT, …); see the README for the full list.
+            CHECKIN_HTTP_PORT, …); see docs/configuration.md for the full list.
             """,
         version: Checkin.versionDescription,
         subcommands: [

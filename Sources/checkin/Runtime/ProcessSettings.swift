@@ -33,7 +33,7 @@ struct ProcessSettings {
 
     /// - Parameters:
     ///   - localBroker: the process runs against the embedded local broker,
-    ///     whose consumer groups need short timeouts (see the README).
+    ///     whose consumer groups need short timeouts (see docs/configuration.md).
     ///   - localDevelopment: `checkin dev` and `demo`: webhooks to this machine over http are
     ///     allowed and a local secret key is made, unless the environment says otherwise.
     init(environment: EnvironmentReader = EnvironmentReader(), localBroker: Bool = false, localDevelopment: Bool = false) throws {
@@ -79,7 +79,7 @@ struct ProcessSettings {
         }
         // Each produce request leaves a batch object per partition on the local broker, which
         // sweeps every object it touched in the last ten minutes on each later read and write
-        // (README, Performance): gathering a few requests' fixes into one keeps a sustained load
+        // (docs/performance.md): gathering a few requests' fixes into one keeps a sustained load
         // from slowing it down.
         ingestLinger = try milliseconds("CHECKIN_INGEST_LINGER_MS", localDefault: 50)
         // Each offset commit is a write to the local broker (its own object), which pays for it
@@ -96,7 +96,7 @@ struct ProcessSettings {
     /// partition a produce request writes is one more batch object that the local broker's
     /// every later read and write pays for, and every partition a fetch reads costs it reads of
     /// its own: over ten minutes at 5,000 fixes/s the webhooks' p99 grew from 73 to 297 ms with
-    /// 2 partitions, from 68 to 164 ms with 1 (README, Performance). A closed loop evaluated
+    /// 2 partitions, from 68 to 164 ms with 1 (docs/performance.md). A closed loop evaluated
     /// about a tenth slower with 1 than with 2.
     static let localBrokerPartitions = 1
 

@@ -13,7 +13,7 @@ import Testing
 ///
 /// `CHECKIN_TEST_BURST_EVENTS` sets the burst's size (default 300) and
 /// `CHECKIN_TEST_PARTNER_DELAY_MS` how long the partner takes to answer (default 100); the
-/// README's figures are from larger bursts, among them one answered at once, to kill the
+/// The figures of docs/performance.md are from larger bursts, among them one answered at once, to kill the
 /// notifiers while they deliver thousands a second.
 @Suite(.serialized) struct NotifierKillTests {
     @Test func killedNotifiersKeepEveryDeviceInOrder() async throws {

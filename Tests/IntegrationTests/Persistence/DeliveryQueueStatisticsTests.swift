@@ -104,7 +104,7 @@ import Testing
     /// index scan marks those it finds dead, so later claims pass them over.
     ///
     /// When a claimed version was due at the end of its lease, the bitmap scan (the planner's
-    /// pick under load: README, Performance) read the row of every one on every claim, 409
+    /// pick under load: docs/performance.md) read the row of every one on every claim, 409
     /// buffers here; the claim's settings keep the index scan.
     @Test func anEmptyClaimAfterMuchDeliveredDoesNotReadWhatWentThrough() async throws {
         let logger = logger
