@@ -43,10 +43,6 @@ public struct DeviceErasure: Sendable, Codable, Equatable {
         self.deliveriesErased = deliveriesErased
         self.deliveriesCancelled = deliveriesCancelled
     }
-
-    public var removedAnything: Bool {
-        states + decisionRecords + loggedEvents + unpublishedEvents + deliveriesErased > 0
-    }
 }
 
 /// The erasures carried out at positions an evaluator's batch is about to pass, by device:

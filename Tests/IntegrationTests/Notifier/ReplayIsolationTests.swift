@@ -14,8 +14,9 @@ import Testing
     /// deliveries and asks to replay them: refused (409 naming them), nothing is made due.
     /// Tenant B's partner answers each webhook's first attempt 503 `Retry-After: 1`: B's
     /// webhooks are all delivered within 30 s of being due, each device's in order, and no
-    /// partner sees two requests about one device at once. (When the replay was taken, the
-    /// check-outs it made due filled every claim's window and B's never went.)
+    /// partner sees two requests about one device at once. (That a replay's due non-heads
+    /// starve another tenant's claims is shown where the queue is read alone:
+    /// `noTenantsQueueStarvesAnothersClaim`.)
     @Test func aTenantsReplayDoesNotStallAnotherTenantsRetries() async throws {
         var configured = PipelineHarness()
         configured.databaseURL = try await freshDatabaseURL(logger: configured.logger)

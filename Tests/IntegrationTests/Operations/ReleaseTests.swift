@@ -13,7 +13,6 @@ import Testing
         #expect(newest?.hasPrefix("## \(Release.version) ") == true, "\(newest ?? "no release heading")")
         let document = try String(contentsOf: root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         #expect(document.contains("\n  version: \"\(Release.version)\"\n"), "openapi.yaml's info.version is not \(Release.version)")
-        #expect(Release.webhookUserAgent == "checkin-webhooks/\(Release.version)")
     }
 
     @Test func versionPrintsTheVersionAndTheCommit() async throws {
