@@ -170,7 +170,10 @@ extension ManagementRoutes {
     static func expectedVersion(_ request: Request) throws -> Int64? {
         guard let text = request.headers[.ifMatch]?.trimmingCharacters(in: .whitespaces), text != "*" else { return nil }
         let unquoted = text.count >= 2 && text.hasPrefix("\"") && text.hasSuffix("\"") ? String(text.dropFirst().dropLast()) : text
-        guard let version = Int64(unquoted), version >= 0 else {
+        // Digits alone, as the document's pattern says: `Int64` would also take "+04".
+        guard (1...18).contains(unquoted.count), unquoted.allSatisfy({ $0.isASCII && $0.isNumber }),
+            let version = Int64(unquoted)
+        else {
             throw Problem.invalid(
                 "If-Match is not a version of the zones",
                 parameters: [.init(name: "If-Match", reason: "must be a version of the zones, such as \"3\", or *")])

@@ -145,6 +145,9 @@ import Testing
             #expect(try await api.current().entityTag == "\"4\"")
             let malformed = try ManagementConventionsTests.problem(try await api.put(TestTrip.zones, ifMatch: "W/\"4\"x"))
             #expect(malformed.status == .badRequest && malformed.names == ["If-Match"])
+            // A sign is not a digit: "+04" names no version the document allows.
+            let signed = try ManagementConventionsTests.problem(try await api.put(TestTrip.zones, ifMatch: "+04"))
+            #expect(signed.status == .badRequest && signed.names == ["If-Match"])
         }
     }
 
