@@ -58,10 +58,15 @@ import Testing
             {
                 try await Task.sleep(for: .milliseconds(100))
             }
-            let listed = try await post(
-                Data(), to: "\(base)/deliveries?status=pending&limit=1000", key: harness.managementKey, method: .GET)
-            let page = try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [String: Any]
-            let pending = (page?["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+            // The check-outs are queued behind the check-ins; list once every one of them is.
+            var pending: [String] = []
+            while pending.count < 2 * tripsA.count, ContinuousClock.now < deadline {
+                let listed = try await post(
+                    Data(), to: "\(base)/deliveries?status=pending&limit=1000", key: harness.managementKey, method: .GET)
+                let page = try JSONSerialization.jsonObject(with: Data(listed.body.utf8)) as? [String: Any]
+                pending = (page?["deliveries"] as? [[String: Any]] ?? []).compactMap { $0["id"] as? String }
+                if pending.count < 2 * tripsA.count { try await Task.sleep(for: .milliseconds(200)) }
+            }
             #expect(pending.count == 2 * tripsA.count)
             let ids = pending.map { #""\#($0)""# }.joined(separator: ",")
             let replay = try await post(Data(#"{"ids": [\#(ids)]}"#.utf8), to: "\(base)/deliveries/replay", key: harness.managementKey)
