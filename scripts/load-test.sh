@@ -2,7 +2,8 @@
 # Tests the load tool's measurement of the notifier against `checkin dev`: with
 # --hold-webhooks no webhook arrives before every one due is queued, and then each of them
 # arrives once, signed, naming the fix that decided it (by an event id the engine gave it
-# offline too), and the drain is timed from the endpoints' enabling.
+# offline too), and the drain is timed from the endpoints' enabling; the CPU of the run is
+# counted for each process tree.
 #
 #   scripts/with-services.sh scripts/load-test.sh
 set -euo pipefail
@@ -41,6 +42,15 @@ if webhooks["namedByBody"] != 0:
     problems.append(f"{webhooks['namedByBody']} webhooks had ids the trip's own run of the engine did not decide")
 if not (summary.get("drainSeconds", 0) > 0 and drain["releasedSeconds"] >= drain["queuedSeconds"]):
     problems.append(f"times out of order: {drain}, drained in {summary.get('drainSeconds')} s")
+# CPU by process tree: each of the pipeline, Postgres and the broker worked, and the named
+# trees together spent no more than the machine did.
+cpu = summary["cpu"]
+for tree in ("checkin", "postgres", "broker", "load"):
+    if not cpu["seconds"].get(tree, 0) > 0:
+        problems.append(f"no CPU counted for {tree}: {cpu['seconds']}")
+named = sum(seconds for tree, seconds in cpu["seconds"].items() if tree != "other")
+if named > cpu["machineSeconds"] * 1.05 + 0.5:
+    problems.append(f"the trees spent {named:.1f} s, more than the machine's {cpu['machineSeconds']:.1f} s")
 for problem in problems:
     print("load-test:", problem, file=sys.stderr)
 sys.exit(1 if problems else 0)

@@ -48,4 +48,9 @@ trap 'kill -TERM $pid 2>/dev/null; wait $pid 2>/dev/null || true; [ "$zones" = "
 # Ready: the consumer groups have their partitions, so that the first fixes do not wait for a join.
 for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/ready" >/dev/null && break; sleep 0.5; done
 sleep "${CHECKIN_LOAD_SETTLE:-0}"
-"$LOAD_BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "$@"
+# The CPU of each process tree over the run: the pipeline, Postgres (postmaster and backends), the broker.
+cpu=(--cpu "checkin=$pid")
+postmaster="$(readlink -f "${CHECKIN_POSTGRES_DIR:-/nonexistent}")/postmaster.pid"
+[ -r "$postmaster" ] && cpu+=(--cpu "postgres=$(head -1 "$postmaster")")
+[ -r "${CHECKIN_RUN_DIR:-/nonexistent}/broker.pid" ] && cpu+=(--cpu "broker=$(cat "$CHECKIN_RUN_DIR/broker.pid")")
+"$LOAD_BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "${cpu[@]}" "$@"

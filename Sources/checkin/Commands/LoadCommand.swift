@@ -51,6 +51,24 @@ struct LoadCommand: AsyncParsableCommand {
             """)
     var webhooksPerFix = 0.0
     @Flag(help: "Print the zones document the trip walks through (with --webhooks-per-fix) and exit.") var printZones = false
+    @Option(
+        parsing: .singleValue,
+        help: """
+            NAME=PID: report the CPU the process tree rooted at PID spent over the run, per fix (repeatable; \
+            for instance checkin=…, postgres=<postmaster>, broker=…). The load's own and the whole machine's \
+            are always reported.
+            """)
+    var cpu: [String] = []
+
+    /// The process trees named by --cpu, and the load itself.
+    var measuredProcesses: [String: Int32] {
+        var roots = ["load": getpid()]
+        for entry in cpu {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            if parts.count == 2, let pid = Int32(parts[1]) { roots[String(parts[0])] = pid }
+        }
+        return roots
+    }
 
     func validate() throws {
         guard fixes > 0, devices > 0, batch > 0, concurrency > 0, rate >= 0 else {
@@ -65,6 +83,12 @@ struct LoadCommand: AsyncParsableCommand {
         guard !holdWebhooks || (receive && webhooksPerFix > 0) else {
             throw CommandFailure(
                 "--hold-webhooks needs --receive and --webhooks-per-fix (to know how many webhooks are due)", helpOf: Self.self)
+        }
+        for entry in cpu {
+            let parts = entry.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2, !parts[0].isEmpty, let pid = Int32(parts[1]), pid > 0 else {
+                throw CommandFailure("--cpu takes NAME=PID (for instance postgres=4242), not \"\(entry)\"", helpOf: Self.self)
+            }
         }
         guard !printZones || webhooksPerFix > 0 else {
             throw CommandFailure(
@@ -93,6 +117,19 @@ struct LoadCommand: AsyncParsableCommand {
                 project: project, trip: trip, decidingFix: decidingFixes ?? [:], fixTimes: fixTimes, endpoints: endpoints,
                 held: holdWebhooks)
             : nil
+        let roots = measuredProcesses
+        let cpuBefore = ProcessCPUSample.read(roots: roots)
+        let cpuClockStart = ContinuousClock.now
+        // With every webhook due known, the run ends at the last one's arrival, not after the
+        // quiet period that checks none comes twice.
+        let cpuAtLastWebhook = Task { [expected = summary.expectedWebhooks] () -> (ProcessCPUSample, ContinuousClock.Instant)? in
+            guard let receiver, let expected else { return nil }
+            while receiver.received < expected {
+                guard !Task.isCancelled else { return nil }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return (ProcessCPUSample.read(roots: roots), ContinuousClock.now)
+        }
         do {
             let started = try await send(trip: trip, client: client, fixTimes: fixTimes, receiver: receiver, summary: &summary)
             if holdWebhooks, let receiver, let expectedWebhooks = summary.expectedWebhooks {
@@ -101,9 +138,15 @@ struct LoadCommand: AsyncParsableCommand {
             summary.webhooks = try await receiver?.waitUntilQuiet(
                 since: started, timeout: .seconds(timeout), expected: summary.expectedWebhooks)
         } catch {
+            cpuAtLastWebhook.cancel()
             try? await receiver?.stop()
             throw error
         }
+        cpuAtLastWebhook.cancel()
+        let (cpuAfter, cpuClockEnd) = await cpuAtLastWebhook.value ?? (ProcessCPUSample.read(roots: roots), ContinuousClock.now)
+        summary.cpu = CPUFigures(
+            from: cpuBefore, to: cpuAfter, wallSeconds: (cpuClockEnd - cpuClockStart).seconds, fixes: fixes,
+            webhooks: summary.webhooks?.received)
         try await receiver?.stop()
         if let metrics, let stagesBefore {
             summary.stages = try await PipelineStages.scrape(client: client, url: metrics).since(stagesBefore)

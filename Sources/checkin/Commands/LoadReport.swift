@@ -26,6 +26,8 @@ struct LoadSummary: Encodable, Sendable {
     var stages: PipelineStages?
     /// With --hold-webhooks: how fast the notifier emptied the queue it was given at once.
     var drain: DrainFigures?
+    /// CPU over the run (from the first request to the last webhook, or to the last fix evaluated).
+    var cpu: CPUFigures?
 
     var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
     /// With --hold-webhooks: from the endpoints' enabling to the last webhook.
@@ -40,7 +42,7 @@ struct LoadSummary: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case fixes, devices, batch, openLoopRate, requests, endToEndSeconds, endToEndFixesPerSecond, webhooks
-        case expectedWebhooks, stages, drain, drainSeconds, drainDeliveriesPerSecond
+        case expectedWebhooks, stages, drain, drainSeconds, drainDeliveriesPerSecond, cpu
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -58,6 +60,7 @@ struct LoadSummary: Encodable, Sendable {
         try container.encodeIfPresent(drain, forKey: .drain)
         try container.encodeIfPresent(drainSeconds, forKey: .drainSeconds)
         try container.encodeIfPresent(drainDeliveriesPerSecond, forKey: .drainDeliveriesPerSecond)
+        try container.encodeIfPresent(cpu, forKey: .cpu)
     }
 
     func printText() {
@@ -121,6 +124,7 @@ struct LoadSummary: Encodable, Sendable {
                 }
             }
         }
+        if let cpu { print(cpu.text) }
         if let stages = stages?.figures, !stages.isEmpty {
             print("stages (the pipeline's histograms, bucket estimates):")
             for stage in PipelineStages.order where stages[stage] != nil {
