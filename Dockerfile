@@ -13,7 +13,9 @@ RUN . .local/env.sh && swift build -c release --product checkin --static-swift-s
 
 FROM debian:bookworm-slim
 RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libssl3 libsasl2-2 zlib1g liblz4-1 libzstd1 tzdata \
-    && rm -rf /var/lib/apt/lists/* && useradd --system checkin
+    && rm -rf /var/lib/apt/lists/* \
+    && groupadd --system --gid 10001 checkin && useradd --system --uid 10001 --gid checkin checkin
 COPY --from=build /checkin /usr/local/bin/checkin
-USER checkin
+# By number, so that Kubernetes can verify runAsNonRoot (deploy/kubernetes runs it as 10001).
+USER 10001:10001
 ENTRYPOINT ["/usr/local/bin/checkin"]

@@ -13,13 +13,14 @@ TEST_WIDTH ?= 8
 # process with the others, and passes alone; the cause is not found yet.
 ALONE := ProducerClockSkewTests
 
-.PHONY: help setup build demo test test-unit test-observability test-api compose-check lint bench clean
+.PHONY: help setup build demo test test-unit test-observability test-api test-kubernetes compose-check lint bench clean
 
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
 	@echo "make test        every test, unit and integration, against a local Postgres and broker"
 	@echo "make test-observability  alert rules, their unit tests and the dashboard against a real Prometheus"
 	@echo "make test-api    the HTTP API against openapi.yaml (Schemathesis, property-based)"
+	@echo "make test-kubernetes  the Kubernetes manifests rendered, validated and scanned (checkov), offline"
 	@echo "make build       build the checkin executable"
 	@echo "make bench       geofence engine benchmarks (release build)"
 	@echo "make lint        swift format lint (style of .swift-format)"
@@ -40,6 +41,7 @@ ALONE_DEADLINE ?= 600
 OBSERVABILITY_DEADLINE ?= 600
 API_DEADLINE ?= 600
 LOAD_DEADLINE ?= 600
+KUBERNETES_DEADLINE ?= 300
 
 test: setup compose-check
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
@@ -50,6 +52,7 @@ test: setup compose-check
 	@$(ENV) scripts/within.sh $(LOAD_DEADLINE) scripts/with-services.sh scripts/load-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/api-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/quickstart-test.sh
+	@$(ENV) scripts/within.sh $(KUBERNETES_DEADLINE) scripts/kubernetes-test.sh
 
 # The HTTP API against openapi.yaml: the document validated, then Schemathesis's generated
 # requests over every route of `checkin dev` (no 5xx; every answer as documented); then the
@@ -63,6 +66,11 @@ test-api: setup
 test-observability: setup
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
 	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
+
+# deploy/kubernetes: the base and the example overlay rendered with kubectl kustomize, every
+# object validated against its schema, checkov with no network; no cluster, no services.
+test-kubernetes: setup
+	@$(ENV) scripts/kubernetes-test.sh
 
 test-unit: setup
 	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests|NotifierTests'

