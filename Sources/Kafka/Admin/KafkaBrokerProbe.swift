@@ -7,16 +7,19 @@ import ServiceLifecycle
 /// long as the process runs, not only at start-up.
 public final class KafkaBrokerProbe: Service, Sendable {
     let bootstrapServers: String
+    /// The connection's librdkafka properties (TLS, SASL).
+    let properties: [String: String]
     let interval: Duration
     let timeout: Duration
     let logger: Logger
     let onChange: @Sendable (_ reachable: Bool) -> Void
 
     public init(
-        bootstrapServers: String, interval: Duration = .seconds(5), timeout: Duration = .seconds(2), logger: Logger,
+        bootstrapServers: String, properties: [String: String] = [:], interval: Duration = .seconds(5), timeout: Duration = .seconds(2), logger: Logger,
         onChange: @escaping @Sendable (_ reachable: Bool) -> Void
     ) {
         self.bootstrapServers = bootstrapServers
+        self.properties = properties
         self.interval = interval
         self.timeout = timeout
         self.logger = logger
@@ -25,7 +28,8 @@ public final class KafkaBrokerProbe: Service, Sendable {
 
     public func run() async throws {
         // One client for the process's life: librdkafka keeps its connection and reconnects by itself.
-        let client = try KafkaAdmin.adminClient(bootstrapServers: bootstrapServers, quietLogs: true, logger: logger)
+        let client = try KafkaAdmin.adminClient(
+            bootstrapServers: bootstrapServers, properties: properties, quietLogs: true, logger: logger)
         var last: Bool? = nil
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             let reachable = await answers(client)

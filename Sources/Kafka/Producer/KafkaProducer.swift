@@ -35,9 +35,29 @@ public final class KafkaProducer: Service, Sendable {
         ) { conf in
             rd_kafka_conf_set_events(conf, Int32(RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_LOG | RD_KAFKA_EVENT_ERROR))
         }
+        try Self.checkGuarantees(of: client)
         self.client = client
         self.mainQueue = RDKafkaQueue(client: client, queue: rd_kafka_queue_get_main(client.handle))
         rd_kafka_set_log_queue(client.handle, nil)
+    }
+
+    /// Reads back what the client runs with: every record acknowledged by all in-sync replicas
+    /// (`acks=all`, which librdkafka reports as -1) and idempotent, or the producer is refused.
+    private static func checkGuarantees(of client: RDKafkaClient) throws(KafkaError) {
+        func setting(_ name: String) -> String? {
+            guard let conf = rd_kafka_conf(client.handle) else { return nil }
+            var value = [CChar](repeating: 0, count: 64)
+            var size = value.count
+            guard rd_kafka_conf_get(conf, name, &value, &size) == RD_KAFKA_CONF_OK else { return nil }
+            return RDKafkaClient.string(value)
+        }
+        let acks = setting("acks")
+        let idempotence = setting("enable.idempotence")
+        guard acks == "-1", idempotence == "true" else {
+            throw KafkaError(
+                message: "the producer must run with acks=all and enable.idempotence=true",
+                reason: "it runs with acks=\(acks ?? "?") and enable.idempotence=\(idempotence ?? "?")")
+        }
     }
 
     /// Serves delivery reports and logs until graceful shutdown (or cancellation),

@@ -92,8 +92,8 @@ struct EvaluatorBench: AsyncParsableCommand {
             return try await PostgresConditions.read(database, logger: logger)
         }
         try await KafkaAdmin.createTopics(
-            [(name: topic, partitions: settings.partitions)], bootstrapServers: settings.brokers, timeout: .seconds(30),
-            logger: logger)
+            [(name: topic, partitions: settings.partitions)], bootstrapServers: settings.brokers,
+            properties: settings.kafkaProperties, timeout: .seconds(30), logger: logger)
         try await produce(world: world, project: project, topic: topic, settings: settings, logger: logger)
 
         environment["CHECKIN_TOPIC_FIXES"] = topic

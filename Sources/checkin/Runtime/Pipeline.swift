@@ -74,7 +74,7 @@ struct Pipeline {
         readiness.set("database", ready: true)
         readiness.set("broker", ready: true)
         services.append(
-            KafkaBrokerProbe(bootstrapServers: settings.brokers, logger: logger) { [readiness] reachable in
+            KafkaBrokerProbe(bootstrapServers: settings.brokers, properties: settings.kafkaProperties, logger: logger) { [readiness] reachable in
                 readiness.set("broker", ready: reachable)
             })
         if stages.contains(.ingest) {

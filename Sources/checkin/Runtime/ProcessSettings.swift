@@ -14,6 +14,12 @@ struct ProcessSettings {
     var topics: Topics
     var partitions: Int32
     var createTopics: Bool
+    /// Copies of each partition of the topics a service creates; -1: the broker's default.
+    var replicationFactor: Int32
+    /// In-sync replicas a write to the created topics needs (`min.insync.replicas`); nil: the broker's default.
+    var minimumInSyncReplicas: Int?
+    /// The librdkafka properties every client of the cluster gets (`CHECKIN_KAFKA_PROPERTY_*`): TLS, SASL, tuning.
+    var kafkaProperties: [String: String]
     var opsHost: String
     var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
     /// The most bytes of records each consumer holds ahead of its work, whatever their sizes.
@@ -59,6 +65,22 @@ struct ProcessSettings {
             try environment.int(
                 "CHECKIN_KAFKA_PARTITIONS", default: localBroker ? Self.localBrokerPartitions : 8, range: 1...10_000))
         createTopics = try environment.bool("CHECKIN_KAFKA_CREATE_TOPICS", default: true)
+        replicationFactor = Int32(try environment.int("CHECKIN_KAFKA_REPLICATION_FACTOR", default: -1, range: -1...32767))
+        guard replicationFactor != 0 else {
+            throw ConfigurationError(
+                variable: "CHECKIN_KAFKA_REPLICATION_FACTOR", value: "0", expected: "at least 1, or -1 for the broker's default")
+        }
+        minimumInSyncReplicas = try environment.optionalString("CHECKIN_KAFKA_MIN_INSYNC_REPLICAS").map { _ in
+            try environment.int("CHECKIN_KAFKA_MIN_INSYNC_REPLICAS", default: 1, range: 1...32767)
+        }
+        if let minimumInSyncReplicas, replicationFactor > 0, minimumInSyncReplicas > replicationFactor {
+            throw ConfigurationError(
+                variable: "CHECKIN_KAFKA_MIN_INSYNC_REPLICAS", value: "\(minimumInSyncReplicas)",
+                expected: "at most CHECKIN_KAFKA_REPLICATION_FACTOR (\(replicationFactor)): no write could succeed")
+        }
+        kafkaProperties = environment.kafkaProperties
+        let kafkaProblems = KafkaSettingsCheck.problems(in: kafkaProperties)
+        guard kafkaProblems.isEmpty else { throw KafkaSettingsError(problems: kafkaProblems) }
         consumerBufferBytes = try environment.int(
             "CHECKIN_CONSUMER_BUFFER_BYTES", default: 256 << 20, range: (16 << 20)...(64 << 30))
         opsHost = environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1")
@@ -102,7 +124,7 @@ struct ProcessSettings {
 
     func producerConfiguration(clientId: String) -> KafkaProducerConfiguration {
         var configuration = KafkaProducerConfiguration(bootstrapServers: brokers, clientId: clientId)
-        configuration.properties = environment.kafkaProperties
+        configuration.properties = kafkaProperties
         return configuration
     }
 
@@ -121,7 +143,7 @@ struct ProcessSettings {
         configuration.maxPollInterval = consumerTimeouts.maxPoll
         configuration.commitInterval = commitInterval
         configuration.bufferBytes = consumerBufferBytes
-        configuration.properties = localConsumerProperties.merging(environment.kafkaProperties) { _, configured in configured }
+        configuration.properties = localConsumerProperties.merging(kafkaProperties) { _, configured in configured }
         return configuration
     }
 
@@ -139,17 +161,40 @@ struct ProcessSettings {
             try await WebhookStore(database: database, logger: logger, sealer: sealer).sealStoredSecrets()
             return sealer
         }
-        try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: .seconds(30), logger: logger)
+        try await KafkaAdmin.waitUntilReachable(
+            bootstrapServers: brokers, properties: kafkaProperties, timeout: .seconds(30), logger: logger)
+        logger.info(
+            "Kafka: producers wait for every in-sync replica (acks=all) and are idempotent",
+            metadata: [
+                "brokers": "\(brokers)", "security.protocol": "\(kafkaProperties["security.protocol"] ?? "plaintext")",
+                "sasl.mechanism": "\(kafkaProperties["sasl.mechanism"] ?? kafkaProperties["sasl.mechanisms"] ?? "none")",
+            ])
         if createTopics {
             try await KafkaAdmin.createTopics(
-                topics.all.map { (name: $0, partitions: partitions) }, bootstrapServers: brokers, timeout: .seconds(30),
-                logger: logger)
+                topics.all.map { (name: $0, partitions: partitions) }, replicationFactor: replicationFactor,
+                topicConfiguration: minimumInSyncReplicas.map { ["min.insync.replicas": String($0)] } ?? [:],
+                bootstrapServers: brokers, properties: kafkaProperties, timeout: .seconds(30), logger: logger)
         }
         return sealer
     }
 }
 
+/// The `CHECKIN_KAFKA_PROPERTY_*` settings no Kafka client could work with, each named by its variable.
+struct KafkaSettingsError: Error, CustomStringConvertible {
+    var problems: [KafkaSettingProblem]
+
+    var description: String {
+        "the Kafka settings cannot work: "
+            + problems.map { "\(EnvironmentReader.kafkaPropertyVariable($0.property)): \($0.problem)" }.joined(separator: "; ")
+    }
+}
+
 extension EnvironmentReader {
+    /// The variable that sets a librdkafka property: `security.protocol` → `CHECKIN_KAFKA_PROPERTY_security_protocol`.
+    static func kafkaPropertyVariable(_ property: String) -> String {
+        "CHECKIN_KAFKA_PROPERTY_" + property.replacingOccurrences(of: ".", with: "_")
+    }
+
     /// Any `CHECKIN_KAFKA_PROPERTY_<name>` is passed to librdkafka as `<name>` with
     /// `_` read as `.`: `CHECKIN_KAFKA_PROPERTY_security_protocol=ssl` sets `security.protocol`.
     var kafkaProperties: [String: String] {

@@ -104,7 +104,8 @@ struct PipelineStatusReader {
 
         let brokerAnswers: Bool
         do {
-            try await KafkaAdmin.waitUntilReachable(bootstrapServers: brokers, timeout: timeout, logger: logger)
+            try await KafkaAdmin.waitUntilReachable(
+                bootstrapServers: brokers, properties: kafkaProperties, timeout: timeout, logger: logger)
             brokerAnswers = true
         } catch {
             // The error names the broker and says what failed.
