@@ -12,7 +12,7 @@ struct ReplayCommand: ParsableCommand {
         discussion: """
             Prints the events a file of fixes causes with a zones file, as JSON Lines. \
             Events go to stdout in decision order (with --explain, each fix's decision record instead: \
-            the entries and reasons the evaluator would record, SPEC section 6). Lines that are not valid \
+            the entries and reasons the evaluator would record: docs/http-api.md, "Why didn't it check in?"). Lines that are not valid \
             fixes are reported on stderr with their line number and skipped, and make the command exit 1 \
             once every other line is replayed; a summary line closes stderr. The zones file is read and \
             refused as `checkin zones import` reads it, and each number is held to the range of its \
