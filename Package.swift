@@ -165,6 +165,10 @@ let package = Package(
             dependencies: ["Shared"]
         ),
         .testTarget(
+            name: "ServiceSupportTests",
+            dependencies: ["ServiceSupport"]
+        ),
+        .testTarget(
             name: "GeofenceTests",
             dependencies: [
                 "Geofence", "Shared",

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ServiceSupport
 
 /// The one executable: every service, the local all-in-one mode, and the tools.
@@ -26,6 +27,20 @@ struct Checkin: AsyncParsableCommand {
 }
 
 extension Checkin {
+    /// Commands that log through the services' logger, which names unknown settings itself.
+    static let loggingCommands: Set<String> = ["ingest", "evaluator", "notifier", "dev", "demo"]
+
+    /// Names each `CHECKIN_*` variable that is no setting (a misspelt one would be ignored in
+    /// silence), then runs the command.
+    static func main() async {
+        if let command = CommandLine.arguments.dropFirst().first, !loggingCommands.contains(command) {
+            for unknown in ConfigurationVariables.unknown(in: ProcessInfo.processInfo.environment) {
+                FileHandle.standardError.write(Data("warning: \(unknown.warning)\n".utf8))
+            }
+        }
+        await main(nil)
+    }
+
     /// `0.9.0 (commit 1a2b3c4d5e6f)`: the release and the commit the build was made from
     /// (`-modified` when the tree had uncommitted changes, `unknown` outside a checkout).
     static var versionDescription: String { "\(Release.version) (commit \(buildCommit))" }

@@ -1,3 +1,4 @@
+import Foundation
 import AsyncHTTPClient
 import Evaluator
 import Hummingbird
@@ -133,6 +134,10 @@ enum ProcessBootstrap {
     static func logger(_ label: String) throws -> Logger {
         try LoggingSetup.bootstrap()
         MetricsBootstrap.prometheus()
-        return Logger(label: label)
+        let logger = Logger(label: label)
+        for unknown in ConfigurationVariables.unknown(in: ProcessInfo.processInfo.environment) {
+            logger.warning("\(unknown.warning)")
+        }
+        return logger
     }
 }

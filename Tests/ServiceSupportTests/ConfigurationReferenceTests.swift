@@ -1,19 +1,20 @@
 import Foundation
+import ServiceSupport
 import Testing
 
-/// docs/configuration.md names every variable the program reads, and nothing it does not:
-/// each `"CHECKIN_…"` string of the sources is a row's variable, and each row's variable is
-/// read somewhere.
+/// One list of the settings (`ConfigurationVariables`), and docs/configuration.md, name every
+/// variable the program reads and nothing it does not: each `"CHECKIN_…"` string of the
+/// sources is in both, and each entry of both is read somewhere.
 @Suite struct ConfigurationReferenceTests {
     static let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
-    /// The quoted `CHECKIN_…` strings of every Swift file under Sources/.
+    /// The quoted `CHECKIN_…` strings of every Swift file under Sources/ but the list itself.
     static func variablesRead() throws -> Set<String> {
         let pattern = try Regex(#""(CHECKIN_[A-Z0-9_]+)""#)
         var found: Set<String> = []
         let files = FileManager.default.enumerator(at: root.appending(path: "Sources"), includingPropertiesForKeys: nil)
         while let file = files?.nextObject() as? URL {
-            guard file.pathExtension == "swift" else { continue }
+            guard file.pathExtension == "swift", file.lastPathComponent != "ConfigurationVariables.swift" else { continue }
             let text = try String(contentsOf: file, encoding: .utf8)
             for match in text.matches(of: pattern) {
                 if let name = match.output[1].substring { found.insert(String(name)) }
@@ -34,11 +35,27 @@ import Testing
         return found
     }
 
-    @Test func everyVariableReadIsDocumentedAndEveryDocumentedOneIsRead() throws {
+    @Test func everyVariableReadIsListedAndDocumentedAndEveryListedOneIsRead() throws {
         let read = try Self.variablesRead()
         let documented = try Self.variablesDocumented()
+        let listed = ConfigurationVariables.settings.union(ConfigurationVariables.prefixes)
         #expect(read.count > 50, "the sources were not found: \(read.count) variables")
         #expect(read.subtracting(documented).sorted() == [], "read but not in docs/configuration.md")
         #expect(documented.subtracting(read).sorted() == [], "in docs/configuration.md but read nowhere")
+        #expect(read.subtracting(listed).sorted() == [], "read but not in ConfigurationVariables")
+        #expect(listed.subtracting(read).sorted() == [], "in ConfigurationVariables but read nowhere")
+    }
+
+    @Test func aMisspeltSettingIsNamedWithTheSettingItWasMeantToBe() {
+        let unknown = ConfigurationVariables.unknown(in: [
+            "CHECKIN_WEBHOK_TIMEOUT": "3", "CHECKIN_WEBHOOK_TIMEOUT": "3", "CHECKIN_KAFKA_PROPERTY_linger_ms": "5",
+            "CHECKIN_RUN_DIR": "/tmp", "CHECKIN_TEST_SEED": "1", "CHECKIN_NOTHING_LIKE_ANY_SETTING_AT_ALL": "1", "HOME": "/root",
+        ])
+        #expect(
+            unknown == [
+                .init(name: "CHECKIN_NOTHING_LIKE_ANY_SETTING_AT_ALL", suggestion: nil),
+                .init(name: "CHECKIN_WEBHOK_TIMEOUT", suggestion: "CHECKIN_WEBHOOK_TIMEOUT"),
+            ])
+        #expect(unknown.last?.warning.contains("did you mean CHECKIN_WEBHOOK_TIMEOUT?") == true)
     }
 }
