@@ -113,6 +113,13 @@ let package = Package(
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Metrics", package: "swift-metrics"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            /// The API's contract, served by the service itself: compiled into the binary, so it
+            /// needs no file beside it. (openapi.yaml and schemas/ at the top are links to these.)
+            resources: [
+                .embedInCode("Contract/openapi.yaml"),
+                .embedInCode("Contract/schemas/fix.schema.json"),
+                .embedInCode("Contract/schemas/event.schema.json"),
             ]
         ),
         .target(

@@ -4,9 +4,18 @@ import ServiceSupport
 /// The OpenAPI document of this service, served at `GET /openapi.yaml` so that clients
 /// and tools read the contract from the running service itself, and the JSON Schemas it
 /// refers to (`schemas/fix.schema.json`, …) at `GET /schemas/NAME`, where its relative
-/// references lead. The texts are embedded at build time (see `scripts/embed-openapi.sh`):
-/// the binary needs no file beside it.
+/// references lead. The files (`Contract/`) are compiled into the binary as resources: it
+/// needs no file beside it.
 public enum OpenAPIDocument {
+    /// The text of the repository's openapi.yaml.
+    public static let yaml = String(decoding: PackageResources.openapi_yaml, as: UTF8.self)
+
+    /// The JSON Schemas the document refers to, by file name (schemas/NAME).
+    public static let schemas: [String: String] = [
+        "fix.schema.json": String(decoding: PackageResources.fix_schema_json, as: UTF8.self),
+        "event.schema.json": String(decoding: PackageResources.event_schema_json, as: UTF8.self),
+    ]
+
     public static func add<Context: RequestContext>(to router: Router<Context>) {
         router.get("/openapi.yaml") { _, _ in
             Response(
