@@ -11,6 +11,9 @@
 # CHECKIN_LOAD_SETTLE seconds to wait after /ready before the load (default 0)
 # CHECKIN_LOAD_FSYNC  on: Postgres durable for the run (fsync, synchronous_commit and
 #                     full_page_writes on); the local cluster's default is off
+# CHECKIN_LOAD_HOOK   a command run with `before` just before the load and `after` just
+#                     after it, while the pipeline runs (scripts/capacity.sh takes its
+#                     Postgres and broker readings so)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
@@ -53,4 +56,6 @@ cpu=(--cpu "checkin=$pid")
 postmaster="$(readlink -f "${CHECKIN_POSTGRES_DIR:-/nonexistent}")/postmaster.pid"
 [ -r "$postmaster" ] && cpu+=(--cpu "postgres=$(head -1 "$postmaster")")
 [ -r "${CHECKIN_RUN_DIR:-/nonexistent}/broker.pid" ] && cpu+=(--cpu "broker=$(cat "$CHECKIN_RUN_DIR/broker.pid")")
+[ -z "${CHECKIN_LOAD_HOOK:-}" ] || $CHECKIN_LOAD_HOOK before
 "$LOAD_BIN" load --url "http://127.0.0.1:$PORT" --project load --metrics "http://127.0.0.1:$PORT/metrics" "${cpu[@]}" "$@"
+[ -z "${CHECKIN_LOAD_HOOK:-}" ] || $CHECKIN_LOAD_HOOK after
