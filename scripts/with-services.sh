@@ -28,7 +28,7 @@ export CHECKIN_POSTGRES_PORT=0
 # Bash builtins only, so that no helper process of this scan matches itself.
 stop_leftovers() {
     [ -n "${CHECKIN_KAFKA_BROKERS:-}" ] || return 0
-    local environ pid vars var
+    local environ pid vars var command
     for environ in /proc/[0-9]*/environ; do
         pid="${environ#/proc/}"
         pid="${pid%/environ}"
@@ -36,7 +36,8 @@ stop_leftovers() {
         { mapfile -d '' vars <"$environ"; } 2>/dev/null || continue
         for var in "${vars[@]}"; do
             if [ "$var" = "CHECKIN_KAFKA_BROKERS=$CHECKIN_KAFKA_BROKERS" ]; then
-                echo "with-services: stopping leftover process $pid" >&2
+                { mapfile -d '' command <"/proc/$pid/cmdline"; } 2>/dev/null || command=()
+                echo "with-services: stopping leftover process $pid: ${command[*]:0:6}" >&2
                 kill -KILL "$pid" 2>/dev/null || true
                 break
             fi
