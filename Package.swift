@@ -182,6 +182,11 @@ let package = Package(
                 .product(name: "PropertyBased", package: "swift-property-based"),
             ]
         ),
+        /// Persistence without a database: the migrations' compatibility check.
+        .testTarget(
+            name: "PersistenceTests",
+            dependencies: ["Persistence", "ServiceSupport"]
+        ),
         .testTarget(
             name: "NotifierTests",
             dependencies: ["Notifier", "Persistence"]

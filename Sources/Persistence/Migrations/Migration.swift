@@ -6,6 +6,36 @@ public struct Migration: Sendable {
     public var version: Int
     public var name: String
     public var sql: String
+    /// What the migration removes or changes in place that an older release read: each one
+    /// named, with the newest release that read it (`MigrationPolicy`). Empty for a migration
+    /// that only adds, which is what a migration normally does.
+    public var contracts: [Contraction]
+
+    public init(version: Int, name: String, sql: String, contracts: [Contraction] = []) {
+        self.version = version
+        self.name = name
+        self.sql = sql
+        self.contracts = contracts
+    }
+}
+
+extension Migration {
+    /// A table, column, index or constraint that a migration drops, renames or changes in
+    /// place, declared because no release that still reads it runs beside this one.
+    public struct Contraction: Sendable, Hashable {
+        /// What goes, as `MigrationPolicy` names it: a table or index by its name
+        /// (`device_erasures`), a column or constraint after its table's
+        /// (`deliveries.payload`, `deliveries.deliveries_status_check`).
+        public var subject: String
+        /// The newest release, `MAJOR.MINOR`, that reads it: older than the release the
+        /// migration's release runs beside during an upgrade.
+        public var lastReadBy: String
+
+        public init(_ subject: String, lastReadBy: String) {
+            self.subject = subject
+            self.lastReadBy = lastReadBy
+        }
+    }
 }
 
 extension Migration {

@@ -3,6 +3,9 @@ import PostgresNIO
 
 /// Applies the migrations a database lacks, each in its own transaction, under an
 /// advisory lock so that services starting together do not race.
+///
+/// Versions the database has that it was not given are left alone: a newer release
+/// applied them, and this one runs against its schema during a rolling upgrade.
 public struct Migrator: Sendable {
     /// An arbitrary constant naming this project's migration lock.
     static let advisoryLockKey: Int64 = 0x6368_6563_6b69_6e
@@ -15,7 +18,8 @@ public struct Migrator: Sendable {
         self.logger = logger
     }
 
-    /// Returns the versions it applied.
+    /// Applies those of `migrations` the database lacks, in version order (a test gives it
+    /// `Migration.all` and one more, as the next release would). Returns the versions it applied.
     @discardableResult
     public func migrate(_ migrations: [Migration] = Migration.all) async throws -> [Int] {
         try await database.client.withConnection { connection in
@@ -45,6 +49,16 @@ public struct Migrator: Sendable {
             .decode(Int.self)
         {
             existing.insert(version)
+        }
+        // A newer release of the same major migrated first, as a rolling upgrade does; the
+        // compatibility policy keeps its schema usable by this one, so this one starts.
+        let unknown = existing.subtracting(migrations.map(\.version)).sorted()
+        if !unknown.isEmpty {
+            logger.notice(
+                "the database has migrations this release does not know; running against the newer schema",
+                metadata: [
+                    "unknownVersions": "\(unknown)", "newestKnownVersion": "\(migrations.map(\.version).max() ?? 0)",
+                ])
         }
         var applied: [Int] = []
         for migration in migrations.sorted(by: { $0.version < $1.version }) where !existing.contains(migration.version) {
