@@ -29,7 +29,7 @@ extension ManagementRoutes {
         router.get("/v1/keys") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
-            return try json(KeyListAnswer(keys: try await dependencies.projects.keys(projectId: projectId)))
+            return try json(APIKeyList(keys: try await dependencies.projects.keys(projectId: projectId)))
         }
         router.post("/v1/keys") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
@@ -130,51 +130,7 @@ extension ManagementRoutes {
         var overlapSeconds: Int?
     }
 
-    struct KeyListAnswer: Encodable {
-        var keys: [APIKeyRecord]
-    }
-
-    /// A key as the API shows it; `key` only in the answer that made it.
-    struct KeyView: Encodable {
-        var id: String
-        var prefix: String?
-        var kind: ProjectStore.KeyKind
-        var createdAt: Date
-        var lastUsedAt: Date?
-        var expiresAt: Date?
-        var revokedAt: Date?
-        var key: String?
-        /// On a rotation: the key this one replaces, and when that stops working.
-        var replacedKeyId: String?
-        var replacedKeyExpiresAt: Date?
-
-        init(_ record: APIKeyRecord, key: String? = nil) {
-            id = record.id
-            prefix = record.prefix
-            kind = record.kind
-            createdAt = record.createdAt
-            lastUsedAt = record.lastUsedAt
-            expiresAt = record.expiresAt
-            revokedAt = record.revokedAt
-            self.key = key
-        }
-    }
-
-    struct NewProjectAnswer: Encodable {
-        var id: String
-        var name: String
-        var createdAt: Date
-        var managementKey: KeyView
-        var deviceKey: KeyView
-
-        init(_ created: NewProject) {
-            id = created.project.id
-            name = created.project.name
-            createdAt = created.project.createdAt
-            managementKey = KeyView(created.managementKey.record, key: created.managementKey.key)
-            deviceKey = KeyView(created.deviceKey.record, key: created.deviceKey.key)
-        }
-    }
+    typealias KeyView = APIKeyView
 
     /// The `:id` of a key route; a 404 when it cannot be a key's identifier.
     func keyId(_ context: IngestRequestContext) throws -> String {

@@ -14,7 +14,8 @@ extension ManagementRoutes {
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
             // Whole, not paged: a project has a handful; in an object like every other answer.
-            return try json(["webhooks": try await dependencies.webhooks.endpoints(projectId: projectId).map { EndpointView($0) }])
+            let endpoints = try await dependencies.webhooks.endpoints(projectId: projectId)
+            return try json(WebhookEndpointList(webhooks: endpoints.map { EndpointView($0) }))
         }
         router.get("/v1/webhooks/:id") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
@@ -77,28 +78,7 @@ extension ManagementRoutes {
         var reason: String?
     }
 
-    /// An endpoint as the API shows it; `secret` only in the answer that made it.
-    struct EndpointView: Codable {
-        var id: String
-        var url: String
-        var enabled: Bool
-        var disabledReason: String?
-        var disabledAt: Date?
-        var createdAt: Date
-        var previousSecretExpiresAt: Date?
-        var secret: String?
-
-        init(_ endpoint: WebhookEndpoint, secret: String? = nil) {
-            id = endpoint.id
-            url = endpoint.url
-            enabled = endpoint.enabled
-            disabledReason = endpoint.disabledReason
-            disabledAt = endpoint.disabledAt
-            createdAt = endpoint.createdAt
-            previousSecretExpiresAt = endpoint.previousSecretExpiresAt
-            self.secret = secret
-        }
-    }
+    typealias EndpointView = WebhookEndpointView
 
     func addEndpoint(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let projectId = try await keys.project(for: request, context: context, kind: .management)

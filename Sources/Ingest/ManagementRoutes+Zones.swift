@@ -6,27 +6,6 @@ import Persistence
 import ServiceSupport
 import Shared
 
-/// The answer to a zones replacement (or a restore): how many zones, the version they now are,
-/// and the fence lint's warnings (the first 100, and how many there are in all).
-struct ZonesReplaced: Encodable {
-    var zones: Int
-    var version: Int64
-    var warnings: [FenceProximity]
-    var warningCount: Int
-}
-
-/// The answer to a dry run of a zones replacement: what it would change, zone by zone, and
-/// the fence lint's warnings it would answer; nothing is applied.
-struct ZonesDryRun: Encodable {
-    var dryRun = true
-    var added: [String]
-    var removed: [String]
-    var changed: [String]
-    var unchanged: Int
-    var warnings: [FenceProximity]
-    var warningCount: Int
-}
-
 extension ManagementRoutes {
     /// A project's zones are one document, replaced whole; every accepted document is kept as a
     /// numbered version, which `ETag` names and `If-Match` guards.
@@ -149,9 +128,7 @@ extension ManagementRoutes {
         let changes = try document.changes(from: current.document)
         let lint = Self.lint(document)
         return try json(
-            ZonesDryRun(
-                added: changes.added, removed: changes.removed, changed: changes.changed, unchanged: changes.unchanged,
-                warnings: lint.warnings, warningCount: lint.total),
+            ZonesDryRun(changes: changes, warnings: lint.warnings, warningCount: lint.total),
             headers: Self.entityTag(current.version))
     }
 

@@ -79,17 +79,6 @@ struct ManagementRoutes {
         var endpointId: String?
     }
 
-    struct ReplayAnswer: Encodable {
-        var replayed: Int
-        /// Endpoints of the replayed deliveries that are disabled: those wait until enabled.
-        var disabledEndpoints: [String]
-
-        init(_ replayed: ReplayedDeliveries) {
-            self.replayed = replayed.ids.count
-            disabledEndpoints = replayed.disabledEndpoints
-        }
-    }
-
     func replayDeliveries(_ request: Request, context: IngestRequestContext) async throws -> Response {
         let projectId = try await keys.project(for: request, context: context, kind: .management)
         try Self.refuseUnknownParameters(of: request, known: [])

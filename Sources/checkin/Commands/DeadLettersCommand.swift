@@ -44,6 +44,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
+            try requireDatabaseAccess(Self.self)
             let (topic, limit) = (topic, limit)
             let letters = try await withRedrive(of: topic) { redrive, _, _ in
                 try await redrive.waiting(before: Date(), limit: limit + 1)
@@ -63,6 +64,7 @@ struct DeadLettersCommand: AsyncParsableCommand {
         @Option(help: "fixes (CHECKIN_TOPIC_FIXES_DLQ) or events (CHECKIN_TOPIC_EVENTS_DLQ).") var topic: Source
 
         func run() async throws {
+            try requireDatabaseAccess(Self.self)
             let topic = topic
             let started = Date()
             let outcome = try await withRedrive(of: topic) { redrive, settings, logger in

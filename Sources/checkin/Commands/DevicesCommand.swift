@@ -43,23 +43,7 @@ struct DevicesCommand: AsyncParsableCommand {
         @Argument(help: "The device id.") var device: String
 
         func run() async throws {
-            let (project, device) = (project, device)
-            let settings = try ProcessSettings()
-            let erasure = try await withDatabase { database, logger in
-                try await requireProject(project, of: Self.self, database: database, logger: logger)
-                let producer = try KafkaProducer(configuration: settings.producerConfiguration(clientId: "checkin-erase"), logger: logger)
-                return try await withThrowingTaskGroup(of: DeviceErasure?.self) { tasks in
-                    tasks.addTask {
-                        try await producer.run()
-                        return nil
-                    }
-                    let erasure = try await DeviceEraser(
-                        database: database, producer: producer, fixesTopic: settings.topics.fixes, logger: logger
-                    ).erase(projectId: project, deviceId: device, by: "checkin devices erase", logger: logger)
-                    tasks.cancelAll()
-                    return erasure
-                }
-            }
+            let erasure = try await devicesBackend(project: project, of: Self.self).erase(device: device)
             print(
                 "erased device \(device): \(erasure.states) state, \(erasure.decisionRecords) decision records, \(erasure.loggedEvents) logged events, \(erasure.unpublishedEvents) unpublished events, \(erasure.deliveriesErased) delivery payloads (\(erasure.deliveriesCancelled) undelivered, cancelled); fixes still on their way are dropped"
             )
@@ -79,13 +63,7 @@ struct DevicesCommand: AsyncParsableCommand {
         @Flag(help: "Print the JSON the API answers.") var json = false
 
         func run() async throws {
-            let (project, device) = (project, device)
-            guard
-                let view = try await withDeviceInsight(
-                    project: project, of: Self.self, { try await $0.view(projectId: project, deviceId: device) })
-            else {
-                throw CommandFailure("nothing is kept about device \(device) in project \(project)", helpOf: Self.self)
-            }
+            let view = try await devicesBackend(project: project, of: Self.self).view(device: device)
             if json { return try printWireJSON(view) }
             print(DeviceText.describe(view))
         }
@@ -105,18 +83,15 @@ struct DevicesCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (project, device, limit, cursor) = (project, device, limit, cursor)
-            let page = try await withDeviceInsight(project: project, of: Self.self) {
-                try await $0.decisions(projectId: project, deviceId: device, cursor: cursor, limit: limit)
-            }
+            let page = try await devicesBackend(project: project, of: Self.self).decisions(device: device, cursor: cursor, limit: limit)
             if json {
-                return try printWireJSON(PageAnswer(page))
+                return try printWireJSON(page)
             }
-            if page.records.isEmpty {
+            if page.items.isEmpty {
                 print("no decision records for device \(device) in project \(project)")
                 return
             }
-            print(DeviceText.table(page.records))
+            print(DeviceText.table(page.items))
             if let next = page.nextCursor { print("more: --cursor \(next)") }
         }
     }
@@ -216,18 +191,15 @@ struct EventsCommand: AsyncParsableCommand {
             let filter = EventFilter(
                 deviceId: device, zoneId: zone, type: type.flatMap(EventType.init(rawValue:)), from: from.flatMap(RFC3339.parse),
                 until: until.flatMap(RFC3339.parse))
-            let (project, limit, cursor) = (project, limit, cursor)
-            let page = try await withDeviceInsight(project: project, of: Self.self) {
-                try await $0.events(projectId: project, filter: filter, cursor: cursor, limit: limit)
-            }
+            let page = try await devicesBackend(project: project, of: Self.self).events(filter, cursor: cursor, limit: limit)
             if json {
-                return try printWireJSON(PageAnswer(page))
+                return try printWireJSON(page)
             }
-            if page.events.isEmpty {
+            if page.items.isEmpty {
                 print("no events in project \(project) match")
                 return
             }
-            for logged in page.events {
+            for logged in page.items {
                 let event = logged.event
                 let time = event.checkOutTime ?? event.location.timestamp
                 print(

@@ -18,8 +18,7 @@ struct KeysCommand: AsyncParsableCommand {
         @Option(help: "The project id.") var project: String
 
         func run() async throws {
-            let project = project
-            let keys = try await withProjects(project, of: Self.self) { projects in try await projects.keys(projectId: project) }
+            let keys = try await keysBackend(project: project, of: Self.self).keys()
             print(
                 StatusTable.table(
                     ["ID", "PREFIX", "KIND", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
@@ -45,11 +44,9 @@ struct KeysCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (project, kind) = (project, ProjectStore.KeyKind(rawValue: kind) ?? .device)
-            let issued = try await withProjects(project, of: Self.self) { projects in
-                try await projects.issueKey(projectId: project, kind: kind)
-            }
-            print("id:   \(issued.record.id)\nkind: \(kind.rawValue)\nkey:  \(issued.key)")
+            let kind = ProjectStore.KeyKind(rawValue: kind) ?? .device
+            let issued = try await keysBackend(project: project, of: Self.self).create(kind: kind)
+            print("id:   \(issued.id)\nkind: \(issued.kind.rawValue)\nkey:  \(issued.key ?? "-")")
             print("(the key is shown only now; store it)")
         }
     }
@@ -62,18 +59,8 @@ struct KeysCommand: AsyncParsableCommand {
         @Argument(help: "The key id (key_…).") var id: String
 
         func run() async throws {
-            let (project, id) = (project, id)
-            let outcome = try await withProjects(project, of: Self.self) { projects in
-                try await projects.revokeKey(id: id, projectId: project)
-            }
-            switch outcome {
-            case .revoked: print("revoked \(id)")
-            case .notFound: throw CommandFailure("no key '\(id)' in project '\(project)'", helpOf: Self.self)
-            case .lastManagementKey:
-                throw CommandFailure(
-                    "'\(id)' is the last management key of '\(project)' without an expiry; `checkin keys create --project \(project) --kind management` first"
-                )
-            }
+            try await keysBackend(project: project, of: Self.self).revoke(id: id)
+            print("revoked \(id)")
         }
     }
 
@@ -93,19 +80,10 @@ struct KeysCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (project, id, overlap) = (project, id, overlap)
-            let outcome = try await withProjects(project, of: Self.self) { projects in
-                try await projects.rotateKey(id: id, projectId: project, overlap: .seconds(overlap))
-            }
-            switch outcome {
-            case .rotated(let new, let old):
-                print("id:   \(new.record.id)\nkind: \(new.record.kind.rawValue)\nkey:  \(new.key)")
-                print("(the key is shown only now; store it)")
-                print("\(old.id) works until \(old.expiresAt.map(RFC3339.format) ?? "-")")
-            case .notFound: throw CommandFailure("no key '\(id)' in project '\(project)'", helpOf: Self.self)
-            case .notActive:
-                throw CommandFailure("key '\(id)' is revoked or expired; `checkin keys create` makes a new one", helpOf: Self.self)
-            }
+            let new = try await keysBackend(project: project, of: Self.self).rotate(id: id, overlapSeconds: overlap)
+            print("id:   \(new.id)\nkind: \(new.kind.rawValue)\nkey:  \(new.key ?? "-")")
+            print("(the key is shown only now; store it)")
+            print("\(new.replacedKeyId ?? id) works until \(new.replacedKeyExpiresAt.map(RFC3339.format) ?? "-")")
         }
     }
 }

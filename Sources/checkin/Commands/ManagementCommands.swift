@@ -8,7 +8,14 @@ import Shared
 
 /// Runs `body` against the configured database, with a quiet logger: management
 /// commands print their results, not the pool's chatter.
+///
+/// With `CHECKIN_API_URL` set and no `CHECKIN_DATABASE_URL`, refused: the commands the API
+/// serves go through it, and a local Postgres (the default) is not the remote deployment's.
 func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async throws -> Result) async throws -> Result {
+    if let remote = try RemoteSettings.fromEnvironment(), !remote.databaseConfigured {
+        throw CommandFailure(
+            "this command works on the database directly, and CHECKIN_API_URL (\(remote.baseURL)) is set without CHECKIN_DATABASE_URL")
+    }
     let logger = {
         var logger = Logger(label: "checkin.cli")
         logger.logLevel = .warning
@@ -28,6 +35,7 @@ struct MigrateCommand: AsyncParsableCommand {
         discussion: "Those that the database of CHECKIN_DATABASE_URL lacks.")
 
     func run() async throws {
+        try requireDatabaseAccess(Self.self)
         let logger = try ProcessBootstrap.logger("checkin.migrate")
         let settings = try ProcessSettings()
         let applied = try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
@@ -47,17 +55,7 @@ struct ProjectsCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List every project.")
 
         func run() async throws {
-            let projects = try await withDatabase { database, logger in
-                let store = ProjectStore(database: database, logger: logger)
-                var all: [ProjectRecord] = []
-                var cursor: String?
-                repeat {
-                    let page = try await store.projects(after: cursor, limit: 1000)
-                    all += page.projects
-                    cursor = page.nextCursor
-                } while cursor != nil
-                return all
-            }
+            let projects = try await projectsBackend(of: Self.self).projects()
             print(
                 StatusTable.table(
                     ["ID", "NAME", "CREATED"], projects.map { [$0.id, $0.name, RFC3339.format($0.createdAt)] }), terminator: "")
@@ -83,18 +81,8 @@ struct ProjectsCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (id, name) = (id, name)
-            let (deviceKey, managementKey) = try await withDatabase { database, logger in
-                // Run twice, it used to make a second key pair without a word; the project and
-                // its keys are made together, so a failure leaves no project without keys.
-                let projects = ProjectStore(database: database, logger: logger)
-                guard let created = try await projects.createProjectWithKeys(id: id, name: name ?? id) else {
-                    throw CommandFailure(
-                        "project '\(id)' exists; `checkin keys create --project \(id) --kind device|management` gives it another key",
-                        helpOf: Self.self)
-                }
-                return (created.deviceKey.key, created.managementKey.key)
-            }
+            let created = try await projectsBackend(of: Self.self).create(id: id, name: name)
+            let (deviceKey, managementKey) = (created.deviceKey.key ?? "-", created.managementKey.key ?? "-")
             print("project:        \(id)\ndevice key:     \(deviceKey)\nmanagement key: \(managementKey)")
             print("(keys are shown only now; store them)")
         }
@@ -135,21 +123,14 @@ struct DeliveriesCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let filter = try status.map { text in
-                guard let filter = DeliveryListFilter(text) else {
-                    throw CommandFailure("--status must be \(DeliveryListFilter.names)", helpOf: Self.self)
-                }
-                return filter
+            if let status, DeliveryListFilter(status) == nil {
+                throw CommandFailure("--status must be \(DeliveryListFilter.names)", helpOf: Self.self)
             }
-            let (project, limit) = (project, limit)
-            let cursor = cursor
-            let page = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.deliveries(projectId: project, filter: filter, before: cursor, limit: limit)
-            }
+            let page = try await webhooksBackend(project: project, of: Self.self).deliveries(status: status, before: cursor, limit: limit)
             print(
                 StatusTable.table(
                     ["ID", "STATUS", "EVENT", "DEVICE", "SEQ", "ENDPOINT", "ATTEMPTS", "QUEUED", "DELIVERED", "LAST ERROR"],
-                    page.deliveries.map { delivery in
+                    page.items.map { delivery in
                         [
                             DeliveryIdentifier.text(delivery.id), delivery.status.rawValue, delivery.eventType, delivery.deviceId,
                             delivery.sequence.map(String.init) ?? "-", delivery.endpointId, String(delivery.attempts),
@@ -174,12 +155,9 @@ struct DeliveriesCommand: AsyncParsableCommand {
         @Flag(help: "Print only the payload, byte for byte (to pipe into jq or check a signature).") var payload = false
 
         func run() async throws {
-            let (project, id) = (project, delivery.number)
-            let detail = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.delivery(id: id, projectId: project)
-            }
+            let id = delivery.number
+            let detail = try await webhooksBackend(project: project, of: Self.self).delivery(id: id)
             let name = DeliveryIdentifier.text(id)
-            guard let detail else { throw CommandFailure("no delivery \(name) in project \(project)", helpOf: Self.self) }
             if payload {
                 guard let body = detail.payload else { throw CommandFailure("delivery \(name): its payload was erased with its device") }
                 // No line break after it: the bytes are those signed, as a signature check needs them.
@@ -205,22 +183,9 @@ struct DeliveriesCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (project, ids, failed) = (project, ids, failed)
-            let replayed = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                failed
-                    ? try await webhooks.replayFailed(projectId: project)
-                    : try await webhooks.replay(deliveryIds: ids, projectId: project)
-            }
-            guard replayed.missing.isEmpty else {
-                let names = replayed.missing.map(DeliveryIdentifier.text).joined(separator: ", ")
-                throw CommandFailure("not deliveries of project \(project): \(names); none was queued again", helpOf: Self.self)
-            }
-            guard replayed.erased.isEmpty else {
-                let names = replayed.erased.map(DeliveryIdentifier.text).joined(separator: ", ")
-                throw CommandFailure(
-                    "erased with their device, so there is nothing to send again: \(names); none was queued again", helpOf: Self.self)
-            }
-            print("\(replayed.ids.count) deliveries queued again")
+            let webhooks = try webhooksBackend(project: project, of: Self.self)
+            let replayed = failed ? try await webhooks.replayFailed() : try await webhooks.replay(ids: ids)
+            print("\(replayed.replayed) deliveries queued again")
             if !replayed.disabledEndpoints.isEmpty {
                 print(
                     "disabled, so their deliveries wait until enabled (checkin webhooks enable): "

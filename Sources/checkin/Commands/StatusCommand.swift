@@ -52,6 +52,7 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        try requireDatabaseAccess(Self.self)
         var logger = Logger(label: "checkin.status")
         logger.logLevel = .critical
         let settings = try ProcessSettings()

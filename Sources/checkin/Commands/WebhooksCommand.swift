@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Ingest
 import Persistence
 import ServiceSupport
 import Shared
@@ -43,21 +44,9 @@ struct WebhooksCommand: AsyncParsableCommand {
         var local = false
 
         func run() async throws {
-            let policy = local ? .local : try WebhookURLPolicy(environment: EnvironmentReader())
-            do {
-                _ = try policy.check(url)
-            } catch {
-                let hint =
-                    local || (policy.allowHTTP && policy.allowPrivateAddresses)
-                    ? "" : " (for a local set-up such as checkin dev, add --local)"
-                throw CommandFailure("--url \(url) is not allowed: \(error.reason)\(hint)", helpOf: Self.self)
-            }
             let secret = try newSecret(secret, helpOf: Self.self)
-            let (project, url) = (project, url)
-            let endpoint = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.addEndpoint(projectId: project, url: url, secrets: [secret])
-            }
-            print("endpoint: \(endpoint.id)\nurl:      \(endpoint.url)\nsecret:   \(secret)")
+            let endpoint = try await webhooksBackend(project: project, of: Self.self).add(url: url, secret: secret, local: local)
+            print("endpoint: \(endpoint.id)\nurl:      \(endpoint.url)\nsecret:   \(endpoint.secret ?? secret)")
             print("(the secret is shown only now; give it to the partner)")
         }
     }
@@ -69,10 +58,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         @Option(help: "The project id.") var project: String
 
         func run() async throws {
-            let project = project
-            let endpoints = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.endpoints(projectId: project)
-            }
+            let endpoints = try await webhooksBackend(project: project, of: Self.self).endpoints()
             if endpoints.isEmpty { print("no webhook endpoints in project \(project)") }
             for endpoint in endpoints { print(describe(endpoint)) }
         }
@@ -87,12 +73,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         @Argument(help: "The endpoint id.") var id: String
 
         func run() async throws {
-            let (project, id, reason) = (project, id, reason)
-            let endpoint = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.disableEndpoint(id: id, projectId: project, reason: reason)
-            }
-            guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
-            print(describe(endpoint))
+            print(describe(try await webhooksBackend(project: project, of: Self.self).disable(id: id, reason: reason)))
         }
     }
 
@@ -104,12 +85,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         @Argument(help: "The endpoint id.") var id: String
 
         func run() async throws {
-            let (project, id) = (project, id)
-            let endpoint = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.enableEndpoint(id: id, projectId: project)
-            }
-            guard let endpoint else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
-            print(describe(endpoint))
+            print(describe(try await webhooksBackend(project: project, of: Self.self).enable(id: id)))
         }
     }
 
@@ -124,15 +100,10 @@ struct WebhooksCommand: AsyncParsableCommand {
         @Argument(help: "The endpoint id.") var id: String
 
         func run() async throws {
-            let window = try EnvironmentReader().secretRotationWindow()
             let secret = try newSecret(secret, helpOf: Self.self)
-            let (project, id) = (project, id)
-            let rotation = try await withWebhookStore(project: project, of: Self.self) { webhooks in
-                try await webhooks.rotateSecret(id: id, projectId: project, newSecret: secret, window: window)
-            }
-            guard let rotation else { throw CommandFailure("no endpoint \(id) in project \(project)", helpOf: Self.self) }
-            print("endpoint: \(id)\nsecret:   \(rotation.secret)")
-            if let expires = rotation.endpoint.previousSecretExpiresAt {
+            let rotated = try await webhooksBackend(project: project, of: Self.self).rotateSecret(id: id, secret: secret)
+            print("endpoint: \(id)\nsecret:   \(rotated.secret ?? secret)")
+            if let expires = rotated.previousSecretExpiresAt {
                 print("(the previous secret signs too until \(RFC3339.format(expires)); the new one is shown only now)")
             }
         }
@@ -144,11 +115,7 @@ struct WebhooksCommand: AsyncParsableCommand {
         @Argument(help: "The endpoint id.") var id: String
 
         func run() async throws {
-            let (project, id) = (project, id)
-            guard try await withWebhookStore(project: project, of: Self.self, { try await $0.removeEndpoint(id: id, projectId: project) })
-            else {
-                throw CommandFailure("no endpoint \(id) in project \(project); nothing removed", helpOf: Self.self)
-            }
+            try await webhooksBackend(project: project, of: Self.self).remove(id: id)
             print("endpoint \(id) removed")
         }
     }
@@ -163,7 +130,7 @@ private func newSecret(_ given: String?, helpOf command: any ParsableCommand.Typ
     return given
 }
 
-private func describe(_ endpoint: WebhookEndpoint) -> String {
+private func describe(_ endpoint: WebhookEndpointView) -> String {
     var line = "\(endpoint.id)  \(endpoint.enabled ? "enabled " : "disabled")  \(endpoint.url)"
     if !endpoint.enabled {
         line += "  (since \(endpoint.disabledAt.map(RFC3339.format) ?? "?"): \(endpoint.disabledReason ?? "no reason given"))"

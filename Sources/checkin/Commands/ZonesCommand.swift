@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Geofence
-import Logging
+import Ingest
 import Persistence
 import ServiceSupport
 import Shared
@@ -28,38 +28,20 @@ struct ZonesCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let document = try loadZonesDocument(path: file)
-            // The operator's import is not spaced out, but the project's quota holds as through the API.
-            let excess = try ZoneQuota(environment: EnvironmentReader()).excess(of: document)
-            guard excess.isEmpty else {
-                throw CommandFailure("\(file): beyond the project's quota: " + excess.joined(separator: "; "), helpOf: Self.self)
-            }
-            let (project, expectedVersion) = (project, ifVersion)
+            let zones = try zonesBackend(project: project, of: Self.self)
             if dryRun {
-                let (changes, version) = try await withDatabase { database, logger in
-                    try await requireProject(project, of: Self.self, database: database, logger: logger)
-                    let current = try await ZoneStore(database: database, logger: logger).currentZones(projectId: project)
-                    if let expectedVersion, expectedVersion != current.version {
-                        throw versionMismatch(expectedVersion, current: current.version, project: project)
-                    }
-                    return (try document.changes(from: current.document), current.version)
-                }
+                let (changes, version) = try await zones.preview(file, expectedVersion: ifVersion)
                 print("dry run: nothing was changed; against version \(version) of \(project) the import would change:")
                 print("added:     " + (changes.added.isEmpty ? "-" : changes.added.joined(separator: ", ")))
                 print("removed:   " + (changes.removed.isEmpty ? "-" : changes.removed.joined(separator: ", ")))
                 print("changed:   " + (changes.changed.isEmpty ? "-" : changes.changed.joined(separator: ", ")))
                 print("unchanged: \(changes.unchanged)")
+                printLintWarnings(changes.warnings, total: changes.warningCount)
             } else {
-                let version = try await withDatabase { database, logger in
-                    try await requireProject(project, of: Self.self, database: database, logger: logger)
-                    return try await replaceZones(
-                        of: project, with: document, expectedVersion: expectedVersion, database: database, logger: logger)
-                }
-                print(
-                    "imported \(document.zones.count) zone(s) with \(document.zones.reduce(0) { $0 + $1.fences.count }) fence(s) into \(project) as version \(version)"
-                )
+                let (replaced, fences) = try await zones.replace(with: file, expectedVersion: ifVersion)
+                print("imported \(replaced.zones) zone(s) with \(fences) fence(s) into \(project) as version \(replaced.version)")
+                printLintWarnings(replaced.warnings, total: replaced.warningCount)
             }
-            try printLintWarnings(document)
         }
     }
 
@@ -68,12 +50,7 @@ struct ZonesCommand: AsyncParsableCommand {
         @Option(help: "The project id.") var project: String
 
         func run() async throws {
-            let project = project
-            let document = try await withDatabase { database, logger in
-                try await requireProject(project, of: Self.self, database: database, logger: logger)
-                return try await ZoneStore(database: database, logger: logger).zones(projectId: project)
-            }
-            try printDocument(document)
+            try printDocument(try await zonesBackend(project: project, of: Self.self).current())
         }
     }
 
@@ -89,16 +66,11 @@ struct ZonesCommand: AsyncParsableCommand {
         }
 
         func run() async throws {
-            let (project, limit, cursor) = (project, limit, cursor)
-            let page = try await withDatabase { database, logger in
-                // An empty list must mean no versions, not a misspelt project.
-                try await requireProject(project, of: Self.self, database: database, logger: logger)
-                return try await ZoneStore(database: database, logger: logger).versions(projectId: project, before: cursor, limit: limit)
-            }
+            let page = try await zonesBackend(project: project, of: Self.self).versions(before: cursor, limit: limit)
             print(
                 StatusTable.table(
                     ["VERSION", "CREATED", "ZONES"],
-                    page.versions.map { [String($0.version), RFC3339.format($0.createdAt), String($0.zoneCount)] }),
+                    page.items.map { [String($0.version), RFC3339.format($0.createdAt), String($0.zoneCount)] }),
                 terminator: "")
             if let next = page.nextCursor { print("(more: --cursor \(next))") }
         }
@@ -111,14 +83,7 @@ struct ZonesCommand: AsyncParsableCommand {
         @Option(parsing: .unconditional, help: "The version (`zones versions` lists them).") var version: Int64
 
         func run() async throws {
-            let (project, version) = (project, version)
-            let document = try await withDatabase { database, logger in
-                try await requireProject(project, of: Self.self, database: database, logger: logger)
-                guard let document = try await ZoneStore(database: database, logger: logger).document(projectId: project, version: version)
-                else { throw CommandFailure("--version \(version): project \(project) has no such zones version", helpOf: Self.self) }
-                return document
-            }
-            try printDocument(document)
+            try printDocument(try await zonesBackend(project: project, of: Self.self).document(version: version))
         }
     }
 
@@ -131,47 +96,11 @@ struct ZonesCommand: AsyncParsableCommand {
         @Option(parsing: .unconditional, help: "Restore only if the project's zones are at this version.") var ifVersion: Int64?
 
         func run() async throws {
-            let (project, restoredVersion, expectedVersion) = (project, version, ifVersion)
-            let quota = try ZoneQuota(environment: EnvironmentReader())
-            let (document, version) = try await withDatabase { database, logger in
-                try await requireProject(project, of: Self.self, database: database, logger: logger)
-                guard
-                    let document = try await ZoneStore(database: database, logger: logger).document(
-                        projectId: project, version: restoredVersion)
-                else {
-                    throw CommandFailure("--version \(restoredVersion): project \(project) has no such zones version", helpOf: Self.self)
-                }
-                let problems = ZoneValidator.validate(document).map { "\($0)" } + quota.excess(of: document)
-                guard problems.isEmpty else {
-                    throw CommandFailure(
-                        "--version \(restoredVersion) is not valid today; nothing was changed:\n"
-                            + problems.map { "  \($0)" }.joined(separator: "\n"))
-                }
-                let version = try await replaceZones(
-                    of: project, with: document, expectedVersion: expectedVersion, database: database, logger: logger)
-                return (document, version)
-            }
-            print("restored version \(restoredVersion) of \(project) (\(document.zones.count) zone(s)) as version \(version)")
-            try printLintWarnings(document)
+            let replaced = try await zonesBackend(project: project, of: Self.self).restore(version: version, expectedVersion: ifVersion)
+            print("restored version \(version) of \(project) (\(replaced.zones) zone(s)) as version \(replaced.version)")
+            printLintWarnings(replaced.warnings, total: replaced.warningCount)
         }
     }
-}
-
-/// Replaces the project's zones as the operator asked (not spaced out, unlike the API), saying
-/// which version the project is at when `--if-version` names another.
-private func replaceZones(
-    of project: String, with document: ZonesDocument, expectedVersion: Int64?, database: Database, logger: Logger
-) async throws -> Int64 {
-    do {
-        return try await ZoneStore(database: database, logger: logger).replaceZones(
-            projectId: project, with: document, expectedVersion: expectedVersion)
-    } catch let mismatch as ZonesVersionMismatch {
-        throw versionMismatch(expectedVersion ?? 0, current: mismatch.currentVersion, project: project)
-    }
-}
-
-private func versionMismatch(_ expected: Int64, current: Int64, project: String) -> CommandFailure {
-    CommandFailure("--if-version \(expected): the zones of \(project) are at version \(current); nothing was changed")
 }
 
 private func printDocument(_ document: ZonesDocument) throws {
@@ -180,12 +109,12 @@ private func printDocument(_ document: ZonesDocument) throws {
     print(String(decoding: try encoder.encode(document), as: UTF8.self))
 }
 
-/// The fence lint's warnings, on standard error: they do not stop an import.
-private func printLintWarnings(_ document: ZonesDocument) throws {
-    let lint = try FenceLint.check(document)
-    var warnings = lint.warnings.map { "warning: \($0)\n" }.joined()
-    if lint.total > lint.warnings.count {
-        warnings += "warning: \(lint.total - lint.warnings.count) more pair(s) of fences closer than 500 m\n"
+/// The fence lint's warnings (the first of them, and how many in all), on standard error:
+/// they do not stop an import.
+private func printLintWarnings(_ listed: [FenceProximity], total: Int) {
+    var warnings = listed.map { "warning: \($0)\n" }.joined()
+    if total > listed.count {
+        warnings += "warning: \(total - listed.count) more pair(s) of fences closer than 500 m\n"
     }
     FileHandle.standardError.write(Data(warnings.utf8))
 }
