@@ -73,7 +73,7 @@ test-kubernetes: setup
 	@$(ENV) scripts/kubernetes-test.sh
 
 test-unit: setup
-	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests|NotifierTests|PersistenceTests'
+	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests|NotifierTests|PersistenceTests|ServiceSupportTests'
 
 compose-check: setup
 	@docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"

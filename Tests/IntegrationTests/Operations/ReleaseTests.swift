@@ -3,13 +3,14 @@ import ServiceSupport
 import Testing
 
 /// The release a build is, said the same everywhere: the version in the code, the changelog's
-/// newest heading and the OpenAPI document; and `checkin --version` names it with the commit.
+/// newest release heading and the OpenAPI document; and `checkin --version` names it with the commit.
 @Suite struct ReleaseTests {
     @Test func theVersionIsTheSameInTheCodeTheChangelogAndTheAPIDocument() throws {
         #expect(Release.version.wholeMatch(of: /[0-9]+\.[0-9]+\.[0-9]+/) != nil, "\(Release.version)")
         let root = PrivatePostgres.repositoryRoot
         let changelog = try String(contentsOf: root.appendingPathComponent("CHANGELOG.md"), encoding: .utf8)
-        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") }
+        // Changes not released yet gather under "## Unreleased", above the newest release.
+        let newest = changelog.split(separator: "\n").first { $0.hasPrefix("## ") && $0 != "## Unreleased" }
         #expect(newest?.hasPrefix("## \(Release.version) ") == true, "\(newest ?? "no release heading")")
         let document = try String(contentsOf: root.appendingPathComponent("openapi.yaml"), encoding: .utf8)
         #expect(document.contains("\n  version: \"\(Release.version)\"\n"), "openapi.yaml's info.version is not \(Release.version)")
