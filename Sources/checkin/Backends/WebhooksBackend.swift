@@ -163,6 +163,13 @@ struct DirectWebhooks: WebhooksBackend {
             throw CommandFailure(
                 "erased with their device, so there is nothing to send again: \(names); none was queued again", helpOf: command)
         }
+        // As the API answers 409 `delivery-pending`: a pending delivery goes by itself.
+        guard replayed.pending.isEmpty else {
+            let names = replayed.pending.map(DeliveryIdentifier.text).joined(separator: ", ")
+            throw CommandFailure(
+                "still pending (queued, in flight or retrying), so they go by themselves: \(names); none was queued again",
+                helpOf: command)
+        }
         return ReplayAnswer(replayed)
     }
 }

@@ -17,6 +17,24 @@ import Testing
         return shown
     }
 
+    /// A pending delivery goes by itself: `deliveries replay` refuses it, naming it, as the API
+    /// answers 409 `delivery-pending`, and queues nothing.
+    @Test func aPendingDeliveryIsNotReplayed() async throws {
+        try await harness.prepare()
+        let id = try await withMigratedDatabase(url: TestEnvironment.databaseURL, logger: harness.logger) { database in
+            try await queueToADisabledEndpoint(1, named: "pending-\(harness.suffix)", harness: harness, database: database)
+            let webhooks = WebhookStore(database: database, logger: harness.logger, sealer: harness.sealer)
+            let page = try await webhooks.deliveries(projectId: harness.projectId, filter: nil, before: nil, limit: 1)
+            return try #require(page.deliveries.first?.id)
+        }
+        let replayed = try await CommandOutcome.run(
+            ["deliveries", "replay", "--project", harness.projectId, String(id)], environment: environment)
+        #expect(replayed.exitCode != 0)
+        #expect(
+            replayed.standardError.contains("still pending") && replayed.standardError.contains(DeliveryIdentifier.text(id)),
+            "\(replayed.standardError)")
+    }
+
     /// A replay counts the attempts from 1 again, so the log shows them in rounds, each
     /// headed by when it began: the two "attempt 1" are told apart, in the order made.
     @Test func aReplayedDeliveryShowsItsAttemptsInRoundsAndTheReplay() async throws {
