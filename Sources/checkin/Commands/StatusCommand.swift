@@ -31,8 +31,11 @@ struct StatusCommand: AsyncParsableCommand {
     var readyURLs: [String] = []
     @Option(
         parsing: .unconditional,
-        help: "The first port of the local services, asked when no --ready is given (checkin dev's or the ingest's).")
-    var localPort = 8080
+        help: """
+            The first port of the local services, asked when no --ready is given (checkin dev's or the ingest's); \
+            default CHECKIN_HTTP_PORT, as the services read it, or 8080.
+            """)
+    var localPort: Int?
     @Option(parsing: .unconditional, help: "Records a consumer group may be behind, summed over partitions, before it is unhealthy.")
     var maxLag: Int64 = 10_000
     @Option(parsing: .unconditional, help: "Seconds the oldest unprocessed fix may wait before the pipeline is unhealthy.")
@@ -48,7 +51,9 @@ struct StatusCommand: AsyncParsableCommand {
             throw CommandFailure("--max-fix-age must be a number of seconds, 0 or more", helpOf: Self.self)
         }
         guard timeout > 0 else { throw CommandFailure("--timeout must be positive", helpOf: Self.self) }
-        guard (1...65_533).contains(localPort) else { throw CommandFailure("--local-port must be between 1 and 65533", helpOf: Self.self) }
+        if let localPort, !(1...65_533).contains(localPort) {
+            throw CommandFailure("--local-port must be between 1 and 65533", helpOf: Self.self)
+        }
     }
 
     func run() async throws {
@@ -56,8 +61,10 @@ struct StatusCommand: AsyncParsableCommand {
         var logger = Logger(label: "checkin.status")
         logger.logLevel = .critical
         let settings = try ProcessSettings()
+        // The port the local services listen on, read as they read it.
+        let firstPort = try localPort ?? settings.environment.int("CHECKIN_HTTP_PORT", default: 8080, range: 1...65_533)
         let reader = PipelineStatusReader(
-            readyURLs: readyURLs.isEmpty ? nil : readyURLs, localPort: localPort, brokers: settings.brokers,
+            readyURLs: readyURLs.isEmpty ? nil : readyURLs, localPort: firstPort, brokers: settings.brokers,
             kafkaProperties: settings.environment.kafkaProperties,
             database: settings.database, topics: settings.topics,
             evaluatorGroup: settings.environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"),

@@ -81,6 +81,10 @@ import Testing
         let localReport = try local.json()
         #expect(localReport.services.map(\.url) == [ready])
         #expect(localReport.services.first?.serves == ["ingest", "evaluator", "notifier"])
+        // Without --local-port, the port is the services' own setting, CHECKIN_HTTP_PORT.
+        let configured = try await CommandOutcome.run(["status", "--json"], environment: environment)
+        #expect(configured.exitCode == 0, "\(configured.standardError)")
+        #expect(try configured.json().services.map(\.url) == [ready])
 
         // The dead letter is a warning: it fails the command only when asked to.
         let strict = try await status.run(["--strict"])
