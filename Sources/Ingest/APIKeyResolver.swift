@@ -120,9 +120,26 @@ public final class APIKeyResolver: Sendable {
                 caches.unknown.insert((), for: cacheKey, expires: now + timeToLive, now: now)
             }
         }
-        guard let match else { throw refusal(of: client, now: now, notAKey) }
+        guard let match else {
+            // A key of the other kind is named as such: the commonest mistake, and nothing the
+            // caller does not already hold.
+            if let other = ProjectStore.KeyKind.allCases.first(where: { $0 != kind }),
+                try await projects.match(forKey: key, kind: other) != nil
+            {
+                throw refusal(of: client, now: now, Self.wrongKind(other, for: kind))
+            }
+            throw refusal(of: client, now: now, notAKey)
+        }
         usage.note(match.keyId)
         return match
+    }
+
+    /// What a key of kind `given` is told where a `wanted` key is asked for.
+    static func wrongKind(_ given: ProjectStore.KeyKind, for wanted: ProjectStore.KeyKind) -> String {
+        switch wanted {
+        case .device: "a \(given.rawValue) key cannot send fixes: send one of the project's device keys"
+        case .management: "a \(given.rawValue) key cannot manage the project: send one of its management keys"
+        }
     }
 
     /// Drops a revoked or rotated key from this process's cache, so that it stops working

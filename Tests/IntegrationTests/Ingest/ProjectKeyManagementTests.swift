@@ -107,8 +107,16 @@ import Testing
             #expect(management.id.hasPrefix("key_") && management.key.hasPrefix("ck_management_"))
             #expect(try await Self.get(client, "/v1/webhooks", key: management.key).status == .ok)
             let device = try await Self.newKey(client, harness: harness, kind: "device")
-            // A device key is not a management key.
-            #expect(try await Self.get(client, "/v1/webhooks", key: device.key).status == .unauthorized)
+            // A device key is not a management key, and is told so; nor a management key a device key.
+            let wrongKind = try await Self.get(client, "/v1/webhooks", key: device.key)
+            #expect(wrongKind.status == .unauthorized)
+            #expect(String(buffer: wrongKind.body).contains("a device key cannot manage the project"), "\(String(buffer: wrongKind.body))")
+            let fixes = try await client.execute(
+                uri: "/v1/fixes", method: .post,
+                headers: [.authorization: "Bearer \(management.key)", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"fixes": []}"#))
+            #expect(fixes.status == .unauthorized)
+            #expect(String(buffer: fixes.body).contains("a management key cannot send fixes"), "\(String(buffer: fixes.body))")
 
             let listed = try await Self.get(client, "/v1/keys", key: harness.managementKey)
             let text = String(buffer: listed.body)
