@@ -4,14 +4,15 @@ import NIOConcurrencyHelpers
 import Persistence
 import ServiceLifecycle
 
-/// Records when API keys were last used, coarsely: requests only note their key in memory,
-/// and every `interval` the keys noted since are written in one statement. A key's
-/// `lastUsedAt` is so at most `interval` behind, and no request waits for a write.
+/// Records when API keys were last used: requests only note their key and the time in memory,
+/// and every `interval` the keys noted since are written in one statement, each with its own
+/// last use (not the time of the write, which may be after the key ended). A key's `lastUsedAt`
+/// is so written at most `interval` late, and no request waits for a write.
 public final class KeyUsageRecorder: Service, Sendable {
     let projects: ProjectStore
     let interval: Duration
     let logger: Logger
-    private let noted = NIOLockedValueBox<Set<String>>([])
+    private let noted = NIOLockedValueBox<[String: Date]>([:])
 
     public init(projects: ProjectStore, interval: Duration = .seconds(60), logger: Logger = Logger(label: "checkin.keys")) {
         self.projects = projects
@@ -22,19 +23,19 @@ public final class KeyUsageRecorder: Service, Sendable {
     /// At most this many keys wait for a flush; beyond, a key's use is not recorded this round.
     static let capacity = 100_000
 
-    func note(_ keyId: String) {
+    func note(_ keyId: String, at time: Date = Date()) {
         noted.withLockedValue { noted in
-            if noted.count < Self.capacity { noted.insert(keyId) }
+            if noted.count < Self.capacity || noted[keyId] != nil { noted[keyId] = time }
         }
     }
 
-    /// Writes the keys noted since the last flush, as used now.
+    /// Writes the keys noted since the last flush, each as last used when it was.
     public func flush() async throws {
-        let keyIds = noted.withLockedValue { noted in
+        let uses = noted.withLockedValue { noted in
             defer { noted.removeAll() }
-            return Array(noted)
+            return noted
         }
-        try await projects.recordUse(keyIds: keyIds, at: Date())
+        try await projects.recordUse(uses)
     }
 
     public func run() async throws {

@@ -205,13 +205,19 @@ extension ProjectStore {
         }
     }
 
-    /// Records that these keys were used at `time`; called in batches, never per request.
-    public func recordUse(keyIds: [String], at time: Date) async throws {
-        guard !keyIds.isEmpty else { return }
+    /// Records when each key was last used (key id → time); called in batches, never per
+    /// request. A use is never recorded after the key's expiry: a process's clock may run ahead
+    /// of the one that judged the key still valid.
+    public func recordUse(_ uses: [String: Date]) async throws {
+        guard !uses.isEmpty else { return }
+        let keyIds = Array(uses.keys)
+        let times = keyIds.map { uses[$0]! }
         try await database.client.perform(
             """
-            UPDATE api_keys SET last_used_at = \(time)
-            WHERE id = ANY(\(keyIds)::text[]) AND (last_used_at IS NULL OR last_used_at < \(time))
+            UPDATE api_keys k SET last_used_at = LEAST(u.time, COALESCE(k.expires_at, u.time))
+              FROM UNNEST(\(keyIds)::text[], \(times)::timestamptz[]) AS u(id, time)
+             WHERE k.id = u.id
+               AND (k.last_used_at IS NULL OR k.last_used_at < LEAST(u.time, COALESCE(k.expires_at, u.time)))
             """, logger: logger)
     }
 
