@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """A partner's webhook endpoint, for trying checkin by hand: verifies each webhook's
-Standard Webhooks signature with the endpoint's secret, prints its body as one JSON line,
-and answers 204 (401 to a webhook whose signature does not verify, which checkin retries).
+Standard Webhooks signature with the endpoint's secret and that its timestamp is within
+--tolerance seconds of this machine's clock (so that a recorded webhook cannot be replayed
+later), prints its body as one JSON line, and answers 204 (401 to a webhook that fails
+either check, which checkin retries).
 
     python3 examples/webhook-receiver.py --port 9000 --secret whsec_...
 """
@@ -12,6 +14,7 @@ import hmac
 import http.server
 import sys
 import threading
+import time
 
 
 def verifies(secret: str, headers, body: bytes) -> bool:
@@ -23,10 +26,21 @@ def verifies(secret: str, headers, body: bytes) -> bool:
     return any(hmac.compare_digest(s, "v1," + expected) for s in offered)
 
 
+def timely(headers, tolerance: float) -> bool:
+    """True when `webhook-timestamp` (seconds since the epoch) is within `tolerance` of now."""
+    try:
+        sent = int(headers.get("webhook-timestamp") or "")
+    except ValueError:
+        return False
+    return abs(time.time() - sent) <= tolerance
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=9000)
     parser.add_argument("--secret", required=True, help="the endpoint's whsec_ secret")
+    parser.add_argument(
+        "--tolerance", type=float, default=300, help="seconds a webhook's timestamp may be from now (default 300)")
     arguments = parser.parse_args()
     # Webhooks are answered on threads of their own: one line is written whole at a time.
     printing = threading.Lock()
@@ -36,6 +50,9 @@ def main() -> None:
             body = self.rfile.read(int(self.headers.get("content-length", 0)))
             if not verifies(arguments.secret, self.headers, body):
                 print("refused a webhook whose signature does not verify", file=sys.stderr, flush=True)
+                self.send_response(401)
+            elif not timely(self.headers, arguments.tolerance):
+                print("refused a webhook whose timestamp is not within the tolerance", file=sys.stderr, flush=True)
                 self.send_response(401)
             else:
                 with printing:
