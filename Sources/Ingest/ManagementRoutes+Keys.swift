@@ -34,7 +34,10 @@ extension ManagementRoutes {
         router.post("/v1/keys") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
-            let kindText = try await optionalBody(NewKeyRequest.self, of: request)?.kind
+            let kindText = try await optionalBody(NewKeyRequest.self, of: request) { body in
+                body.kind.flatMap(ProjectStore.KeyKind.init(rawValue:)) == nil
+                    ? [.init(name: "kind", reason: "must be management or device")] : []
+            }?.kind
             guard let kind = kindText.flatMap(ProjectStore.KeyKind.init(rawValue:)) else {
                 throw Problem.invalid(
                     "the body must be {\"kind\": \"management\" or \"device\"}",
@@ -117,16 +120,19 @@ extension ManagementRoutes {
         return try json(NewProjectAnswer(created), status: .created)
     }
 
-    struct NewProjectRequest: Decodable {
+    struct NewProjectRequest: RequestBody {
+        static let members: Set<String> = ["id", "name"]
         var id: String?
         var name: String?
     }
 
-    struct NewKeyRequest: Decodable {
+    struct NewKeyRequest: RequestBody {
+        static let members: Set<String> = ["kind"]
         var kind: String?
     }
 
-    struct RotateRequest: Decodable {
+    struct RotateRequest: RequestBody {
+        static let members: Set<String> = ["overlapSeconds"]
         var overlapSeconds: Int?
     }
 

@@ -65,16 +65,19 @@ extension ManagementRoutes {
         }
     }
 
-    struct EndpointRequest: Decodable {
+    struct EndpointRequest: RequestBody {
+        static let members: Set<String> = ["url", "secret"]
         var url: String
         var secret: String?
     }
 
-    struct SecretRequest: Decodable {
+    struct SecretRequest: RequestBody {
+        static let members: Set<String> = ["secret"]
         var secret: String?
     }
 
-    struct DisableRequest: Decodable {
+    struct DisableRequest: RequestBody {
+        static let members: Set<String> = ["reason"]
         var reason: String?
     }
 
@@ -111,28 +114,49 @@ extension ManagementRoutes {
     }
 
     /// A JSON body that may be left out altogether.
-    func optionalBody<Body: Decodable>(_ type: Body.Type, of request: Request) async throws -> Body? {
+    func optionalBody<Body: Decodable>(
+        _ type: Body.Type, of request: Request, problems: (Body) -> [Problem.InvalidParameter] = { _ in [] }
+    ) async throws -> Body? {
         let bytes = try await request.body.collect(upTo: 64 << 10)
         guard bytes.readableBytes > 0 else { return nil }
-        return try Self.decodeBody(type, from: bytes, shape: "the body is not valid")
+        return try Self.decodeBody(type, from: bytes, shape: "the body is not valid", problems: problems)
     }
 
     /// A JSON body decoded, or a 400 saying what is wrong and, where it can, naming the members
     /// at fault in `invalid-params` (every one a document names, see `DecodingFailures`).
     /// UTF-8 is checked first: the decoder would take bytes that are not text, and what they
     /// were read as is no one's intent.
+    ///
+    /// The body must be JSON by RFC 8259 (no trailing commas, no comments), and a body of a
+    /// `RequestBody` type may hold only its members: the unknown ones are named together with
+    /// every other problem, in one answer, with those `problems` finds in the decoded body.
     static func decodeBody<Body: Decodable>(
-        _ type: Body.Type, from bytes: ByteBuffer, shape: String, decoder: JSONDecoder = JSONDecoder()
+        _ type: Body.Type, from bytes: ByteBuffer, shape: String, decoder: JSONDecoder = JSONDecoder(),
+        problems: (Body) -> [Problem.InvalidParameter] = { _ in [] }
     ) throws -> Body {
         guard String(validating: bytes.readableBytesView, as: UTF8.self) != nil else {
             throw Problem.invalid("\(shape): the body is not valid UTF-8")
         }
+        guard StrictJSON.isValid(bytes.readableBytesView) else {
+            throw Problem.invalid("\(shape): the body is not JSON (RFC 8259: no trailing commas, no comments)")
+        }
+        let unknown = (type as? any RequestBody.Type).map {
+            StrictJSON.unknownMembers(of: bytes.readableBytesView, known: $0.members).map {
+                Problem.InvalidParameter(name: $0, reason: "is not a member of this request")
+            }
+        } ?? []
+        let body: Body
         do {
-            return try decoder.decode(type, from: Data(buffer: bytes))
+            body = try decoder.decode(type, from: Data(buffer: bytes))
         } catch {
             let parameters = DecodingErrorText.parameters(error).map { Problem.InvalidParameter(name: $0.name, reason: $0.reason) }
-            throw Problem.invalid("\(shape): \(DecodingErrorText.describe(error))", parameters: parameters)
+            throw Problem.invalid("\(shape): \(DecodingErrorText.describe(error))", parameters: parameters + unknown)
         }
+        let found = problems(body) + unknown
+        guard found.isEmpty else {
+            throw Problem.invalid("\(shape): " + found.map { "\($0.name) \($0.reason)" }.joined(separator: "; "), parameters: found)
+        }
+        return body
     }
 
     /// The `:id` of an endpoint route; a 404 when it cannot be an endpoint's identifier.

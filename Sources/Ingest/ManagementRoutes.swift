@@ -72,7 +72,8 @@ struct ManagementRoutes {
     }
 
     /// Several deliveries queued again at once, so that a device's go out in `sequence` order.
-    struct ReplayRequest: Decodable {
+    struct ReplayRequest: RequestBody {
+        static let members: Set<String> = ["ids", "status", "endpointId"]
         /// `dlv_…` identifiers.
         var ids: [String]?
         var status: DeliveryStatus?

@@ -47,6 +47,8 @@ struct JSONScanner {
     let bytes: UnsafeBufferPointer<UInt8>
     private(set) var index = 0
     private var depth = 0
+    /// False for RFC 8259 alone (`StrictJSON`): a comma must be followed by another member or element.
+    var allowsTrailingCommas = true
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -141,6 +143,7 @@ struct JSONScanner {
             skipWhitespace()
             guard index < bytes.count else { throw JSONSyntaxError() }
             guard bytes[index] == closing else { return true }
+            guard allowsTrailingCommas else { throw JSONSyntaxError() }
         } else if bytes[index] != closing {
             throw JSONSyntaxError()
         }

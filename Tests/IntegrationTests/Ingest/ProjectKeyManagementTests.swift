@@ -131,6 +131,14 @@ import Testing
             let bad = try ManagementConventionsTests.problem(
                 try await Self.post(client, "/v1/keys", key: harness.managementKey, #"{"kind": "admin"}"#))
             #expect(bad.status == .badRequest && bad.names == ["kind"])
+            // Every problem at once: a wrong kind and a misspelt member, in one answer.
+            let two = try ManagementConventionsTests.problem(
+                try await Self.post(client, "/v1/keys", key: harness.managementKey, #"{"kind": "admin", "knid": "device"}"#))
+            #expect(two.status == .badRequest && Set(two.names) == ["kind", "knid"], "\(two.names)")
+            // JSON by RFC 8259 alone: a trailing comma is not JSON.
+            let trailing = try await Self.post(client, "/v1/keys", key: harness.managementKey, #"{"kind": "device",}"#)
+            #expect(trailing.status == .badRequest, "\(String(buffer: trailing.body))")
+            #expect(String(buffer: trailing.body).contains("not JSON"))
         }
     }
 
