@@ -212,7 +212,12 @@ print(f"latency, fix accepted to webhook received: p50 {webhooks['p50Millisecond
       f"requests p99 {requests['p99Milliseconds']:.1f} ms, max {requests['maxMilliseconds']:.1f} ms")
 problems = []
 if decisions["lostFixes"] != 0:
-    problems.append(f"{decisions['lostFixes']} fixes lost (no decision record)")
+    # Fix load-<device>-<step> is the trip's fix step * devices + device, sent at that over the rate.
+    def sent_at(fix_id):
+        device, step = (int(part) for part in fix_id.split("-")[1:3])
+        return (step * summary["devices"] + device) / summary["openLoopRate"]
+    lost = ", ".join(f"{fix_id} ({sent_at(fix_id):.1f} s)" for fix_id in decisions["lostFixIds"])
+    problems.append(f"{decisions['lostFixes']} fixes lost (no decision record); the first, sent at about: {lost}")
 if webhooks["received"] != due or webhooks["duplicates"] != 0:
     problems.append(f"webhooks: {webhooks['received']} of {due} received, {webhooks['duplicates']} twice")
 if webhooks["badSignatures"] or webhooks["unmatched"] or webhooks["namedByBody"]:

@@ -162,8 +162,7 @@ struct LoadCommand: AsyncParsableCommand {
             summary.webhooks = try await receiver?.waitUntilQuiet(
                 since: started, timeout: .seconds(timeout), expected: summary.expectedWebhooks)
             if countDecisions {
-                summary.decisions = try await DecisionCount.wait(
-                    project: project, fixes: fixes, since: decisionsSince, timeout: .seconds(timeout))
+                summary.decisions = try await DecisionCount.wait(trip: trip, since: decisionsSince, timeout: .seconds(timeout))
             }
         } catch {
             cpuAtLastWebhook.cancel()

@@ -15,11 +15,14 @@ struct DecisionCount: Codable, Sendable {
     var records: Int
     /// Fixes sent with no decision record.
     var lostFixes: Int
+    /// The first of them (at most 50), by fix id (`load-<device>-<step>`), oldest first.
+    var lostFixIds: [String] = []
 
     /// Counts until every fix has its record, or the count stops growing for 30 s, or `timeout`.
     /// - Parameter since: the run's start: records of earlier runs (the same fix ids) are older.
-    static func wait(project: String, fixes: Int, since: Date, timeout: Duration) async throws -> DecisionCount {
-        try await withDatabase { database, logger in
+    static func wait(trip: LoadTrip, since: Date, timeout: Duration) async throws -> DecisionCount {
+        let (project, fixes) = (trip.project, trip.fixes)
+        return try await withDatabase { database, logger in
             let deadline = ContinuousClock.now + timeout
             var last = (decided: -1, records: 0)
             var grew = ContinuousClock.now
@@ -36,8 +39,22 @@ struct DecisionCount: Codable, Sendable {
                 if counted.decided != last.decided { grew = .now }
                 last = counted
                 if counted.decided >= fixes || ContinuousClock.now - grew > .seconds(30) || ContinuousClock.now > deadline {
-                    return DecisionCount(
+                    var count = DecisionCount(
                         decidedFixes: counted.decided, records: counted.records, lostFixes: max(0, fixes - counted.decided))
+                    if count.lostFixes > 0 {
+                        let decided: PostgresQuery = """
+                            SELECT DISTINCT substring(line FROM '"fixId":"([^"]*)"')
+                              FROM decision_records, regexp_split_to_table(records, E'\\n') AS line
+                             WHERE project_id = \(project) AND first_evaluated_at >= \(since) AND line <> ''
+                            """
+                        var ids = Set<String>()
+                        for try await (id,) in try await database.client.query(decided, logger: logger).decode((String?,).self) {
+                            if let id { ids.insert(id) }
+                        }
+                        count.lostFixIds = Array(
+                            (0..<fixes).lazy.compactMap { trip.fix($0).fixId }.filter { !ids.contains($0) }.prefix(50))
+                    }
+                    return count
                 }
                 try await Task.sleep(for: .seconds(2))
             }

@@ -139,7 +139,8 @@ struct LoadSummary: Encodable, Sendable {
         if let decisions {
             print(
                 "evaluated: \(decisions.decidedFixes) of the \(fixes) fixes have a decision record (\(decisions.records) records), "
-                    + "\(decisions.lostFixes) lost")
+                    + "\(decisions.lostFixes) lost"
+                    + (decisions.lostFixIds.isEmpty ? "" : ": " + decisions.lostFixIds.joined(separator: " ")))
         }
         if let cpu { print(cpu.text) }
         if let stages = stages?.figures, !stages.isEmpty {
