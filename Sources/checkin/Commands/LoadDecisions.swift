@@ -48,7 +48,7 @@ struct DecisionCount: Codable, Sendable {
                              WHERE project_id = \(project) AND first_evaluated_at >= \(since) AND line <> ''
                             """
                         var ids = Set<String>()
-                        for try await (id,) in try await database.client.query(decided, logger: logger).decode((String?,).self) {
+                        for try await id in try await database.client.query(decided, logger: logger).decode(String?.self) {
                             if let id { ids.insert(id) }
                         }
                         count.lostFixIds = Array(
