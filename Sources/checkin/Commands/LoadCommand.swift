@@ -17,10 +17,15 @@ struct LoadCommand: AsyncParsableCommand {
             --receive it registers a webhook endpoint of its own for the project (in CHECKIN_DATABASE_URL's \
             database), verifies every webhook's signature, and reports how long each event took from the \
             acceptance of the fix that decided it to its webhook. Meant for a pipeline on this machine \
-            (checkin dev or the three services, webhooks to this machine allowed).
+            (checkin dev or the three services, webhooks to this machine allowed). With several --url, requests \
+            go to the ingests in turn, and a request one of them does not take (refused or closed connection, \
+            5xx) goes to the next until one does: it is counted as retried, never as lost.
             """)
 
-    @Option(help: "Ingest base URL.") var url = "http://127.0.0.1:8080"
+    @Option(
+        parsing: .singleValue,
+        help: "Ingest base URL (default http://127.0.0.1:8080); repeat to spread requests over several ingests.")
+    var url: [String] = []
     @Option(help: "Device API key (omit when the ingest does not require one).") var key: String?
     @Option(help: "Project id written into each fix.") var project = "load"
     @Option(parsing: .unconditional, help: "How many fixes to send in all.") var fixes = 20_000
@@ -31,6 +36,20 @@ struct LoadCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "Fixes per second on a fixed schedule (open loop); 0: as fast as --concurrency allows.")
     var rate = 0
     @Option(help: "A /metrics URL of the evaluator (or of checkin dev) to wait on.") var metrics: String?
+    @Flag(
+        help: """
+            Keep each device's fixes in order across requests in flight together: a request goes out only once \
+            the requests holding its devices' previous fixes are answered (its latency still counts from when it \
+            was due).
+            """)
+    var inOrder = false
+    @Flag(
+        help: """
+            After the run, count the run's fixes the evaluators recorded a decision for (decision records in \
+            CHECKIN_DATABASE_URL's database, whichever evaluator processes came and went) and report the \
+            others as lost.
+            """)
+    var countDecisions = false
     @Flag(help: "Receive the project's webhooks and report fix-accepted (and fix-sent) to webhook-received latency.")
     var receive = false
     @Option(parsing: .unconditional, help: "With --receive, register this many endpoints (each event is delivered to each).")
@@ -59,6 +78,9 @@ struct LoadCommand: AsyncParsableCommand {
             are always reported.
             """)
     var cpu: [String] = []
+
+    /// The ingests requests go to, in turn.
+    var urls: [String] { url.isEmpty ? ["http://127.0.0.1:8080"] : url }
 
     /// The process trees named by --cpu, and the load itself.
     var measuredProcesses: [String: Int32] {
@@ -108,6 +130,8 @@ struct LoadCommand: AsyncParsableCommand {
         var summary = LoadSummary(fixes: fixes, devices: devices, batch: batch, openLoopRate: rate == 0 ? nil : rate)
         let decidingFixes = webhooksPerFix > 0 ? try trip.decidingFixes(zones: trip.zones) : nil
         if let decidingFixes { summary.expectedWebhooks = decidingFixes.count * endpoints }
+        // Decision records written from here on are this run's (the trip's fix ids repeat from run to run).
+        let decisionsSince = Date().addingTimeInterval(-1)
         var stagesBefore: PipelineStages?
         if let metrics { stagesBefore = try await PipelineStages.scrape(client: client, url: metrics) }
         let fixTimes = FixTimes(count: fixes)
@@ -137,6 +161,9 @@ struct LoadCommand: AsyncParsableCommand {
             }
             summary.webhooks = try await receiver?.waitUntilQuiet(
                 since: started, timeout: .seconds(timeout), expected: summary.expectedWebhooks)
+            if countDecisions {
+                summary.decisions = try await DecisionCount.wait(trip: trip, since: decisionsSince, timeout: .seconds(timeout))
+            }
         } catch {
             cpuAtLastWebhook.cancel()
             try? await receiver?.stop()
@@ -162,6 +189,8 @@ struct LoadCommand: AsyncParsableCommand {
         if let metrics { before = try await evaluatedCount(client: client, url: metrics) }
         let batches = stride(from: 0, to: fixes, by: batch).map { $0..<min($0 + batch, fixes) }
         let progress = LoadProgress(total: fixes, enabled: !json && isatty(STDERR_FILENO) == 1)
+        let order = inOrder ? RequestOrder() : nil
+        let retries = RetryTally()
         let started = ContinuousClock.now
         receiver?.runStarted(at: Date().timeIntervalSince1970)
         let latencies = try await withThrowingTaskGroup(of: Double.self, returning: [Double].self) { group in
@@ -184,8 +213,14 @@ struct LoadCommand: AsyncParsableCommand {
                 }
                 inFlight += 1
                 group.addTask {
+                    defer { order?.answered(index) }
+                    // The request holding the previous fix of this one's last device, and every one before it.
+                    if let order, range.upperBound - 1 - devices >= 0 {
+                        await order.waitUntilAnswered(through: (range.upperBound - 1 - devices) / batch)
+                    }
                     fixTimes.recordSent(range, at: Date().timeIntervalSince1970 - (ContinuousClock.now - due).seconds)
-                    let latency = try await post(try trip.batch(range), client: client, due: due)
+                    let latency = try await post(
+                        try trip.batch(range), client: client, due: due, first: index % urls.count, retries: retries)
                     fixTimes.recordAccepted(range, at: Date().timeIntervalSince1970)
                     progress.sent(range.count)
                     return latency
@@ -203,6 +238,7 @@ struct LoadCommand: AsyncParsableCommand {
         }
         let sentSeconds = (ContinuousClock.now - started).seconds
         summary.requests = RequestFigures(requests: latencies.count, seconds: sentSeconds, latenciesSeconds: latencies)
+        summary.requests.retried = retries.count
 
         guard let metrics, let before else { return started }
         let deadline = ContinuousClock.now + .seconds(timeout)
@@ -216,19 +252,42 @@ struct LoadCommand: AsyncParsableCommand {
         return started
     }
 
-    /// Posts one batch; its latency in seconds counts from `due`.
-    func post(_ body: [UInt8], client: HTTPClient, due: ContinuousClock.Instant) async throws -> Double {
-        var request = HTTPClientRequest(url: url + "/v1/fixes")
-        request.method = .POST
-        request.headers.add(name: "content-type", value: "application/json")
-        if let key { request.headers.add(name: "authorization", value: "Bearer \(key)") }
-        request.body = .bytes(ByteBuffer(bytes: body))
-        let response = try await client.execute(request, timeout: .seconds(60))
-        let answer = try await response.body.collect(upTo: 1 << 20)
-        guard response.status == .accepted else {
-            throw CommandFailure("ingest answered \(response.status.code): \(String(buffer: answer))")
+    /// Posts one batch to the ingest `first` of `urls`, and on to the next whenever one does not
+    /// take it (the connection refused or closed, a 5xx answer: an ingest stopping, say), for up to
+    /// --timeout; a 4xx answer ends the run. Its latency in seconds counts from `due`, retries included.
+    func post(
+        _ body: [UInt8], client: HTTPClient, due: ContinuousClock.Instant, first: Int, retries: RetryTally
+    ) async throws -> Double {
+        let deadline = ContinuousClock.now + .seconds(timeout)
+        var attempt = 0
+        while true {
+            var request = HTTPClientRequest(url: urls[(first + attempt) % urls.count] + "/v1/fixes")
+            request.method = .POST
+            request.headers.add(name: "content-type", value: "application/json")
+            if let key { request.headers.add(name: "authorization", value: "Bearer \(key)") }
+            request.body = .bytes(ByteBuffer(bytes: body))
+            let failure: String
+            do {
+                let response = try await client.execute(request, timeout: .seconds(60))
+                let answer = try await response.body.collect(upTo: 1 << 20)
+                if response.status == .accepted { return (ContinuousClock.now - due).seconds }
+                guard response.status.code >= 500 else {
+                    throw CommandFailure("ingest answered \(response.status.code): \(String(buffer: answer))")
+                }
+                failure = "answered \(response.status.code): \(String(buffer: answer))"
+            } catch let error as CommandFailure {
+                throw error
+            } catch {
+                failure = String(describing: error)
+            }
+            attempt += 1
+            retries.add()
+            guard ContinuousClock.now < deadline else {
+                throw CommandFailure("no ingest took a request within \(timeout) s (\(attempt) attempts); the last \(failure)")
+            }
+            // Each ingest in turn at once; once all were tried, a pause before the next round.
+            if attempt % urls.count == 0 { try await Task.sleep(for: .milliseconds(100)) }
         }
-        return (ContinuousClock.now - due).seconds
     }
 
     /// The evaluator's count of evaluated, late and duplicate fixes.

@@ -69,6 +69,14 @@ final class LoadReceiver: Sendable {
         /// long run holds its pace.
         var byMinute: [Int: Histogram<UInt64>] = [:]
         var byMinuteFromSending: [Int: Histogram<UInt64>] = [:]
+        /// The highest `sequence` received so far of each device at each endpoint ("endpoint/device").
+        var highestSequence: [String: Int] = [:]
+        var inversions = 0
+        var unsequenced = 0
+        /// When the previous webhook arrived (nil before the first), and the longest time between two.
+        var previousArrival: Double?
+        var longestGap = 0.0
+        var longestGapEndedAt: Double?
     }
 
     static func histogram() -> Histogram<UInt64> {
@@ -170,7 +178,9 @@ final class LoadReceiver: Sendable {
                         p99Milliseconds: milliseconds(99, of: accepted),
                         p999Milliseconds: milliseconds(99.9, of: accepted),
                         p99FromSendingMilliseconds: milliseconds(99, of: fromSending))
-                })
+                },
+                inversions: state.inversions, unsequenced: state.unsequenced, longestGapSeconds: state.longestGap,
+                longestGapEndedAt: state.longestGapEndedAt)
         }
     }
 
@@ -242,13 +252,29 @@ final class LoadReceiver: Sendable {
         let fixTimes = fixIndex.flatMap { self.fixTimes.times(ofFix: $0) }
         let runStart = runStart.withLock { $0 }
         let endpoint = path.split(separator: "/").last.map(String.init) ?? ""
+        let order = Self.deviceAndSequence(bytes)
         state.withLock { state in
             state.lastArrival = .now
+            if let previous = state.previousArrival, arrived - previous > state.longestGap {
+                state.longestGap = arrived - previous
+                state.longestGapEndedAt = arrived
+            }
+            state.previousArrival = arrived
             guard state.seen.insert(endpoint + "/" + (id ?? "")).inserted else {
                 state.duplicates += 1
                 return
             }
             state.received += 1
+            if let (device, sequence) = order {
+                let key = endpoint + "/" + device
+                if let highest = state.highestSequence[key], sequence < highest {
+                    state.inversions += 1
+                } else {
+                    state.highestSequence[key] = sequence
+                }
+            } else {
+                state.unsequenced += 1
+            }
             if knownFix == nil { state.namedByBody += 1 }
             guard let fixTimes else {
                 state.unmatched += 1
@@ -267,6 +293,28 @@ final class LoadReceiver: Sendable {
             }
         }
         return .noContent
+    }
+
+    /// The event's `deviceId` and `sequence`, found in the body's bytes without decoding it: the
+    /// payload is written with its keys in order (`WebhookPayload`, `CheckEvent`), and the first
+    /// `"deviceId":"` and `"sequence":` are the event's (only zone names and custom data follow,
+    /// and quotes inside their strings are escaped).
+    static func deviceAndSequence(_ bytes: ByteBufferView) -> (device: String, sequence: Int)? {
+        let body = Array(bytes)
+        func end(of key: String) -> Int? {
+            let pattern = Array(key.utf8)
+            guard body.count >= pattern.count else { return nil }
+            for start in 0...(body.count - pattern.count) where body[start] == pattern[0] {
+                if body[start..<start + pattern.count].elementsEqual(pattern) { return start + pattern.count }
+            }
+            return nil
+        }
+        guard let deviceStart = end(of: #""deviceId":""#), let sequenceStart = end(of: #""sequence":"#),
+            let deviceEnd = body[deviceStart...].firstIndex(of: UInt8(ascii: "\""))
+        else { return nil }
+        let digits = body[sequenceStart...].prefix { (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }
+        guard let sequence = Int(String(decoding: digits, as: UTF8.self)) else { return nil }
+        return (String(decoding: body[deviceStart..<deviceEnd], as: UTF8.self), sequence)
     }
 
     private func fixIndexInBody(_ bytes: ByteBufferView) -> Int? {

@@ -28,6 +28,8 @@ struct LoadSummary: Encodable, Sendable {
     var drain: DrainFigures?
     /// CPU over the run (from the first request to the last webhook, or to the last fix evaluated).
     var cpu: CPUFigures?
+    /// With --count-decisions: the run's fixes the evaluators decided, and those they never did.
+    var decisions: DecisionCount?
 
     var endToEndFixesPerSecond: Double? { endToEndSeconds.map { Double(fixes) / $0 } }
     /// With --hold-webhooks: from the endpoints' enabling to the last webhook.
@@ -42,7 +44,7 @@ struct LoadSummary: Encodable, Sendable {
 
     enum CodingKeys: String, CodingKey {
         case fixes, devices, batch, openLoopRate, requests, endToEndSeconds, endToEndFixesPerSecond, webhooks
-        case expectedWebhooks, stages, drain, drainSeconds, drainDeliveriesPerSecond, cpu
+        case expectedWebhooks, stages, drain, drainSeconds, drainDeliveriesPerSecond, cpu, decisions
     }
 
     func encode(to encoder: any Encoder) throws {
@@ -61,6 +63,7 @@ struct LoadSummary: Encodable, Sendable {
         try container.encodeIfPresent(drainSeconds, forKey: .drainSeconds)
         try container.encodeIfPresent(drainDeliveriesPerSecond, forKey: .drainDeliveriesPerSecond)
         try container.encodeIfPresent(cpu, forKey: .cpu)
+        try container.encodeIfPresent(decisions, forKey: .decisions)
     }
 
     func printText() {
@@ -73,6 +76,9 @@ struct LoadSummary: Encodable, Sendable {
                 + String(
                     format: "request latency p50 %.1f ms, p99 %.1f ms, max %.1f ms", requests.p50Milliseconds,
                     requests.p99Milliseconds, requests.maxMilliseconds))
+        if requests.retried > 0 {
+            print("  \(requests.retried) attempts an ingest did not take (refused, closed, 5xx), each sent again until one did")
+        }
         if let endToEndSeconds, let rate = endToEndFixesPerSecond {
             print(
                 String(
@@ -114,6 +120,12 @@ struct LoadSummary: Encodable, Sendable {
                     "exactly once: \(expectedWebhooks) webhooks due (the trip's events at each endpoint), \(webhooks.received) received"
                         + (webhooks.received == expectedWebhooks && webhooks.duplicates == 0 ? " (all, once each)" : " (MISMATCH)"))
             }
+            print(
+                String(
+                    format:
+                        "order: %d inversions (a device's webhook after a later one of the device at the same endpoint); longest gap between two webhooks %.2f s",
+                    webhooks.inversions, webhooks.longestGapSeconds)
+                    + (webhooks.unsequenced > 0 ? " (\(webhooks.unsequenced) webhooks without a sequence)" : ""))
             if webhooks.minutes.count > 1 {
                 for minute in webhooks.minutes {
                     print(
@@ -123,6 +135,12 @@ struct LoadSummary: Encodable, Sendable {
                             minute.p999Milliseconds, minute.p99FromSendingMilliseconds))
                 }
             }
+        }
+        if let decisions {
+            print(
+                "evaluated: \(decisions.decidedFixes) of the \(fixes) fixes have a decision record (\(decisions.records) records), "
+                    + "\(decisions.lostFixes) lost"
+                    + (decisions.lostFixIds.isEmpty ? "" : ": " + decisions.lostFixIds.joined(separator: " ")))
         }
         if let cpu { print(cpu.text) }
         if let stages = stages?.figures, !stages.isEmpty {
@@ -146,6 +164,8 @@ struct RequestFigures: Codable, Sendable {
     var p50Milliseconds: Double
     var p99Milliseconds: Double
     var maxMilliseconds: Double
+    /// Attempts an ingest did not take (refused or closed connection, 5xx), each sent again.
+    var retried = 0
 
     init(requests: Int, seconds: Double, latenciesSeconds: [Double]) {
         let sorted = latenciesSeconds.sorted()
@@ -182,6 +202,15 @@ struct WebhookFigures: Codable, Sendable {
     /// Timed from the fix's sending instead of its acceptance.
     var fromSending: PercentileFigures
     var minutes: [MinuteFigures] = []
+    /// Webhooks (first arrivals) with a lower `data.sequence` than one of the same device that
+    /// reached the same endpoint before them: 0 when each device's order is kept.
+    var inversions = 0
+    /// Webhooks whose body had no `sequence` to check the order by.
+    var unsequenced = 0
+    /// The longest time between two consecutive webhooks (any device, any endpoint), and when
+    /// it ended (seconds since 1970).
+    var longestGapSeconds = 0.0
+    var longestGapEndedAt: Double?
 }
 
 struct PercentileFigures: Codable, Sendable {
