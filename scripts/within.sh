@@ -24,6 +24,16 @@ child=$!
 set +m
 trap 'kill -TERM -- -"$child" 2>/dev/null; wait "$child"; exit 143' TERM INT
 
+# Every process below `$1`, children first found: a process may start a group of its own
+# (swift test runs the test binary so), which a signal to our group would miss.
+descendants() {
+    local pid
+    for pid in $(pgrep -P "$1"); do
+        echo "$pid"
+        descendants "$pid"
+    done
+}
+
 waited=0
 while kill -0 "$child" 2>/dev/null; do
     if [ "$waited" -ge "$limit" ]; then
@@ -36,15 +46,26 @@ while kill -0 "$child" 2>/dev/null; do
         if command -v gdb >/dev/null; then
             stacks="$ROOT/.local/hang-stacks.txt"
             : > "$stacks"
-            for pid in $(pgrep -g "$child"); do
+            for pid in $(descendants "$child"); do
                 echo "--- process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-200)" >> "$stacks"
                 gdb -p "$pid" -batch -ex "thread apply all bt 20" 2>/dev/null | grep -E '^(Thread|#)' | cut -c1-220 >> "$stacks"
             done
             echo "within: thread stacks in $stacks" >&2
         fi
+        # The test processes first (they may have left our group), then the command, whose
+        # clean-up (scripts/with-services.sh stops its broker and Postgres) gets time to run.
+        tree="$(descendants "$child")"
+        for pid in $tree; do
+            case "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" in
+            *xctest* | *swift-testing*) kill -KILL "$pid" 2>/dev/null ;;
+            esac
+        done
         kill -TERM -- -"$child" 2>/dev/null
-        sleep 5
-        kill -KILL -- -"$child" 2>/dev/null
+        for _ in $(seq 1 30); do
+            kill -0 "$child" 2>/dev/null || break
+            sleep 1
+        done
+        kill -KILL -- -"$child" $tree 2>/dev/null
         wait "$child" 2>/dev/null
         exit 124
     fi
