@@ -62,8 +62,15 @@ CHECKIN_DATABASE_URL="$("$ROOT/scripts/postgres.sh" start | tail -n1)"
 export CHECKIN_KAFKA_BROKERS CHECKIN_DATABASE_URL
 echo "with-services: CHECKIN_KAFKA_BROKERS=$CHECKIN_KAFKA_BROKERS CHECKIN_DATABASE_URL=$CHECKIN_DATABASE_URL" >&2
 
+# The command runs in the background so that a TERM (a deadline's, a CI's) reaches this
+# shell at once, is passed on to the command and then the services are stopped: a shell
+# waiting on a foreground command would run its trap only once the command had ended.
 set +e
-"$@"
+"$@" <&0 &
+command=$!
+trap 'kill -TERM "$command" 2>/dev/null; wait "$command"; exit 143' TERM
+trap 'kill -INT "$command" 2>/dev/null; wait "$command"; exit 130' INT
+wait "$command"
 status=$?
 set -e
 exit $status

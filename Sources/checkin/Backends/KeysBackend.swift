@@ -96,14 +96,10 @@ struct RemoteProjects: ProjectsBackend {
     let api: ManagementAPI
 
     func projects() async throws -> [ProjectRecord] {
-        var all: [ProjectRecord] = []
-        var cursor: String?
-        repeat {
+        try await allPages { cursor in
             let page = try await api.projects(after: cursor, limit: 1000)
-            all += page.items
-            cursor = page.nextCursor
-        } while cursor != nil
-        return all
+            return (page.items, page.nextCursor)
+        }
     }
 
     func create(id: String, name: String?) async throws -> NewProjectAnswer { try await api.createProject(id: id, name: name) }
@@ -115,14 +111,10 @@ struct DirectProjects: ProjectsBackend {
     func projects() async throws -> [ProjectRecord] {
         try await withDatabase { database, logger in
             let store = ProjectStore(database: database, logger: logger)
-            var all: [ProjectRecord] = []
-            var cursor: String?
-            repeat {
+            return try await allPages { cursor in
                 let page = try await store.projects(after: cursor, limit: 1000)
-                all += page.projects
-                cursor = page.nextCursor
-            } while cursor != nil
-            return all
+                return (page.projects, page.nextCursor)
+            }
         }
     }
 
@@ -140,4 +132,16 @@ struct DirectProjects: ProjectsBackend {
             return NewProjectAnswer(created)
         }
     }
+}
+
+/// Every item of a listing read page after page, each page naming the cursor of the next.
+func allPages<Item>(_ page: (_ cursor: String?) async throws -> (items: [Item], next: String?)) async throws -> [Item] {
+    var all: [Item] = []
+    var cursor: String?
+    repeat {
+        let (items, next) = try await page(cursor)
+        all += items
+        cursor = next
+    } while cursor != nil
+    return all
 }
