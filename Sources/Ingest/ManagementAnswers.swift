@@ -12,6 +12,7 @@ public struct APIKeyView: Codable, Sendable {
     public var id: String
     public var prefix: String?
     public var kind: ProjectStore.KeyKind
+    public var name: String?
     public var createdAt: Date
     public var lastUsedAt: Date?
     public var expiresAt: Date?
@@ -25,6 +26,7 @@ public struct APIKeyView: Codable, Sendable {
         id = record.id
         prefix = record.prefix
         kind = record.kind
+        name = record.name
         createdAt = record.createdAt
         lastUsedAt = record.lastUsedAt
         expiresAt = record.expiresAt

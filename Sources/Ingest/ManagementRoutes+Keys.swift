@@ -34,16 +34,22 @@ extension ManagementRoutes {
         router.post("/v1/keys") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
             try Self.refuseUnknownParameters(of: request, known: [])
-            let kindText = try await optionalBody(NewKeyRequest.self, of: request) { body in
-                body.kind.flatMap(ProjectStore.KeyKind.init(rawValue:)) == nil
-                    ? [.init(name: "kind", reason: "must be management or device")] : []
-            }?.kind
-            guard let kind = kindText.flatMap(ProjectStore.KeyKind.init(rawValue:)) else {
+            let body = try await optionalBody(NewKeyRequest.self, of: request) { body in
+                var problems: [Problem.InvalidParameter] = []
+                if body.kind.flatMap(ProjectStore.KeyKind.init(rawValue:)) == nil {
+                    problems.append(.init(name: "kind", reason: "must be management or device"))
+                }
+                if let name = body.name, let problem = InputLimits.textProblem(name, maximumLength: 200) {
+                    problems.append(.init(name: "name", reason: problem))
+                }
+                return problems
+            }
+            guard let kind = body?.kind.flatMap(ProjectStore.KeyKind.init(rawValue:)) else {
                 throw Problem.invalid(
                     "the body must be {\"kind\": \"management\" or \"device\"}",
                     parameters: [.init(name: "kind", reason: "must be management or device")])
             }
-            let issued = try await dependencies.projects.issueKey(projectId: projectId, kind: kind)
+            let issued = try await dependencies.projects.issueKey(projectId: projectId, kind: kind, name: body?.name)
             logger.info("API key created", metadata: ["projectId": "\(projectId)", "keyId": "\(issued.record.id)"])
             return try json(KeyView(issued.record, key: issued.key), status: .created)
         }
@@ -127,8 +133,9 @@ extension ManagementRoutes {
     }
 
     struct NewKeyRequest: RequestBody {
-        static let members: Set<String> = ["kind"]
+        static let members: Set<String> = ["kind", "name"]
         var kind: String?
+        var name: String?
     }
 
     struct RotateRequest: RequestBody {

@@ -15,18 +15,21 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
     /// Nil for keys made before prefixes were kept.
     public var prefix: String?
     public var kind: ProjectStore.KeyKind
+    /// What its holders call it; nil when it was made without a name.
+    public var name: String?
     public var createdAt: Date
     public var lastUsedAt: Date?
     public var expiresAt: Date?
     public var revokedAt: Date?
 
-    static let columns = "id, prefix, kind, created_at, last_used_at, expires_at, revoked_at"
+    static let columns = "id, prefix, kind, name, created_at, last_used_at, expires_at, revoked_at"
 
     init(row: PostgresRow) throws {
-        let (id, prefix, kind, createdAt, lastUsedAt, expiresAt, revokedAt) =
-            try row.decode((String, String?, String, Date, Date?, Date?, Date?).self)
+        let (id, prefix, kind, name, createdAt, lastUsedAt, expiresAt, revokedAt) =
+            try row.decode((String, String?, String, String?, Date, Date?, Date?, Date?).self)
         self.id = id
         self.prefix = prefix
+        self.name = name
         self.kind = ProjectStore.KeyKind(rawValue: kind) ?? .device
         self.createdAt = createdAt
         self.lastUsedAt = lastUsedAt
@@ -135,10 +138,10 @@ extension ProjectStore {
         return keys
     }
 
-    /// A new key of the project; only its hash is kept.
-    public func issueKey(projectId: String, kind: KeyKind) async throws -> IssuedKey {
+    /// A new key of the project, named `name` if given; only its hash is kept.
+    public func issueKey(projectId: String, kind: KeyKind, name: String? = nil) async throws -> IssuedKey {
         try await database.withTransaction { connection in
-            try await insertKey(projectId: projectId, kind: kind, on: connection)
+            try await insertKey(projectId: projectId, kind: kind, name: name, on: connection)
         }
     }
 
@@ -200,7 +203,8 @@ extension ProjectStore {
                 for try await _ in exists { return .notActive }
                 return .notFound
             }
-            let new = try await insertKey(projectId: projectId, kind: old.kind, on: connection)
+            // The new key takes the name of the one it replaces: its holders call it the same.
+            let new = try await insertKey(projectId: projectId, kind: old.kind, name: old.name, on: connection)
             return .rotated(new: new, old: old)
         }
     }
@@ -221,12 +225,14 @@ extension ProjectStore {
             """, logger: logger)
     }
 
-    private func insertKey(projectId: String, kind: KeyKind, on connection: PostgresConnection) async throws -> IssuedKey {
+    private func insertKey(
+        projectId: String, kind: KeyKind, name: String? = nil, on connection: PostgresConnection
+    ) async throws -> IssuedKey {
         let key = "ck_\(kind.rawValue)_" + Self.randomToken()
         let rows = try await connection.query(
             """
-            INSERT INTO api_keys (key_hash, id, prefix, project_id, kind)
-            VALUES (\(Self.hash(key)), \(Self.newKeyId()), \(Self.prefix(of: key, kind: kind)), \(projectId), \(kind.rawValue))
+            INSERT INTO api_keys (key_hash, id, prefix, project_id, kind, name)
+            VALUES (\(Self.hash(key)), \(Self.newKeyId()), \(Self.prefix(of: key, kind: kind)), \(projectId), \(kind.rawValue), \(name))
             RETURNING \(unescaped: APIKeyRecord.columns)
             """, logger: logger)
         for try await row in rows { return IssuedKey(record: try APIKeyRecord(row: row), key: key) }

@@ -6,7 +6,7 @@ import Persistence
 protocol KeysBackend: Sendable {
     func keys() async throws -> [APIKeyRecord]
     /// The new key, with `key` (shown this once).
-    func create(kind: ProjectStore.KeyKind) async throws -> APIKeyView
+    func create(kind: ProjectStore.KeyKind, name: String?) async throws -> APIKeyView
     func revoke(id: String) async throws
     /// The new key, with `key`, `replacedKeyId` and `replacedKeyExpiresAt`.
     func rotate(id: String, overlapSeconds: Int) async throws -> APIKeyView
@@ -22,7 +22,9 @@ struct RemoteKeys: KeysBackend {
     let api: ManagementAPI
 
     func keys() async throws -> [APIKeyRecord] { try await api.keys() }
-    func create(kind: ProjectStore.KeyKind) async throws -> APIKeyView { try await api.createKey(kind: kind) }
+    func create(kind: ProjectStore.KeyKind, name: String?) async throws -> APIKeyView {
+        try await api.createKey(kind: kind, name: name)
+    }
     func revoke(id: String) async throws { try await api.revokeKey(id: id) }
     func rotate(id: String, overlapSeconds: Int) async throws -> APIKeyView {
         try await api.rotateKey(id: id, overlapSeconds: overlapSeconds)
@@ -38,10 +40,10 @@ struct DirectKeys: KeysBackend {
         return try await withProjects(project, of: command) { projects in try await projects.keys(projectId: project) }
     }
 
-    func create(kind: ProjectStore.KeyKind) async throws -> APIKeyView {
+    func create(kind: ProjectStore.KeyKind, name: String?) async throws -> APIKeyView {
         let project = project
         let issued = try await withProjects(project, of: command) { projects in
-            try await projects.issueKey(projectId: project, kind: kind)
+            try await projects.issueKey(projectId: project, kind: kind, name: name)
         }
         return APIKeyView(issued.record, key: issued.key)
     }

@@ -21,10 +21,11 @@ struct KeysCommand: AsyncParsableCommand {
             let keys = try await keysBackend(project: project, of: Self.self).keys()
             print(
                 StatusTable.table(
-                    ["ID", "PREFIX", "KIND", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
+                    ["ID", "PREFIX", "KIND", "NAME", "CREATED", "LAST USED", "EXPIRES", "REVOKED"],
                     keys.map { key in
                         [
-                            key.id, key.prefix.map { $0 + "…" } ?? "-", key.kind.rawValue, RFC3339.format(key.createdAt),
+                            key.id, key.prefix.map { $0 + "…" } ?? "-", key.kind.rawValue, key.name ?? "-",
+                            RFC3339.format(key.createdAt),
                             key.lastUsedAt.map(RFC3339.format) ?? "-", key.expiresAt.map(RFC3339.format) ?? "-",
                             key.revokedAt.map(RFC3339.format) ?? "-",
                         ]
@@ -36,17 +37,21 @@ struct KeysCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "create", abstract: "Create a key and print it (shown only now).")
         @Option(help: "The project id.") var project: String
         @Option(help: "device or management.") var kind: String
+        @Option(help: "What the key's holders call it (ios-app, ci), shown when keys are listed.") var name: String?
 
         func validate() throws {
             guard ProjectStore.KeyKind(rawValue: kind) != nil else {
                 throw CommandFailure("--kind must be device or management", helpOf: Self.self)
             }
+            if let name, let problem = InputLimits.textProblem(name, maximumLength: 200) {
+                throw CommandFailure("--name \(problem)", helpOf: Self.self)
+            }
         }
 
         func run() async throws {
             let kind = ProjectStore.KeyKind(rawValue: kind) ?? .device
-            let issued = try await keysBackend(project: project, of: Self.self).create(kind: kind)
-            print("id:   \(issued.id)\nkind: \(issued.kind.rawValue)\nkey:  \(issued.key ?? "-")")
+            let issued = try await keysBackend(project: project, of: Self.self).create(kind: kind, name: name)
+            print("id:   \(issued.id)\nkind: \(issued.kind.rawValue)" + (issued.name.map { "\nname: \($0)" } ?? "") + "\nkey:  \(issued.key ?? "-")")
             print("(the key is shown only now; store it)")
         }
     }

@@ -27,8 +27,8 @@ extension ManagementAPI {
         try await get(APIKeyList.self, "/v1/keys").keys
     }
 
-    func createKey(kind: ProjectStore.KeyKind) async throws -> APIKeyView {
-        try await send(APIKeyView.self, .POST, "/v1/keys", json: ["kind": kind.rawValue])
+    func createKey(kind: ProjectStore.KeyKind, name: String?) async throws -> APIKeyView {
+        try await send(APIKeyView.self, .POST, "/v1/keys", json: ["kind": kind.rawValue, "name": name])
     }
 
     func revokeKey(id: String) async throws {

@@ -142,6 +142,28 @@ import Testing
         }
     }
 
+    /// A key can carry a name, listed with it and kept by its rotation; a name the API
+    /// cannot take is named in the 400.
+    @Test func aKeyIsListedByItsNameAndItsRotationKeepsIt() async throws {
+        try await withIngest { harness, client in
+            let created = try await Self.post(client, "/v1/keys", key: harness.managementKey, #"{"kind": "device", "name": "ios-app"}"#)
+            #expect(created.status == .created, "\(String(buffer: created.body))")
+            let made = try Self.object(created)
+            #expect(made["name"] as? String == "ios-app")
+            let id = try #require(made["id"] as? String)
+            let rotated = try Self.object(
+                try await Self.post(client, "/v1/keys/\(id)/rotate", key: harness.managementKey, #"{"overlapSeconds": 0}"#))
+            #expect(rotated["name"] as? String == "ios-app")
+            let listed = try Self.object(try await Self.get(client, "/v1/keys", key: harness.managementKey))["keys"] as? [[String: Any]] ?? []
+            #expect(listed.filter { $0["name"] as? String == "ios-app" }.count == 2, "\(listed)")
+            #expect(listed.contains { $0["kind"] as? String == "management" && $0["name"] == nil })
+
+            let bad = try ManagementConventionsTests.problem(
+                try await Self.post(client, "/v1/keys", key: harness.managementKey, #"{"kind": "device", "name": "a\u0001b"}"#))
+            #expect(bad.status == .badRequest && bad.names == ["name"], "\(bad.names)")
+        }
+    }
+
     /// A key's use is written in the background, not by the request: `lastUsedAt` appears
     /// after the next round, and a key never used has none.
     @Test func aKeysLastUseIsRecordedInTheBackground() async throws {
