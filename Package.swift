@@ -68,6 +68,7 @@ let package = Package(
             dependencies: [
                 "Shared",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "_ConnectionPoolModule", package: "postgres-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
@@ -185,7 +186,7 @@ let package = Package(
         /// Persistence without a database: the migrations' compatibility check.
         .testTarget(
             name: "PersistenceTests",
-            dependencies: ["Persistence", "ServiceSupport"]
+            dependencies: ["Persistence", "ServiceSupport", .product(name: "_ConnectionPoolModule", package: "postgres-nio")]
         ),
         .testTarget(
             name: "NotifierTests",

@@ -37,13 +37,10 @@ public enum FailureClassifier {
             return classify(error)
         case is DatabaseUnreachableError:
             return .transient(component: "database")
+        case let error where DatabaseFailure.isTroubleOfTheDatabase(error):
+            return .transient(component: "database")
         default:
-            // The connection pool's own errors (timeouts, circuit breaker) and the like.
-            let described = String(reflecting: error)
-            if described.contains("ConnectionPool") || described.contains("PostgresNIO") {
-                return .transient(component: "database")
-            }
-            return .poison(reason: described, certain: error is any RecordFault)
+            return .poison(reason: String(reflecting: error), certain: error is any RecordFault)
         }
     }
 
