@@ -70,16 +70,8 @@ KILL_AFTER="$(sed -n 's/^ *terminationGracePeriodSeconds: *//p' "$ROOT/deploy/ku
 export CHECKIN_SHUTDOWN_GRACE="$GRACE"
 
 export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
-# Services refuse to start without a key to seal webhook secrets with; any key will do here
-# (the load tool seals its endpoint's secret with the same).
-export CHECKIN_SECRET_KEY="${CHECKIN_SECRET_KEY:-$(head -c 32 /dev/urandom | base64)}"
-# The local broker's consumer groups need short timeouts and fetch waits, as `checkin dev`
-# sets them (docs/configuration.md), as scripts/service-footprint.sh does; the load tool's
-# endpoint is on this machine, over http.
-export CHECKIN_KAFKA_SESSION_TIMEOUT_MS=6000 CHECKIN_KAFKA_HEARTBEAT_INTERVAL_MS=1000
-export CHECKIN_KAFKA_MAX_POLL_INTERVAL_MS=10000 CHECKIN_KAFKA_PROPERTY_fetch_wait_max_ms=40
-export CHECKIN_KAFKA_COMMIT_INTERVAL_MS=1000 CHECKIN_INGEST_LINGER_MS=50
-export CHECKIN_WEBHOOK_ALLOW_PRIVATE=true CHECKIN_WEBHOOK_ALLOW_HTTP=true CHECKIN_INGEST_REQUIRE_API_KEY=false
+# shellcheck source=lib/local-services-env.sh
+. "$ROOT/scripts/lib/local-services-env.sh"
 
 LOGS="$ROOT/.local/rolling-restart"
 rm -rf "$LOGS"
