@@ -34,7 +34,7 @@ import Testing
         // `-www` answers a GET with a status page over TLS.
         let server = try openssl(
             ["s_server", "-accept", "127.0.0.1:\(port)", "-cert", "cert.pem", "-key", "key.pem", "-www", "-quiet"], in: directory)
-        defer { server.terminate() }
+        defer { server.stopAtOnce() }
 
         var trusting = TLSConfiguration.makeClientConfiguration()
         trusting.trustRoots = .file(directory.appendingPathComponent("cert.pem").path)

@@ -21,7 +21,7 @@ import Testing
         receiver.standardOutput = FileHandle.nullDevice
         receiver.standardError = FileHandle.nullDevice
         try receiver.run()
-        defer { receiver.terminate() }
+        defer { receiver.stopAtOnce() }
 
         let body = #"{"type":"checkin","timestamp":"2026-12-07T00:00:00Z","data":{}}"#
         func send(sentAgo seconds: Int, signed: Bool = true) async throws -> UInt {

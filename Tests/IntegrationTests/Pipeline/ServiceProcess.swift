@@ -155,3 +155,12 @@ func waitForHealth(port: Int) async throws {
     }
     throw TestFailure("the service on port \(port) did not become healthy in 60 s")
 }
+
+extension Process {
+    /// Stops a helper program (a partner, a TLS server) at once. SIGKILL, not SIGTERM: a program
+    /// the test process starts inherits its signal mask, in which SIGTERM is blocked (seen in
+    /// `/proc/<pid>/status`: pending, never delivered), and would outlive the test.
+    func stopAtOnce() {
+        if isRunning { kill(processIdentifier, SIGKILL) }
+    }
+}
