@@ -58,13 +58,17 @@ import Testing
                     return count
                 }
                 if attempt < 8 { try await Task.sleep(for: .seconds(3600)) }
+                // As a real attempt does: one that finished past its time-out (a busy machine)
+                // leaves no effect and is tried again, whole.
+                try AttemptDeadline.claimCommit()
                 return records.count
             },
             deadLetter: { _, _ in Issue.record("nothing is dead-lettered while the database is away") },
             unhealthyComponent: { away.withLockedValue { $0 } ? "database" : nil })
         let settlement = try await settledWithin(.seconds(30)) { await isolator.settle(Self.messages(8)) }
+        // Whole every time: one settlement of all 8 records, never a split, after every timed-out attempt.
         #expect(try #require(settlement).outcomes == [8])
-        #expect(attempts.withLockedValue { $0 } == 8)
+        #expect(attempts.withLockedValue { $0 } >= 8)
     }
 }
 
