@@ -22,7 +22,8 @@ import ServiceSupport
 public final class APIKeyResolver: Sendable {
     struct Caches: Sendable {
         var known: ExpiringCache<KeyMatch>
-        var unknown: ExpiringCache<Void>
+        /// What a key that does not match is told: no key at all, or a key of the other kind.
+        var unknown: ExpiringCache<String>
     }
 
     let projects: ProjectStore
@@ -104,32 +105,26 @@ public final class APIKeyResolver: Sendable {
         guard !key.isEmpty else {
             throw refusal(of: client, now: now, "send the \(kind.rawValue) API key as 'Authorization: Bearer <key>'")
         }
-        let notAKey = "the API key is not a \(kind.rawValue) key of any project"
-        if caches.withLockedValue({ $0.unknown.value(for: cacheKey, now: now) }) != nil {
-            throw refusal(of: client, now: now, notAKey)
+        if let refused = caches.withLockedValue({ $0.unknown.value(for: cacheKey, now: now) }) {
+            throw refusal(of: client, now: now, refused)
         }
-        let match = try await projects.match(forKey: key, kind: kind)
-        caches.withLockedValue { caches in
-            if let match {
-                var expires = now + timeToLive
-                if let expiresAt = match.expiresAt {
-                    expires = min(expires, now + .milliseconds(Int64(expiresAt.timeIntervalSinceNow * 1000)))
-                }
-                caches.known.insert(match, for: cacheKey, expires: expires, now: now)
-            } else {
-                caches.unknown.insert((), for: cacheKey, expires: now + timeToLive, now: now)
-            }
-        }
-        guard let match else {
-            // A key of the other kind is named as such: the commonest mistake, and nothing the
-            // caller does not already hold.
+        guard let match = try await projects.match(forKey: key, kind: kind) else {
+            // A key of the other kind is named as such, the commonest mistake (and nothing the
+            // caller does not already hold); the answer is cached like any refusal.
+            var refused = "the API key is not a \(kind.rawValue) key of any project"
             if let other = ProjectStore.KeyKind.allCases.first(where: { $0 != kind }),
                 try await projects.match(forKey: key, kind: other) != nil
             {
-                throw refusal(of: client, now: now, Self.wrongKind(other, for: kind))
+                refused = Self.wrongKind(other, for: kind)
             }
-            throw refusal(of: client, now: now, notAKey)
+            caches.withLockedValue { $0.unknown.insert(refused, for: cacheKey, expires: now + timeToLive, now: now) }
+            throw refusal(of: client, now: now, refused)
         }
+        var expires = now + timeToLive
+        if let expiresAt = match.expiresAt {
+            expires = min(expires, now + .milliseconds(Int64(expiresAt.timeIntervalSinceNow * 1000)))
+        }
+        caches.withLockedValue { $0.known.insert(match, for: cacheKey, expires: expires, now: now) }
         usage.note(match.keyId)
         return match
     }

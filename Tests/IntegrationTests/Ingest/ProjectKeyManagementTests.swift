@@ -117,6 +117,12 @@ import Testing
                 body: ByteBuffer(string: #"{"fixes": []}"#))
             #expect(fixes.status == .unauthorized)
             #expect(String(buffer: fixes.body).contains("a management key cannot send fixes"), "\(String(buffer: fixes.body))")
+            // Asked again, the refusal comes from the cache, and says the same.
+            let again = try await client.execute(
+                uri: "/v1/fixes", method: .post,
+                headers: [.authorization: "Bearer \(management.key)", .contentType: "application/json"],
+                body: ByteBuffer(string: #"{"fixes": []}"#))
+            #expect(String(buffer: again.body).contains("a management key cannot send fixes"), "\(String(buffer: again.body))")
 
             let listed = try await Self.get(client, "/v1/keys", key: harness.managementKey)
             let text = String(buffer: listed.body)
