@@ -137,14 +137,13 @@ extension ManagementRoutes {
         guard String(validating: bytes.readableBytesView, as: UTF8.self) != nil else {
             throw Problem.invalid("\(shape): the body is not valid UTF-8")
         }
-        guard StrictJSON.isValid(bytes.readableBytesView) else {
+        guard let members = StrictJSON.topLevelMembers(of: bytes.readableBytesView) else {
             throw Problem.invalid("\(shape): the body is not JSON (RFC 8259: no trailing commas, no comments)")
         }
-        let unknown = (type as? any RequestBody.Type).map {
-            StrictJSON.unknownMembers(of: bytes.readableBytesView, known: $0.members).map {
-                Problem.InvalidParameter(name: $0, reason: "is not a member of this request")
-            }
-        } ?? []
+        let known = (type as? any RequestBody.Type)?.members
+        let unknown = members.filter { name in known.map { !$0.contains(name) } ?? false }.map {
+            Problem.InvalidParameter(name: $0, reason: "is not a member of this request")
+        }
         let body: Body
         do {
             body = try decoder.decode(type, from: Data(buffer: bytes))
