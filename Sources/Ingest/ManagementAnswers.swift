@@ -7,31 +7,42 @@ import Shared
 /// encode and what a client in this package (the command line, through the API) decodes, so
 /// that both sides read one definition of each shape.
 
-/// A key as the API shows it; `key` only in the answer that made it.
+/// A key as the API shows it: its record, with `key` only in the answer that made it. The
+/// record's members are encoded beside the others, in one object, and read through it, so a
+/// member a record gains is shown without being written twice.
+@dynamicMemberLookup
 public struct APIKeyView: Codable, Sendable {
-    public var id: String
-    public var prefix: String?
-    public var kind: ProjectStore.KeyKind
-    public var name: String?
-    public var createdAt: Date
-    public var lastUsedAt: Date?
-    public var expiresAt: Date?
-    public var revokedAt: Date?
+    public var record: APIKeyRecord
     public var key: String?
     /// On a rotation: the key this one replaces, and when that stops working.
     public var replacedKeyId: String?
     public var replacedKeyExpiresAt: Date?
 
     public init(_ record: APIKeyRecord, key: String? = nil) {
-        id = record.id
-        prefix = record.prefix
-        kind = record.kind
-        name = record.name
-        createdAt = record.createdAt
-        lastUsedAt = record.lastUsedAt
-        expiresAt = record.expiresAt
-        revokedAt = record.revokedAt
+        self.record = record
         self.key = key
+    }
+
+    public subscript<Value>(dynamicMember member: KeyPath<APIKeyRecord, Value>) -> Value { record[keyPath: member] }
+
+    private enum CodingKeys: String, CodingKey {
+        case key, replacedKeyId, replacedKeyExpiresAt
+    }
+
+    public init(from decoder: any Decoder) throws {
+        record = try APIKeyRecord(from: decoder)
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        key = try container.decodeIfPresent(String.self, forKey: .key)
+        replacedKeyId = try container.decodeIfPresent(String.self, forKey: .replacedKeyId)
+        replacedKeyExpiresAt = try container.decodeIfPresent(Date.self, forKey: .replacedKeyExpiresAt)
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        try record.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encodeIfPresent(key, forKey: .key)
+        try container.encodeIfPresent(replacedKeyId, forKey: .replacedKeyId)
+        try container.encodeIfPresent(replacedKeyExpiresAt, forKey: .replacedKeyExpiresAt)
     }
 }
 
