@@ -52,15 +52,15 @@ while kill -0 "$child" 2>/dev/null; do
             done
             echo "within: thread stacks in $stacks" >&2
         fi
-        # The test processes first (they may have left our group), then the command, whose
-        # clean-up (scripts/with-services.sh stops its broker and Postgres) gets time to run.
-        tree="$(descendants "$child")"
-        for pid in $tree; do
-            case "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" in
-            *xctest* | *swift-testing*) kill -KILL "$pid" 2>/dev/null ;;
-            esac
-        done
-        kill -TERM -- -"$child" 2>/dev/null
+        # Everything the command started first (a test binary may block SIGTERM, or run in a
+        # group of its own), then the command itself, whose clean-up (scripts/with-services.sh
+        # stops its broker and Postgres) gets time to run. Not the `tee` of its output, which
+        # runs as its child: the clean-up would die writing to a closed pipe.
+        tree="$(for pid in $(descendants "$child"); do
+            [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "tee -a $output " ] || echo "$pid"
+        done)"
+        kill -KILL $tree 2>/dev/null
+        kill -TERM "$child" 2>/dev/null
         for _ in $(seq 1 30); do
             kill -0 "$child" 2>/dev/null || break
             sleep 1
