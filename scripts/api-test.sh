@@ -84,7 +84,7 @@ run() {
 single_route_phases=--phases=examples,coverage,fuzzing
 run "device routes" --include-path /v1/fixes "$single_route_phases" \
     -H "Authorization: Bearer $DEVICE_KEY" -H "X-API-Key: $DEVICE_KEY" "$@"
-run "operator routes" --include-path /v1/projects "$single_route_phases" \
+run "operator routes" --include-path /v1/projects --include-path /v1/status "$single_route_phases" \
     -H "Authorization: Bearer $OPERATOR_KEY" -H "X-API-Key: $OPERATOR_KEY" "$@"
-run "management and service routes" --exclude-path /v1/fixes --exclude-path /v1/projects \
+run "management and service routes" --exclude-path /v1/fixes --exclude-path /v1/projects --exclude-path /v1/status \
     -H "Authorization: Bearer $MANAGEMENT_KEY" -H "X-API-Key: $MANAGEMENT_KEY" "$@"

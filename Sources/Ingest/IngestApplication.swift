@@ -21,12 +21,15 @@ public struct IngestDependencies: Sendable {
     public var insight: DeviceInsight
     public var readiness: Readiness
     public var registry: PrometheusCollectorRegistry
+    /// What `GET /v1/status` reads; nil: that route answers 404.
+    public var status: (any PipelineStatusSource)?
     /// The database the stores share.
     var database: Database { insight.records.database }
 
     public init(
         producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, devices: DeviceRecords,
-        idempotency: IdempotencyStore, readiness: Readiness, registry: PrometheusCollectorRegistry
+        idempotency: IdempotencyStore, readiness: Readiness, registry: PrometheusCollectorRegistry,
+        status: (any PipelineStatusSource)? = nil
     ) {
         self.producer = producer
         self.projects = projects
@@ -36,6 +39,7 @@ public struct IngestDependencies: Sendable {
         self.insight = DeviceInsight(records: devices, zones: zones)
         self.readiness = readiness
         self.registry = registry
+        self.status = status
     }
 }
 

@@ -24,6 +24,7 @@ struct ManagementRoutes {
                     owner: owner, store: dependencies.idempotency, keys: keys, maximumBodyBytes: maximumBodyBytes, logger: logger))
         }
         addProjectRoutes(to: idempotent(.operator))
+        addStatusRoute(to: parent)
         let router = idempotent(.project)
         addZoneRoutes(to: router)
         addWebhookRoutes(to: router)

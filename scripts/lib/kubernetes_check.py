@@ -185,6 +185,7 @@ def check_services(by_kind, config_maps, checks):
         checks.expect(any(selects({"matchLabels": s["spec"].get("selector", {})}, labels)
                           and any(p.get("targetPort") == "http" for p in s["spec"]["ports"]) for s in by_kind.get("Service", [])),
                       f"{name}: no Service sends to its port http")
+    check_status_urls(by_kind, deployments, config_maps, checks)
     for scaled in by_kind.get("ScaledObject", []):
         name = scaled["metadata"]["name"]
         deployment = deployments.get(scaled["spec"]["scaleTargetRef"]["name"])
@@ -206,6 +207,23 @@ def check_services(by_kind, config_maps, checks):
         named = {t["metadata"].get("topicFromEnv") for t in triggers}
         checks.expect(named == topics, f"{name}: the triggers read {sorted(named)}, the {component} consumes {sorted(topics)}")
         checks.expect(topics <= set(env), f"{name}: {sorted(topics - set(env))} not in the {component}'s environment")
+
+
+def check_status_urls(by_kind, deployments, config_maps, checks):
+    """The ingest's GET /v1/status asks each evaluator and notifier Service's /ready on its port."""
+    ports = {}
+    for service in by_kind.get("Service", []):
+        component = service["spec"].get("selector", {}).get("app.kubernetes.io/component")
+        for port in service["spec"]["ports"]:
+            if port.get("targetPort") == "http":
+                ports[component] = f"http://{service['metadata']['name']}:{port['port']}/ready"
+    for name, deployment in deployments.items():
+        pod = deployment["spec"]["template"]
+        if pod["metadata"]["labels"].get("app.kubernetes.io/component") != "ingest":
+            continue
+        urls = environment(pod["spec"]["containers"][0], config_maps).get("CHECKIN_STATUS_READY_URLS", "").split(",")
+        expected = [ports.get("evaluator"), ports.get("notifier")]
+        checks.expect(urls == expected, f"{name}: CHECKIN_STATUS_READY_URLS is {urls}, not the workers' Services {expected}")
 
 
 def check_monitoring(by_kind, checks):

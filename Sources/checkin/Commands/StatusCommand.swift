@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import Ingest
 import Persistence
 
 /// `checkin status`: one command for the on-call operator, saying whether the
@@ -11,7 +12,8 @@ struct StatusCommand: AsyncParsableCommand {
         abstract: "Is the pipeline healthy? Why not?",
         discussion: """
             Readiness, lag, dead letters and deliveries in one table. \
-            Asks each service's /ready, the broker (CHECKIN_KAFKA_BROKERS) for end offsets and dead letters, and \
+            With CHECKIN_API_URL set, asks the API (GET /v1/status, with CHECKIN_OPERATOR_KEY), whose ingest reads the \
+            rest as below and asks the services its CHECKIN_STATUS_READY_URLS names. Otherwise asks each service's /ready, the broker (CHECKIN_KAFKA_BROKERS) for end offsets and dead letters, and \
             Postgres (CHECKIN_DATABASE_URL) for the evaluators' offsets, the deliveries and the incarnation each \
             consumer group is in (the notifier's lag is read from that group); topic and group names come from the \
             same variables as the services'. Exits 1 when something is unhealthy (a service not \
@@ -57,20 +59,27 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        try requireDatabaseAccess(Self.self)
-        var logger = Logger(label: "checkin.status")
-        logger.logLevel = .critical
-        let settings = try ProcessSettings()
-        // The port the local services listen on, read as they read it.
-        let firstPort = try localPort ?? settings.environment.int("CHECKIN_HTTP_PORT", default: 8080, range: 1...65_533)
-        let reader = PipelineStatusReader(
-            readyURLs: readyURLs.isEmpty ? nil : readyURLs, localPort: firstPort, brokers: settings.brokers,
-            kafkaProperties: settings.environment.kafkaProperties,
-            database: settings.database, topics: settings.topics,
-            evaluatorGroup: settings.environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator"),
-            notifierGroup: settings.environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier"),
-            maximumLag: maxLag, maximumFixAge: maxFixAge, timeout: .seconds(timeout), logger: logger)
-        let status = await reader.read()
+        let limits = PipelineStatusLimits(maximumLag: maxLag, maximumFixAge: maxFixAge, timeout: .seconds(timeout))
+        let status: PipelineStatus
+        if let remote = try RemoteSettings.fromEnvironment() {
+            guard readyURLs.isEmpty, localPort == nil else {
+                throw CommandFailure(
+                    "--ready and --local-port name local services; with CHECKIN_API_URL set the API's ingest asks the services "
+                        + "its CHECKIN_STATUS_READY_URLS names", helpOf: Self.self)
+            }
+            status = try await ManagementAPI(operatorOf: remote).status(limits: limits)
+        } else {
+            var logger = Logger(label: "checkin.status")
+            logger.logLevel = .critical
+            let settings = try ProcessSettings()
+            // The port the local services listen on, read as they read it.
+            let firstPort =
+                try localPort ?? settings.environment.int("CHECKIN_HTTP_PORT", default: 8080, range: 1...65_533)
+            let reader = PipelineStatusReader(
+                settings: settings, services: readyURLs.isEmpty ? .local(firstPort: firstPort) : .listed(readyURLs),
+                logger: logger)
+            status = await reader.read(limits: limits)
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]

@@ -7,7 +7,16 @@ import Shared
 
 /// One call per route of the management API (openapi.yaml), answering the API's own types.
 extension ManagementAPI {
-    // MARK: Projects (the operator key)
+    // MARK: Projects and the pipeline's status (the operator key)
+
+    func status(limits: PipelineStatusLimits) async throws -> PipelineStatus {
+        try await get(
+            PipelineStatus.self, "/v1/status",
+            query: [
+                ("maxLag", String(limits.maximumLag)), ("maxFixAge", String(limits.maximumFixAge)),
+                ("timeout", String(min(max(limits.timeout.components.seconds, 1), 30))),
+            ])
+    }
 
     func projects(after cursor: String?, limit: Int) async throws -> PageAnswer<ProjectRecord> {
         try await get(PageAnswer<ProjectRecord>.self, "/v1/projects", query: [("limit", String(limit)), ("cursor", cursor)])

@@ -83,12 +83,17 @@ struct Pipeline {
             // Before the HTTP server in the list: it stops after the server has answered its last request.
             services.append(producer)
             let configuration = try IngestConfiguration(environment: settings.environment, topics: settings.topics)
+            // The status's own log lines would repeat what the status says.
+            var statusLogger = logger
+            statusLogger.logLevel = .critical
             let dependencies = IngestDependencies(
                 producer: producer, projects: ProjectStore(database: database, logger: logger),
                 zones: ZoneStore(database: database, logger: logger),
                 webhooks: WebhookStore(database: database, logger: logger, sealer: sealer),
                 devices: DeviceRecords(database: database, logger: logger),
-                idempotency: IdempotencyStore(database: database, logger: logger, sealer: sealer), readiness: readiness, registry: registry)
+                idempotency: IdempotencyStore(database: database, logger: logger, sealer: sealer), readiness: readiness, registry: registry,
+                status: PipelineStatusReader(
+                    settings: settings, services: .listed(settings.statusReadyURLs), logger: statusLogger))
             services.append(
                 buildIngestApplication(
                     configuration: configuration, dependencies: dependencies, logger: logger,

@@ -36,6 +36,8 @@ struct ProcessSettings {
     /// `CHECKIN_SECRET_KEY`, which seals webhook secrets at rest.
     var secretKey: SecretEncryptionKey?
     var secretKeyFallback: SecretKeyFallback
+    /// The services an ingest asks for their readiness when it answers `GET /v1/status`.
+    var statusReadyURLs: [String]
 
     /// - Parameters:
     ///   - localBroker: the process runs against the embedded local broker,
@@ -54,6 +56,7 @@ struct ProcessSettings {
             idleInTransactionTimeout: try environment.duration(
                 "CHECKIN_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT", default: .seconds(15)))
         shutdownGrace = try environment.duration("CHECKIN_SHUTDOWN_GRACE", default: .seconds(30))
+        statusReadyURLs = try Self.readyURLs(environment.string("CHECKIN_STATUS_READY_URLS", default: ""))
         brokers = environment.string("CHECKIN_KAFKA_BROKERS", default: "127.0.0.1:9092")
         topics = Topics(
             fixes: environment.string("CHECKIN_TOPIC_FIXES", default: "checkin.fixes"),
@@ -204,5 +207,22 @@ extension EnvironmentReader {
             result[name.dropFirst(prefix.count).replacingOccurrences(of: "_", with: ".")] = value
         }
         return result
+    }
+}
+
+extension ProcessSettings {
+    /// `CHECKIN_STATUS_READY_URLS`: http or https URLs, comma-separated.
+    static func readyURLs(_ text: String) throws -> [String] {
+        let urls = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+        for url in urls {
+            guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),
+                scheme == "http" || scheme == "https", components.host?.isEmpty == false
+            else {
+                throw ConfigurationError(
+                    variable: "CHECKIN_STATUS_READY_URLS", value: text,
+                    expected: "/ready URLs separated by commas, such as http://checkin-evaluator:8081/ready")
+            }
+        }
+        return urls
     }
 }

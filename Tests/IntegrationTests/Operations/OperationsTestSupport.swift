@@ -115,6 +115,22 @@ struct StatusRunner {
     }
 }
 
+/// `checkin status` of a remote deployment: the API's URL and the operator key, and neither
+/// a database nor a broker, so that everything it prints came through the API.
+struct RemoteStatusRunner {
+    let url: String
+    let operatorKey: String
+
+    func run(_ arguments: [String]) async throws -> CommandOutcome {
+        try await CommandOutcome.run(
+            ["status"] + arguments,
+            environment: [
+                "CHECKIN_API_URL": url, "CHECKIN_OPERATOR_KEY": operatorKey, "CHECKIN_DATABASE_URL": "",
+                "CHECKIN_KAFKA_BROKERS": "127.0.0.1:9",
+            ])
+    }
+}
+
 extension CommandOutcome {
     func json() throws -> StatusReport {
         try JSONDecoder().decode(StatusReport.self, from: Data(standardOutput.utf8))

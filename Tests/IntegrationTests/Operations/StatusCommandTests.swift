@@ -14,6 +14,7 @@ import Testing
 /// `checkin status` and the operators' metrics against a running `checkin dev`, on a
 /// broker of this test's own, so that the broker can be stopped under the pipeline.
 @Suite(.serialized) struct StatusCommandTests {
+    static let operatorKey = "operator-key-of-the-status-command-tests-0123456789"
     let suffix = String(UUID().uuidString.prefix(8)).lowercased()
     var projectId: String { "status-\(suffix)" }
     var topics: Topics {
@@ -40,7 +41,7 @@ import Testing
             "CHECKIN_TOPIC_EVENTS_DLQ": topics.eventsDeadLetter, "CHECKIN_EVALUATOR_GROUP": "evaluator-\(suffix)",
             "CHECKIN_NOTIFIER_GROUP": "notifier-\(suffix)", "CHECKIN_KAFKA_PARTITIONS": "2",
             "CHECKIN_INGEST_REQUIRE_API_KEY": "false", "CHECKIN_HTTP_PORT": String(port), "CHECKIN_LOG_LEVEL": "warning",
-            "CHECKIN_SECRET_KEY": PipelineHarness.sharedSecretKey.base64,
+            "CHECKIN_SECRET_KEY": PipelineHarness.sharedSecretKey.base64, "CHECKIN_OPERATOR_KEY": Self.operatorKey,
         ]
         let dev = ServiceProcess(name: "dev", arguments: ["dev"], environment: environment, logDirectory: logDirectory)
         try dev.start()
@@ -86,6 +87,25 @@ import Testing
         #expect(configured.exitCode == 0, "\(configured.standardError)")
         #expect(try configured.json().services.map(\.url) == [ready])
 
+        // Through the API (no database or broker named): the same report, read by the ingest,
+        // which is the service that answers.
+        let remote = RemoteStatusRunner(url: "http://127.0.0.1:\(port)", operatorKey: Self.operatorKey)
+        let throughAPI = try await remote.run(["--json"])
+        #expect(throughAPI.exitCode == 0, "\(throughAPI.standardError)")
+        let remoteReport = try throughAPI.json()
+        #expect(remoteReport.services.map(\.url) == ["this ingest"])
+        #expect(remoteReport.services.first?.serves == ["ingest", "evaluator", "notifier"])
+        #expect(remoteReport.lag.map(\.group) == report.lag.map(\.group))
+        #expect(remoteReport.lag.map(\.partition) == report.lag.map(\.partition))
+        #expect(remoteReport.deadLetters.map(\.total) == report.deadLetters.map(\.total))
+        #expect(remoteReport.deliveries.map(\.endpointId) == report.deliveries.map(\.endpointId))
+        #expect(remoteReport.problems.isEmpty && remoteReport.warnings == report.warnings)
+        let wrongKey = try await RemoteStatusRunner(url: "http://127.0.0.1:\(port)", operatorKey: "not-" + Self.operatorKey).run([])
+        #expect(wrongKey.exitCode != 0)
+        #expect(wrongKey.standardError.contains("HTTP 401") && wrongKey.standardError.contains("CHECKIN_OPERATOR_KEY"))
+        let refusedLocal = try await remote.run(["--ready", ready])
+        #expect(refusedLocal.exitCode != 0 && refusedLocal.standardError.contains("--ready and --local-port name local services"))
+
         // The dead letter is a warning: it fails the command only when asked to.
         let strict = try await status.run(["--strict"])
         #expect(strict.exitCode == 1)
@@ -117,6 +137,11 @@ import Testing
         #expect(stopped.exitCode == 1)
         #expect(stopped.standardError.contains("the Kafka broker at \(broker.address) could not be reached"))
         #expect(stopped.standardOutput.contains("UNHEALTHY"))
+        let stoppedThroughAPI = try await remote.run(["--timeout", "2"])
+        #expect(stoppedThroughAPI.exitCode == 1)
+        #expect(
+            stoppedThroughAPI.standardError.contains("the Kafka broker at \(broker.address) could not be reached"),
+            "\(stoppedThroughAPI.standardError)")
         // The service's own probe notices within its 5 s interval, and says so in /ready and the gauge.
         try await waitUntil("the service reports the broker not ready", log: dev) {
             try await httpBody("http://127.0.0.1:\(port)/metrics").contains(#"checkin_ready{component="broker"} 0"#)

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import BatchProcessing
 import Evaluator
 import Foundation
+import Ingest
 import Kafka
 import Logging
 import NIOCore
@@ -9,89 +10,69 @@ import Notifier
 import Persistence
 import Shared
 
-/// What `checkin status` found, as printed in its table or as `--json`.
-struct PipelineStatus: Codable, Sendable {
-    struct ServiceReadiness: Codable, Sendable {
-        var url: String
-        var ready: Bool
-        var components: [String: Bool]
-        /// The parts of the pipeline it runs, as its `/ready` says.
-        var serves: [String] = []
-        /// Why the service could not be asked, when it could not.
-        var error: String?
-    }
-
-    /// The consumer group a worker is in now: the configured group id until a rebalance
-    /// that never completed moved the group on to its next incarnation (`<group>~<n>`).
-    struct ConsumerGroup: Codable, Sendable {
-        var worker: String
-        var incarnation: Int
-        var groupId: String
-        /// Whose committed offsets the lag counts from: the evaluators keep theirs in Postgres
-        /// under the configured group id, whatever the incarnation; the notifier commits to its group.
-        var offsetsGroup: String
-        var offsetsSource: String
-    }
-
-    struct PartitionLag: Codable, Sendable {
-        /// The group id whose committed offsets were read.
-        var group: String
-        var topic: String
-        var partition: Int32
-        var committed: Int64?
-        var end: Int64
-        var lag: Int64
-    }
-
-    struct DeadLetters: Codable, Sendable {
-        var topic: String
-        var lastHour: Int64
-        var total: Int64
-        /// Those `checkin dead-letters redrive` has not sent back yet; nil when Postgres,
-        /// which keeps how far each partition was sent back, did not answer.
-        var notSentBack: Int64?
-    }
-
-    var services: [ServiceReadiness] = []
-    var groups: [ConsumerGroup] = []
-    var lag: [PartitionLag] = []
-    /// Seconds since the oldest fix not yet evaluated was written; nil when none is waiting.
-    var oldestUnprocessedFixAgeSeconds: Double?
-    var deadLetters: [DeadLetters] = []
-    var deliveries: [EndpointBacklog] = []
-    /// What makes the pipeline unhealthy now (the command exits non-zero).
-    var problems: [String] = []
-    /// What an operator should look at, but which stops nothing.
-    var warnings: [String] = []
-    var healthy: Bool { problems.isEmpty }
-}
-
 /// Gathers a ``PipelineStatus``: asks each service's `/ready`, Postgres for the groups'
 /// incarnations, the broker for end offsets and dead letters, Postgres and the notifier's
 /// current group for committed offsets, and Postgres for the delivery backlog. A source
 /// that does not answer becomes a problem naming it; the others are still read.
-struct PipelineStatusReader {
-    /// The services to ask; nil: the local ones from `localPort` (see `localServices`).
-    var readyURLs: [String]?
-    var localPort = 8080
+struct PipelineStatusReader: PipelineStatusSource {
+    /// Whose `/ready` to ask.
+    enum Services: Sendable {
+        /// The local services: the ingest (or `checkin dev`) at `firstPort`, then the next two
+        /// ports for the evaluator and the notifier unless the first runs them.
+        case local(firstPort: Int)
+        /// These `/ready` URLs.
+        case listed([String])
+    }
+
+    var services: Services
     var brokers: String
     var kafkaProperties: [String: String]
     var database: DatabaseConfiguration
     var topics: Topics
     var evaluatorGroup: String
     var notifierGroup: String
-    var maximumLag: Int64
-    var maximumFixAge: Double
-    var timeout: Duration
     var logger: Logger
 
-    func read() async -> PipelineStatus {
-        var status = PipelineStatus()
-        if let readyURLs {
-            for url in readyURLs { status.services.append(await readiness(url)) }
-        } else {
-            status.services = await localServices()
+    /// A reader of the deployment the process's settings describe: its broker, its Postgres, and
+    /// its topics and groups, named by the same variables as the services'.
+    init(settings: ProcessSettings, services: Services, logger: Logger) {
+        self.services = services
+        brokers = settings.brokers
+        kafkaProperties = settings.environment.kafkaProperties
+        database = settings.database
+        topics = settings.topics
+        evaluatorGroup = settings.environment.string("CHECKIN_EVALUATOR_GROUP", default: "checkin-evaluator")
+        notifierGroup = settings.environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier")
+        self.logger = logger
+    }
+
+    /// The status as `checkin status` reads it where the services run.
+    func read(limits: PipelineStatusLimits) async -> PipelineStatus {
+        let services: [PipelineStatus.ServiceReadiness]
+        switch self.services {
+        case .local(let firstPort): services = await localServices(firstPort: firstPort, timeout: limits.timeout)
+        case .listed(let urls): services = await asking(urls, timeout: limits.timeout)
         }
+        return await read(services: services, limits: limits)
+    }
+
+    /// The status as an ingest answers `GET /v1/status`: its own readiness first, then the
+    /// services it was told to ask.
+    func status(limits: PipelineStatusLimits, own: PipelineStatus.ServiceReadiness) async -> PipelineStatus {
+        guard case .listed(let urls) = services else { return await read(limits: limits) }
+        return await read(services: [own] + asking(urls, timeout: limits.timeout), limits: limits)
+    }
+
+    private func asking(_ urls: [String], timeout: Duration) async -> [PipelineStatus.ServiceReadiness] {
+        var services: [PipelineStatus.ServiceReadiness] = []
+        for url in urls { services.append(await readiness(url, timeout: timeout)) }
+        return services
+    }
+
+    private func read(services: [PipelineStatus.ServiceReadiness], limits: PipelineStatusLimits) async -> PipelineStatus {
+        let timeout = limits.timeout
+        var status = PipelineStatus()
+        status.services = services
         for service in status.services where !service.ready {
             if let error = service.error {
                 status.problems.append("\(service.url) does not answer: \(error)")
@@ -114,7 +95,6 @@ struct PipelineStatusReader {
         }
         let configuration = database
         let logger = logger
-        let timeout = timeout
         let deadLetterTopics = [topics.fixesDeadLetter, topics.eventsDeadLetter]
         let fromDatabase = await Result(catching: {
             () async throws -> (Incarnations, FixLag?, [EndpointBacklog], SentBack) in
@@ -171,7 +151,7 @@ struct PipelineStatusReader {
                 status.problems.append("could not read offsets from the broker at \(brokers): \(error)")
             }
         }
-        judge(&status)
+        judge(&status, limits: limits)
         return status
     }
 
@@ -226,7 +206,9 @@ struct PipelineStatusReader {
             end: lag.watermarks.high, lag: lag.records)
     }
 
-    private func judge(_ status: inout PipelineStatus) {
+    private func judge(_ status: inout PipelineStatus, limits: PipelineStatusLimits) {
+        let maximumLag = limits.maximumLag
+        let maximumFixAge = limits.maximumFixAge
         for (group, rows) in Dictionary(grouping: status.lag, by: \.group).sorted(by: { $0.key < $1.key }) {
             let behind = rows.reduce(0) { $0 + $1.lag }
             if behind > maximumLag {
@@ -248,18 +230,18 @@ struct PipelineStatusReader {
         }
     }
 
-    /// The local services: `localPort` (the ingest service, or `checkin dev`, which runs all
+    /// The local services: `firstPort` (the ingest service, or `checkin dev`, which runs all
     /// three), then the next two ports for the evaluator and the notifier unless the first runs them.
-    private func localServices() async -> [PipelineStatus.ServiceReadiness] {
-        let first = await readiness("http://127.0.0.1:\(localPort)/ready")
+    private func localServices(firstPort: Int, timeout: Duration) async -> [PipelineStatus.ServiceReadiness] {
+        let first = await readiness("http://127.0.0.1:\(firstPort)/ready", timeout: timeout)
         var services = [first]
-        for (part, port) in [("evaluator", localPort + 1), ("notifier", localPort + 2)] where !first.serves.contains(part) {
-            services.append(await readiness("http://127.0.0.1:\(port)/ready"))
+        for (part, port) in [("evaluator", firstPort + 1), ("notifier", firstPort + 2)] where !first.serves.contains(part) {
+            services.append(await readiness("http://127.0.0.1:\(port)/ready", timeout: timeout))
         }
         return services
     }
 
-    private func readiness(_ url: String) async -> PipelineStatus.ServiceReadiness {
+    private func readiness(_ url: String, timeout: Duration) async -> PipelineStatus.ServiceReadiness {
         do {
             let response = try await HTTPClient.shared.execute(HTTPClientRequest(url: url), timeout: .seconds(timeout.components.seconds))
             let body = try await response.body.collect(upTo: 1 << 20)
