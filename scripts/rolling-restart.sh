@@ -210,6 +210,7 @@ if decisions["lostFixes"] != 0:
         return (step * summary["devices"] + device) / summary["openLoopRate"]
     lost = ", ".join(f"{fix_id} ({sent_at(fix_id):.1f} s)" for fix_id in decisions["lostFixIds"])
     problems.append(f"{decisions['lostFixes']} fixes lost (no decision record); the first, sent at about: {lost}")
+    problems += [f"  {place}" for place in decisions.get("lostFixPlaces", [])]
 if webhooks["received"] != due or webhooks["duplicates"] != 0:
     problems.append(f"webhooks: {webhooks['received']} of {due} received, {webhooks['duplicates']} twice")
 if webhooks["badSignatures"] or webhooks["unmatched"] or webhooks["namedByBody"]:

@@ -1,6 +1,7 @@
 import ArgumentParser
 import AsyncHTTPClient
 import Foundation
+import Logging
 import NIOCore
 import Shared
 
@@ -162,7 +163,17 @@ struct LoadCommand: AsyncParsableCommand {
             summary.webhooks = try await receiver?.waitUntilQuiet(
                 since: started, timeout: .seconds(timeout), expected: summary.expectedWebhooks)
             if countDecisions {
-                summary.decisions = try await DecisionCount.wait(trip: trip, since: decisionsSince, timeout: .seconds(timeout))
+                var decisions = try await DecisionCount.wait(trip: trip, since: decisionsSince, timeout: .seconds(timeout))
+                if !decisions.lostFixIds.isEmpty {
+                    do {
+                        var quiet = Logger(label: "checkin.load")
+                        quiet.logLevel = .warning
+                        decisions.lostFixPlaces = try await LostFixTrace.places(of: decisions.lostFixIds, logger: quiet)
+                    } catch {
+                        decisions.lostFixPlaces = ["could not read where the lost fixes are: \(error)"]
+                    }
+                }
+                summary.decisions = decisions
             }
         } catch {
             cpuAtLastWebhook.cancel()

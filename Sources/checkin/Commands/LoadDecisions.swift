@@ -17,6 +17,8 @@ struct DecisionCount: Codable, Sendable {
     var lostFixes: Int
     /// The first of them (at most 50), by fix id (`load-<device>-<step>`), oldest first.
     var lostFixIds: [String] = []
+    /// Where each of those is (``LostFixTrace``): in the fixes topic or not, and where.
+    var lostFixPlaces: [String] = []
 
     /// Counts until every fix has its record, or the count stops growing for 30 s, or `timeout`.
     /// - Parameter since: the run's start: records of earlier runs (the same fix ids) are older.

@@ -141,6 +141,7 @@ struct LoadSummary: Encodable, Sendable {
                 "evaluated: \(decisions.decidedFixes) of the \(fixes) fixes have a decision record (\(decisions.records) records), "
                     + "\(decisions.lostFixes) lost"
                     + (decisions.lostFixIds.isEmpty ? "" : ": " + decisions.lostFixIds.joined(separator: " ")))
+            for place in decisions.lostFixPlaces { print("  " + place) }
         }
         if let cpu { print(cpu.text) }
         if let stages = stages?.figures, !stages.isEmpty {
