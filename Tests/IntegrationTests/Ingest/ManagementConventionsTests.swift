@@ -310,7 +310,7 @@ import Testing
             /// Only a delivery that is done can be replayed: it failed (its retries ran out), again.
             func fail() async throws {
                 try await database.client.query(
-                    "UPDATE deliveries SET status = 'failed', next_attempt_at = 'infinity' WHERE id = \(number)",
+                    "UPDATE deliveries SET status = 'failed', next_attempt_at = 'infinity', lease_owner = NULL, leased_until = NULL WHERE id = \(number)",
                     logger: harness.logger)
             }
 

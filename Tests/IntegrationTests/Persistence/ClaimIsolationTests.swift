@@ -57,7 +57,7 @@ extension DeliveryQueueStatisticsTests {
             let toReplay = Self.deliveries(to: replaying, devices: 0..<300, sequences: 1...3)
             #expect(try await webhooks.enqueue(toReplay) == toReplay.count)
             try await database.client.query(
-                "UPDATE deliveries SET status = 'failed', next_attempt_at = 'infinity' WHERE endpoint_id = \(replaying)",
+                "UPDATE deliveries SET status = 'failed', next_attempt_at = 'infinity', lease_owner = NULL, leased_until = NULL WHERE endpoint_id = \(replaying)",
                 logger: logger)
             var failedIds: [Int64] = []
             for try await id in try await database.client.query(

@@ -278,7 +278,7 @@ import Testing
                 #expect(try await queue.strandedHeads() == 0, "round \(round)")
                 // Whatever was claimed or made due is finished, for the next round.
                 try await queue.database.client.query(
-                    "UPDATE deliveries SET status = 'delivered' WHERE project_id = \(queue.projectId)",
+                    "UPDATE deliveries SET status = 'delivered', lease_owner = NULL, leased_until = NULL WHERE project_id = \(queue.projectId)",
                     logger: Logger(label: "test.claims"))
             }
         }
@@ -300,7 +300,7 @@ import Testing
                 let inFlight = Dictionary(grouping: seconds + firsts, by: \.deviceId).filter { $0.value.count > 1 }
                 #expect(inFlight.isEmpty, "round \(round): \(inFlight.count) devices with two in flight")
                 try await queue.database.client.query(
-                    "UPDATE deliveries SET status = 'delivered' WHERE project_id = \(queue.projectId)",
+                    "UPDATE deliveries SET status = 'delivered', lease_owner = NULL, leased_until = NULL WHERE project_id = \(queue.projectId)",
                     logger: Logger(label: "test.claims"))
             }
         }
