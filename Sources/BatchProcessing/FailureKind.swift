@@ -64,15 +64,15 @@ public enum FailureClassifier {
         return .poison(reason: "database refused the record (SQLSTATE \(state)): \(message)", certain: certain)
     }
 
-    /// librdkafka errors that are about the record itself; every other broker error
+    /// Kafka errors that are about the record itself; every other broker error
     /// (transport, time-outs, leadership changes, a full queue) passes with time.
-    static let recordErrors: Set<String> = [
-        "MSG_SIZE_TOO_LARGE", "_MSG_SIZE_TOO_LARGE", "INVALID_RECORD", "RECORD_LIST_TOO_LARGE", "CORRUPT_MESSAGE",
-        "INVALID_MSG", "INVALID_MSG_SIZE", "_INVALID_ARG", "_BAD_MSG", "INVALID_REQUIRED_ACKS",
+    static let recordErrors: Set<KafkaError.Code> = [
+        .messageSizeTooLarge, .invalidRecord, .recordListTooLarge, .invalidMessage, .invalidMessageSize,
+        .invalidArgument, .badMessage, .invalidRequiredAcks,
     ]
 
     static func classify(_ error: KafkaError) -> FailureKind {
-        if let name = error.name, recordErrors.contains(name) {
+        if let code = error.code, recordErrors.contains(code) {
             return .poison(reason: "broker refused the record: \(error)", certain: true)
         }
         return .transient(component: "broker")

@@ -1,4 +1,3 @@
-import Crdkafka
 import Foundation
 
 /// One librdkafka property a deployment set (or left out) that no client could work with.
@@ -148,15 +147,6 @@ public enum KafkaSettingsCheck {
     /// The names and values librdkafka itself refuses (unknown properties, malformed values,
     /// features this build lacks), found by configuring a client without starting one.
     static func librdkafkaRefusals(_ properties: [String: String]) -> [KafkaSettingProblem] {
-        guard let conf = rd_kafka_conf_new() else { return [] }
-        defer { rd_kafka_conf_destroy(conf) }
-        var problems: [KafkaSettingProblem] = []
-        var errorText = [CChar](repeating: 0, count: 512)
-        for (name, value) in properties.sorted(by: { $0.key < $1.key }) {
-            if rd_kafka_conf_set(conf, name, value, &errorText, errorText.count) != RD_KAFKA_CONF_OK {
-                problems.append(KafkaSettingProblem(property: name, problem: RDKafkaClient.string(errorText)))
-            }
-        }
-        return problems
+        RDKafkaConfiguration.refusals(properties).map { KafkaSettingProblem(property: $0.property, problem: $0.reason) }
     }
 }

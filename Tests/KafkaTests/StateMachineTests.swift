@@ -108,7 +108,7 @@ struct StateMachineTests {
 
     @Test("errors read well in logs")
     func errorDescription() {
-        let error = KafkaError(message: "delivery to topic fixes failed", name: "_MSG_TIMED_OUT", reason: "Local: Message timed out")
+        let error = KafkaError(message: "delivery to topic fixes failed", code: .messageTimedOut, reason: "Local: Message timed out")
         #expect(error.description == "delivery to topic fixes failed: _MSG_TIMED_OUT (Local: Message timed out)")
     }
 }

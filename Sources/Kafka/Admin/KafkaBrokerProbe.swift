@@ -1,4 +1,3 @@
-import Crdkafka
 import Logging
 import ServiceLifecycle
 
@@ -47,14 +46,12 @@ public final class KafkaBrokerProbe: Service, Sendable {
     }
 
     private func answers(_ client: RDKafkaClient) async -> Bool {
-        let timeout = Int32(clamping: timeout.milliseconds)
-        let answered = try? await Blocking.run { () throws(KafkaError) -> Bool in
-            var metadata: UnsafePointer<rd_kafka_metadata>?
-            let error = rd_kafka_metadata(client.handle, 0, nil, &metadata, timeout)
-            rd_kafka_poll(client.handle, 0)
-            if let metadata { rd_kafka_metadata_destroy(metadata) }
-            return error == RD_KAFKA_RESP_ERR_NO_ERROR
+        let timeout = self.timeout
+        do {
+            try await Blocking.run { () throws(KafkaError) in try client.requestMetadata(timeout: timeout) }
+            return true
+        } catch {
+            return false
         }
-        return answered ?? false
     }
 }

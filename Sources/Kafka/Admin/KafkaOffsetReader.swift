@@ -1,4 +1,3 @@
-import Crdkafka
 import Foundation
 import Logging
 
@@ -23,7 +22,6 @@ public struct KafkaWatermarks: Sendable, Hashable {
 /// are reused from one reading to the next.
 public final class KafkaOffsetReader: Sendable {
     let client: RDKafkaClient
-    let bootstrapServers: String
     /// The group whose committed offsets ``committedOffsets(topic:partitions:timeout:)`` reads, if any.
     public let group: String?
 
@@ -40,36 +38,15 @@ public final class KafkaOffsetReader: Sendable {
         ]
         if let group { settings["group.id"] = group }
         settings.merge(properties) { _, explicit in explicit }
-        let client = try RDKafkaClient.make(
-            type: RD_KAFKA_CONSUMER, properties: settings, callbackContext: LogContext(logger: logger, quietLogs: true),
-            logger: logger, configure: Callbacks.installLogging)
-        rd_kafka_set_log_queue(client.handle, nil)
-        self.client = client
-        self.bootstrapServers = bootstrapServers
+        self.client = try RDKafkaClient.makeLogging(.consumer, properties: settings, quietLogs: true, logger: logger)
         self.group = group
     }
 
     /// The partition ids of `topic`; throws when the broker does not answer or knows no such topic.
     public func partitions(of topic: String, timeout: Duration = .seconds(5)) async throws(KafkaError) -> [Int32] {
         let client = self.client
-        let servers = bootstrapServers
         return try await Blocking.run { () throws(KafkaError) -> [Int32] in
-            guard let handle = rd_kafka_topic_new(client.handle, topic, nil) else {
-                throw KafkaError(message: "invalid topic name \(topic)")
-            }
-            defer { rd_kafka_topic_destroy(handle) }
-            var metadata: UnsafePointer<rd_kafka_metadata>?
-            let error = rd_kafka_metadata(client.handle, 0, handle, &metadata, Int32(clamping: timeout.milliseconds))
-            rd_kafka_poll(client.handle, 0)
-            defer { if let metadata { rd_kafka_metadata_destroy(metadata) } }
-            guard error == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata, metadata.pointee.topic_cnt > 0 else {
-                throw KafkaError("could not read the partitions of \(topic) from \(servers)", code: error)
-            }
-            let found = metadata.pointee.topics[0]
-            guard found.err == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError("could not read the partitions of \(topic) from \(servers)", code: found.err)
-            }
-            return (0..<Int(found.partition_cnt)).map { found.partitions[$0].id }.sorted()
+            try client.partitionIds(of: topic, timeout: timeout)
         }
     }
 
@@ -81,14 +58,8 @@ public final class KafkaOffsetReader: Sendable {
         return try await Blocking.run { () throws(KafkaError) -> [Int32: KafkaWatermarks] in
             var result: [Int32: KafkaWatermarks] = [:]
             for partition in partitions {
-                var low: Int64 = 0
-                var high: Int64 = 0
-                let error = rd_kafka_query_watermark_offsets(
-                    client.handle, topic, partition, &low, &high, Int32(clamping: timeout.milliseconds))
-                guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw KafkaError("could not read the end offset of \(topic)[\(partition)]", code: error)
-                }
-                result[partition] = KafkaWatermarks(low: low, high: high)
+                let marks = try client.queryWatermarks(of: KafkaTopicPartition(topic: topic, partition: partition), timeout: timeout)
+                result[partition] = KafkaWatermarks(low: marks.low, high: marks.high)
             }
             return result
         }
@@ -101,18 +72,7 @@ public final class KafkaOffsetReader: Sendable {
         guard group != nil else { throw KafkaError(message: "committed offsets need a group: the reader was made without one") }
         let client = self.client
         return try await Blocking.run { () throws(KafkaError) -> [Int32: Int64] in
-            let list = TopicPartitionList.make(
-                Dictionary(uniqueKeysWithValues: partitions.map { (KafkaTopicPartition(topic: topic, partition: $0), Int64(0)) }))
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            let error = rd_kafka_committed(client.handle, list, Int32(clamping: timeout.milliseconds))
-            guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError("could not read the committed offsets of \(topic)", code: error)
-            }
-            var result: [Int32: Int64] = [:]
-            for element in TopicPartitionList.elements(list) where element.error == RD_KAFKA_RESP_ERR_NO_ERROR {
-                if element.offset >= 0 { result[element.partition.partition] = element.offset }
-            }
-            return result
+            try client.committedOffsets(topic: topic, partitions: partitions, timeout: timeout)
         }
     }
 
@@ -122,24 +82,8 @@ public final class KafkaOffsetReader: Sendable {
         topic: String, partitions: [Int32], at time: Date, timeout: Duration = .seconds(5)
     ) async throws(KafkaError) -> [Int32: Int64] {
         let client = self.client
-        let milliseconds = Int64(time.timeIntervalSince1970 * 1000)
         return try await Blocking.run { () throws(KafkaError) -> [Int32: Int64] in
-            let list = TopicPartitionList.make(
-                Dictionary(
-                    uniqueKeysWithValues: partitions.map { (KafkaTopicPartition(topic: topic, partition: $0), milliseconds) }))
-            defer { rd_kafka_topic_partition_list_destroy(list) }
-            let error = rd_kafka_offsets_for_times(client.handle, list, Int32(clamping: timeout.milliseconds))
-            guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                throw KafkaError("could not look up the offsets of \(topic) at \(time)", code: error)
-            }
-            var result: [Int32: Int64] = [:]
-            for element in TopicPartitionList.elements(list) {
-                guard element.error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw KafkaError("could not look up the offset of \(element.partition) at \(time)", code: element.error)
-                }
-                result[element.partition.partition] = element.offset
-            }
-            return result
+            try client.offsets(topic: topic, partitions: partitions, at: time, timeout: timeout)
         }
     }
 
@@ -152,31 +96,21 @@ public final class KafkaOffsetReader: Sendable {
         guard end > offset else { return [] }
         let client = self.client
         return try await Blocking.run { () throws(KafkaError) -> [KafkaConsumerMessage] in
-            guard let handle = rd_kafka_topic_new(client.handle, topic, nil) else {
-                throw KafkaError(message: "invalid topic name \(topic)")
-            }
-            defer { rd_kafka_topic_destroy(handle) }
-            guard rd_kafka_consume_start(handle, partition, offset) == 0 else {
-                throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: rd_kafka_last_error())
-            }
-            defer { rd_kafka_consume_stop(handle, partition) }
+            let reader = try RDKafkaPartitionReader(client: client, topic: topic, partition: partition, from: offset)
             var records: [KafkaConsumerMessage] = []
             let deadline = ContinuousClock.now + timeout
             while ContinuousClock.now < deadline {
-                guard let message = rd_kafka_consume(handle, partition, 200) else {
-                    rd_kafka_poll(client.handle, 0)
-                    continue
+                guard let polled = reader.next(timeoutMilliseconds: 200) else { continue }
+                switch polled {
+                case .endOfPartition:
+                    return records
+                case .error(let code, _):
+                    throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: code)
+                case .record(let record):
+                    if record.offset >= end { return records }
+                    records.append(record)
+                    if record.offset + 1 >= end { return records }
                 }
-                defer { rd_kafka_message_destroy(message) }
-                let error = message.pointee.err
-                if error == RD_KAFKA_RESP_ERR__PARTITION_EOF { break }
-                guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                    throw KafkaError("could not read \(topic)[\(partition)] at \(offset)", code: error)
-                }
-                let record = ConsumerPoller.convert(message)
-                if record.offset >= end { break }
-                records.append(record)
-                if record.offset + 1 >= end { break }
             }
             return records
         }

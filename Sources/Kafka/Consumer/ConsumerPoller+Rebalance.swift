@@ -1,44 +1,34 @@
-import Crdkafka
 import Dispatch
 import NIOConcurrencyHelpers
 
 extension ConsumerPoller {
-    /// The rebalance callback, for both protocols: eager (`rd_kafka_assign` of
-    /// the whole new assignment) and cooperative (incremental changes only).
-    func rebalance(
-        handle: OpaquePointer, error: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-    ) {
-        // NULL while the group is being left (a consumer stopping on a failed listener
-        // gets its revocation then); the eager calls are the safe choice there.
-        let cooperative = rd_kafka_rebalance_protocol(handle).map { String(cString: $0) == "COOPERATIVE" } ?? false
-        let changed = TopicPartitionList.partitions(partitions)
-        switch error {
-        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+    /// The rebalance callback, for both protocols: eager (assignment of the whole new
+    /// assignment) and cooperative (incremental changes only).
+    func rebalance(_ change: RDKafkaRebalance, client: RDKafkaClient) {
+        let cooperative = client.rebalancesCooperatively
+        switch change {
+        case .assign(let changed):
             // The group completed a rebalance: this member has its (possibly empty) share.
             rebalanceStartedAt.withLockedValue { $0 = nil }
-            assign(handle: handle, partitions: partitions, changed: changed, cooperative: cooperative)
-        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            assign(client: client, changed: changed, cooperative: cooperative)
+        case .revoke(let changed):
             // Eager: a rebalance begins (or the member is leaving the group).
             if subscribed { rebalanceStartedAt.withLockedValue { $0 = $0 ?? .now } }
-            if rd_kafka_assignment_lost(handle) != 0 {
+            if client.assignmentLost {
                 logger.warning("partitions lost to the group: \(changed)")
             }
             // What was processed goes to the group first, if it still takes commits.
-            sendDeferredCommits(handle: handle, immediately: true)
+            sendDeferredCommits(client: client, immediately: true)
             revoke(changed, cooperative: cooperative)
-            if cooperative {
-                apply(rd_kafka_incremental_unassign(handle, partitions), what: "unassign \(changed)")
-            } else {
-                check(rd_kafka_assign(handle, nil), what: "unassign \(changed)")
+            attempt("unassign \(changed)") { () throws(KafkaError) in
+                if cooperative { try client.incrementalUnassign(changed) } else { try client.unassignAll() }
             }
-        default:
-            logger.error("rebalance failed: \(String(cString: rd_kafka_err2name(error)))")
+        case .failed(let code, let changed):
+            logger.error("rebalance failed: \(code)")
             pendingAssignments.removeAll()
             revoke(Array(localGenerations.keys), cooperative: cooperative)
-            if cooperative {
-                apply(rd_kafka_incremental_unassign(handle, partitions), what: "unassign after a failed rebalance")
-            } else {
-                check(rd_kafka_assign(handle, nil), what: "unassign after a failed rebalance")
+            attempt("unassign after a failed rebalance") { () throws(KafkaError) in
+                if cooperative { try client.incrementalUnassign(changed) } else { try client.unassignAll() }
             }
         }
     }
@@ -47,12 +37,9 @@ extension ConsumerPoller {
     /// may wait on a database for longer than the group allows a poll thread to stop, so
     /// the partitions are assigned, at the listener's offsets, by a later turn of the poll
     /// loop (`startAssigned`) once it returns. Until then they are not fetched.
-    private func assign(
-        handle: OpaquePointer, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
-        changed: [KafkaTopicPartition], cooperative: Bool
-    ) {
+    private func assign(client: RDKafkaClient, changed: [KafkaTopicPartition], cooperative: Bool) {
         guard let listener, !changed.isEmpty else {
-            complete(handle: handle, changed: changed, offsets: [:], cooperative: cooperative)
+            complete(client: client, changed: changed, offsets: [:], cooperative: cooperative)
             return
         }
         assignmentRound += 1
@@ -70,7 +57,7 @@ extension ConsumerPoller {
     /// Assigns the partitions whose listener has returned, at the offsets it gave; on the
     /// poll thread, between polls. An assignment a revocation overtook is handed back to
     /// the listener as revoked instead. False when a listener failed: the consumer stops.
-    func startAssigned(handle: OpaquePointer) -> Bool {
+    func startAssigned(client: RDKafkaClient) -> Bool {
         let results = listenerResults.withLockedValue { results in
             defer { results.removeAll() }
             return results
@@ -86,7 +73,7 @@ extension ConsumerPoller {
             }
             switch result.offsets {
             case .success(let offsets):
-                complete(handle: handle, changed: pending.partitions, offsets: offsets, cooperative: pending.cooperative)
+                complete(client: client, changed: pending.partitions, offsets: offsets, cooperative: pending.cooperative)
             case .failure(let error):
                 let failure =
                     error as? KafkaError
@@ -100,29 +87,23 @@ extension ConsumerPoller {
         return true
     }
 
-    /// Assigns the partitions, each at its offset (INVALID: the group's committed offset).
+    /// Assigns the partitions, each at its offset (without one: the group's committed offset).
     private func complete(
-        handle: OpaquePointer, changed: [KafkaTopicPartition], offsets: [KafkaTopicPartition: Int64], cooperative: Bool
+        client: RDKafkaClient, changed: [KafkaTopicPartition], offsets: [KafkaTopicPartition: Int64], cooperative: Bool
     ) {
-        let list = TopicPartitionList.make(
-            Dictionary(
-                uniqueKeysWithValues: changed.map {
-                    ($0, offsets[$0] ?? carriedOffsets[$0] ?? Int64(RD_KAFKA_OFFSET_INVALID))
-                }))
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        if cooperative {
-            apply(rd_kafka_incremental_assign(handle, list), what: "assign \(changed)")
-        } else {
-            check(rd_kafka_assign(handle, list), what: "assign \(changed)")
+        let starts = Dictionary(
+            uniqueKeysWithValues: changed.map { ($0, offsets[$0] ?? carriedOffsets[$0] ?? RDKafkaClient.committedOffset) })
+        attempt("assign \(changed)") { () throws(KafkaError) in
+            if cooperative { try client.incrementalAssign(starts) } else { try client.assign(starts) }
         }
         // While the application has enough batches, new partitions wait with the others. And
         // librdkafka keeps a partition's pause across a rebalance: one paused before it was
         // revoked (the application busy, then done while nothing was assigned) would come
         // back paused and never be fetched unless resumed here.
         if fetchingPaused {
-            pause(handle: handle)
+            client.pauseAssignment()
         } else {
-            check(rd_kafka_resume_partitions(handle, list), what: "resume \(changed)")
+            attempt("resume \(changed)") { () throws(KafkaError) in try client.resume(changed) }
         }
         // Carried offsets stand in for the new group's commits in its first assignment only:
         // after it, the group's own commits (the members' progress in it) are the ones to trust.
@@ -169,13 +150,12 @@ extension ConsumerPoller {
         return result.withLockedValue { $0! }
     }
 
-    private func apply(_ error: OpaquePointer?, what: String) {
-        guard let error else { return }
-        logger.error("could not \(what): \(KafkaError("rebalance", consuming: error))")
-    }
-
-    private func check(_ error: rd_kafka_resp_err_t, what: String) {
-        guard error != RD_KAFKA_RESP_ERR_NO_ERROR else { return }
-        logger.error("could not \(what): \(String(cString: rd_kafka_err2name(error)))")
+    /// A change of assignment that can only be logged when it fails: the group goes on.
+    private func attempt(_ what: String, _ change: () throws(KafkaError) -> Void) {
+        do {
+            try change()
+        } catch {
+            logger.error("could not \(what): \(error)")
+        }
     }
 }

@@ -1,4 +1,3 @@
-import Crdkafka
 import Dispatch
 import Foundation
 import Logging
@@ -6,9 +5,9 @@ import NIOConcurrencyHelpers
 import NIOCore
 
 /// Everything that runs on the consumer's poll thread: polling, batching,
-/// the rebalance callback (it runs inside `rd_kafka_consumer_poll`) and the
-/// final close. Also the handle's callback context.
-final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
+/// the rebalances (served inside a poll) and the final close. Also the
+/// handle's callback context.
+final class ConsumerPoller: RDKafkaRebalanceHandler, @unchecked Sendable {
     /// `@unchecked`: `collected`, `localGenerations`, `fetchingPaused`, `subscribed` and the
     /// pending assignments are only touched on the poll thread.
     let logger: Logger
@@ -108,7 +107,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// is already rebalancing may refuse them (librdkafka's mock cluster answers
     /// REBALANCE_IN_PROGRESS): the partitions' next owner then starts up to an interval earlier
     /// and sees those records again (at least once, never skipped).
-    func sendDeferredCommits(handle: OpaquePointer, immediately: Bool = false) {
+    func sendDeferredCommits(client: RDKafkaClient, immediately: Bool = false) {
         guard let commitInterval, immediately || ContinuousClock.now - lastCommitSent >= commitInterval else { return }
         let offsets = deferredCommits.withLockedValue { waiting in
             defer { waiting = [:] }
@@ -117,32 +116,25 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         lastCommitSent = .now
         guard !offsets.isEmpty else { return }
         do {
-            try KafkaConsumer.commit(offsets, handle: handle, waiting: immediately)
+            try client.commit(offsets, waiting: immediately)
         } catch {
             // Not lost: the next commit of the same partitions supersedes it.
             logger.debug("could not commit offsets to the group", metadata: ["error": "\(error)"])
         }
     }
 
-    static func installCallbacks(_ conf: OpaquePointer) {
-        Callbacks.installLogging(conf)
-        rd_kafka_conf_set_rebalance_cb(conf) { handle, error, partitions, opaque in
-            guard let handle, let poller = Callbacks.context(opaque) as? ConsumerPoller else { return }
-            poller.rebalance(handle: handle, error: error, partitions: partitions)
-        }
-    }
-
     /// The poll loop of one handle. Returns the group to move to when asked to (the handle
     /// has left its group and is closed; the caller makes the next one), nil once the
     /// consumer has stopped (closed, batches finished).
-    func run(handle: OpaquePointer) -> String? {
+    func run(client: RDKafkaClient) -> String? {
         var move: String?
-        if matchMembership(handle: handle) { move = pollUntilStoppedOrMoved(handle: handle) }
-        sendDeferredCommits(handle: handle, immediately: true)
+        if matchMembership(client: client) { move = pollUntilStoppedOrMoved(client: client) }
+        sendDeferredCommits(client: client, immediately: true)
         // Leaves the group; the final revoke runs the rebalance callback here, on this thread.
-        let closeError = rd_kafka_consumer_close(handle)
-        if closeError != RD_KAFKA_RESP_ERR_NO_ERROR {
-            logger.warning("closing the consumer: \(String(cString: rd_kafka_err2name(closeError)))")
+        do {
+            try client.closeConsumer()
+        } catch {
+            logger.warning("\(error)")
         }
         subscribed = false
         rebalanceStartedAt.withLockedValue { $0 = nil }
@@ -164,23 +156,23 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// through the rebalance callback on a later poll, so the listener lets go as in any
     /// rebalance and the group hands the partitions to the other members. False when the
     /// subscription failed: the consumer stops.
-    private func matchMembership(handle: OpaquePointer) -> Bool {
+    private func matchMembership(client: RDKafkaClient) -> Bool {
         let wanted = wantsMembership.withLockedValue { $0 }
         guard wanted != subscribed else { return true }
         if wanted {
-            let list = TopicPartitionList.make(topics: topics)
-            let error = rd_kafka_subscribe(handle, list)
-            rd_kafka_topic_partition_list_destroy(list)
-            guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-                state.withLockedValue { $0.failed(KafkaError("could not subscribe to \(topics)", code: error)) }
+            do {
+                try client.subscribe(topics)
+            } catch {
+                state.withLockedValue { $0.failed(error) }
                 return false
             }
             logger.debug("subscribed", metadata: ["topics": "\(topics)"])
             rebalanceStartedAt.withLockedValue { $0 = .now }
         } else {
-            let error = rd_kafka_unsubscribe(handle)
-            if error != RD_KAFKA_RESP_ERR_NO_ERROR {
-                logger.error("could not leave the group: \(String(cString: rd_kafka_err2name(error)))")
+            do {
+                try client.unsubscribe()
+            } catch {
+                logger.error("\(error)")
                 return true
             }
             logger.debug("unsubscribed", metadata: ["topics": "\(topics)"])
@@ -190,10 +182,10 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
         return true
     }
 
-    private func pollUntilStoppedOrMoved(handle: OpaquePointer) -> String? {
+    private func pollUntilStoppedOrMoved(client: RDKafkaClient) -> String? {
         while true {
-            sendDeferredCommits(handle: handle)
-            guard startAssigned(handle: handle), matchMembership(handle: handle) else { return nil }
+            sendDeferredCommits(client: client)
+            guard startAssigned(client: client), matchMembership(client: client) else { return nil }
             if let move = requestedMove.withLockedValue({ request in
                 defer { request = nil }
                 return request
@@ -212,8 +204,8 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 // group is still served (rebalances, the poll interval), so a slow batch never
                 // costs the membership, as long as the application shows it is working; one
                 // hung in a batch lets the poll lapse.
-                if !fetchingPaused { keepFetchedAhead(handle: handle) }
-                setFetchingPaused(true, handle: handle)
+                if !fetchingPaused { keepFetchedAhead(client: client) }
+                setFetchingPaused(true, client: client)
                 let quiet = ContinuousClock.now - lastSignOfLife.withLockedValue { $0 }
                 if quiet > quietLimit {
                     if !hungReported {
@@ -225,7 +217,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                     continue
                 }
                 hungReported = false
-                if let message = rd_kafka_consumer_poll(handle, 0) { take(message, handle: handle) }
+                if let polled = client.poll(timeoutMilliseconds: 0) { take(polled, client: client) }
                 if state.withLockedValue({ $0.failure != nil }) { return nil }
                 continue
             case .nudged:
@@ -235,7 +227,7 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
                 // is kept, so that what it fetches is neither dropped at the next pause nor piled
                 // on what is kept.
                 if collected.count < maxBatchSize && collected.bytes < maxBatchBytes {
-                    setFetchingPaused(false, handle: handle)
+                    setFetchingPaused(false, client: client)
                 }
                 lastSignOfLife.withLockedValue { $0 = .now }
             }
@@ -245,11 +237,11 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
             var timeout: Int32 = collected.isEmpty ? 100 : 0
             var polled = false
             while !polled || (collected.count < maxBatchSize && collected.bytes < maxBatchBytes),
-                let message = rd_kafka_consumer_poll(handle, timeout)
+                let message = client.poll(timeoutMilliseconds: timeout)
             {
                 polled = true
                 timeout = 0
-                take(message, handle: handle)
+                take(message, client: client)
             }
             if state.withLockedValue({ $0.failure != nil }) { return nil }
             guard !collected.isEmpty else { continue }
@@ -278,91 +270,45 @@ final class ConsumerPoller: RDKafkaCallbackContext, @unchecked Sendable {
     /// again for as long as the first has a batch's worth waiting, and not read. Kept, they
     /// go out merged by record time (`CollectedRecords`). Fetching goes on until the pause,
     /// so the taking stops at `maxKeptBytes` and 64 batches' records.
-    private func keepFetchedAhead(handle: OpaquePointer) {
+    private func keepFetchedAhead(client: RDKafkaClient) {
         while collected.count < 64 * maxBatchSize, collected.bytes < maxKeptBytes,
-            let message = rd_kafka_consumer_poll(handle, 0)
+            let message = client.poll(timeoutMilliseconds: 0)
         {
-            take(message, handle: handle)
+            take(message, client: client)
         }
     }
 
-    /// Keeps a polled message for the next batch, or handles the error it carries.
-    private func take(_ message: UnsafeMutablePointer<rd_kafka_message_t>, handle: OpaquePointer) {
-        defer { rd_kafka_message_destroy(message) }
-        if message.pointee.err == RD_KAFKA_RESP_ERR_NO_ERROR {
-            let converted = Self.convert(message)
-            collected.append(converted)
+    /// Keeps a polled record for the next batch, or handles the error polled instead.
+    private func take(_ polled: RDKafkaPolled, client: RDKafkaClient) {
+        switch polled {
+        case .record(let message):
+            collected.append(message)
             // A partition assigned while fetching was paused starts fetching; it waits with the others.
-            if fetchingPaused { pause(handle: handle) }
-        } else {
-            handleError(message, handle: handle)
+            if fetchingPaused { client.pauseAssignment() }
+        case .endOfPartition:
+            break
+        case .error(let code, let reason):
+            handleError(code, reason: reason, client: client)
         }
     }
 
     /// Pauses or resumes fetching of the whole assignment. librdkafka drops what it
     /// fetched ahead for a paused partition and fetches again from the position after
     /// the last message handed to this poller, so nothing is skipped or repeated.
-    private func setFetchingPaused(_ paused: Bool, handle: OpaquePointer) {
+    private func setFetchingPaused(_ paused: Bool, client: RDKafkaClient) {
         guard paused != fetchingPaused else { return }
         fetchingPaused = paused
-        if paused { pause(handle: handle) } else { apply(to: handle, rd_kafka_resume_partitions) }
+        if paused { client.pauseAssignment() } else { client.resumeAssignment() }
     }
 
-    func pause(handle: OpaquePointer) {
-        apply(to: handle, rd_kafka_pause_partitions)
-    }
-
-    private func apply(
-        to handle: OpaquePointer,
-        _ change: (OpaquePointer?, UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?) -> rd_kafka_resp_err_t
-    ) {
-        var assignment: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
-        guard rd_kafka_assignment(handle, &assignment) == RD_KAFKA_RESP_ERR_NO_ERROR, let assignment else { return }
-        defer { rd_kafka_topic_partition_list_destroy(assignment) }
-        if assignment.pointee.cnt > 0 { _ = change(handle, assignment) }
-    }
-
-    private func handleError(_ message: UnsafeMutablePointer<rd_kafka_message_t>, handle: OpaquePointer) {
-        let code = message.pointee.err
-        if code == RD_KAFKA_RESP_ERR__PARTITION_EOF { return }
-        let text = String(cString: rd_kafka_message_errstr(message))
-        if code == RD_KAFKA_RESP_ERR__FATAL {
-            let fatal = RDKafkaClient.fatalError(of: handle) ?? KafkaError("fatal consumer error", code: code, reason: text)
+    private func handleError(_ code: KafkaError.Code, reason: String, client: RDKafkaClient) {
+        if code == .fatal {
+            let fatal = client.fatalError() ?? KafkaError("fatal consumer error", code: code, reason: reason)
             logger.error("\(fatal)")
             state.withLockedValue { $0.failed(fatal) }
             gate.stop()
         } else {
-            logger.warning("consumer: \(String(cString: rd_kafka_err2name(code))): \(text)")
+            logger.warning("consumer: \(code): \(reason)")
         }
-    }
-
-    static func convert(_ message: UnsafeMutablePointer<rd_kafka_message_t>) -> KafkaConsumerMessage {
-        let raw = message.pointee
-        let topic = raw.rkt.map { String(cString: rd_kafka_topic_name($0)) } ?? ""
-        let value = raw.payload.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: raw.len)) } ?? []
-        let key = raw.key.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: raw.key_len)) }
-        var headers: [KafkaHeader] = []
-        var list: OpaquePointer?
-        if rd_kafka_message_headers(message, &list) == RD_KAFKA_RESP_ERR_NO_ERROR, let list {
-            var index = 0
-            var name: UnsafePointer<CChar>?
-            var bytes: UnsafeRawPointer?
-            var size = 0
-            while rd_kafka_header_get_all(list, index, &name, &bytes, &size) == RD_KAFKA_RESP_ERR_NO_ERROR {
-                headers.append(
-                    KafkaHeader(
-                        key: name.map { String(cString: $0) } ?? "",
-                        value: bytes.map { [UInt8](UnsafeRawBufferPointer(start: $0, count: size)) }))
-                index += 1
-            }
-        }
-        var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
-        let milliseconds = rd_kafka_message_timestamp(message, &timestampType)
-        let timestamp =
-            timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE || milliseconds < 0
-            ? nil : Date(timeIntervalSince1970: Double(milliseconds) / 1000)
-        return KafkaConsumerMessage(
-            topic: topic, partition: raw.partition, offset: raw.offset, key: key, value: value, headers: headers,
-            timestamp: timestamp)
     }
 }

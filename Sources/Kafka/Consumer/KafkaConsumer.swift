@@ -1,4 +1,3 @@
-import Crdkafka
 import Logging
 import NIOConcurrencyHelpers
 import NIOCore
@@ -59,7 +58,7 @@ public final class KafkaConsumer: Service, Sendable {
             await withGracefulShutdownHandler {
                 await PollThread.run(name: "kafka-consumer") {
                     var client = clients.withLockedValue { $0.client }
-                    while let groupId = poller.run(handle: client.handle) {
+                    while let groupId = poller.run(client: client) {
                         do throws(KafkaError) {
                             client = try Self.makeClient(
                                 configuration: configuration, groupId: groupId, poller: poller, logger: logger)
@@ -87,13 +86,8 @@ public final class KafkaConsumer: Service, Sendable {
     ) throws(KafkaError) -> RDKafkaClient {
         var properties = configuration.librdkafkaProperties()
         properties["group.id"] = groupId
-        let client = try RDKafkaClient.make(
-            type: RD_KAFKA_CONSUMER, properties: properties, callbackContext: poller, logger: logger,
-            configure: ConsumerPoller.installCallbacks)
         // One queue for messages, rebalances and logs, all served by the poll thread.
-        rd_kafka_poll_set_consumer(client.handle)
-        rd_kafka_set_log_queue(client.handle, nil)
-        return client
+        return try RDKafkaClient.makeConsumer(properties: properties, handler: poller, logger: logger)
     }
 
     /// The handle in use (a move to another group replaces it).
@@ -137,20 +131,7 @@ public final class KafkaConsumer: Service, Sendable {
             poller.deferCommit(offsets)
             return
         }
-        let client = self.client
-        try withExtendedLifetime(client) { try Self.commit(offsets, handle: client.handle) }
-    }
-
-    /// Sends a commit of `offsets` to the group; waits for the broker's answer only when asked.
-    static func commit(
-        _ offsets: [KafkaTopicPartition: Int64], handle: OpaquePointer, waiting: Bool = false
-    ) throws(KafkaError) {
-        let list = TopicPartitionList.make(offsets)
-        defer { rd_kafka_topic_partition_list_destroy(list) }
-        let error = rd_kafka_commit(handle, list, waiting ? 0 : 1)
-        guard error == RD_KAFKA_RESP_ERR_NO_ERROR else {
-            throw KafkaError("could not commit offsets \(offsets)", code: error)
-        }
+        try client.commit(offsets, waiting: false)
     }
 
     /// Tells the consumer the application is working on what it took (an attempt started,

@@ -1,4 +1,3 @@
-import Crdkafka
 import Logging
 import NIOConcurrencyHelpers
 import ServiceLifecycle
@@ -30,29 +29,17 @@ public final class KafkaProducer: Service, Sendable {
         self.logger = logger
         self.messageTimeout = configuration.messageTimeout
         self.maximumMessageBytes = configuration.properties["message.max.bytes"].flatMap { Int($0) } ?? 1_000_000
-        let client = try RDKafkaClient.make(
-            type: RD_KAFKA_PRODUCER, properties: configuration.librdkafkaProperties(), logger: logger
-        ) { conf in
-            rd_kafka_conf_set_events(conf, Int32(RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_LOG | RD_KAFKA_EVENT_ERROR))
-        }
+        let client = try RDKafkaClient.makeProducer(properties: configuration.librdkafkaProperties(), logger: logger)
         try Self.checkGuarantees(of: client)
         self.client = client
-        self.mainQueue = RDKafkaQueue(client: client, queue: rd_kafka_queue_get_main(client.handle))
-        rd_kafka_set_log_queue(client.handle, nil)
+        self.mainQueue = client.mainQueue()
     }
 
     /// Reads back what the client runs with: every record acknowledged by all in-sync replicas
     /// (`acks=all`, which librdkafka reports as -1) and idempotent, or the producer is refused.
     private static func checkGuarantees(of client: RDKafkaClient) throws(KafkaError) {
-        func setting(_ name: String) -> String? {
-            guard let conf = rd_kafka_conf(client.handle) else { return nil }
-            var value = [CChar](repeating: 0, count: 64)
-            var size = value.count
-            guard rd_kafka_conf_get(conf, name, &value, &size) == RD_KAFKA_CONF_OK else { return nil }
-            return RDKafkaClient.string(value)
-        }
-        let acks = setting("acks")
-        let idempotence = setting("enable.idempotence")
+        let acks = client.configurationValue("acks")
+        let idempotence = client.configurationValue("enable.idempotence")
         guard acks == "-1", idempotence == "true" else {
             throw KafkaError(
                 message: "the producer must run with acks=all and enable.idempotence=true",
@@ -129,7 +116,7 @@ public final class KafkaProducer: Service, Sendable {
     private func enqueue(_ record: KafkaRecord, id: UInt) async throws(KafkaError) {
         while true {
             let reportsBefore = space.withLockedValue { $0.reports }
-            switch RDKafkaProduce.produce(record, opaque: id, handle: client.handle) {
+            switch client.produce(record, id: id) {
             case .enqueued:
                 return
             case .failed(let error):
@@ -182,13 +169,13 @@ public final class KafkaProducer: Service, Sendable {
             serveEvents(timeoutMilliseconds: 100)
         }
         state.withLockedValue { $0.beginFlushing() }
-        // rd_kafka_flush does not serve events when the event API is used, so
+        // librdkafka's flush does not serve events when the event API is used, so
         // drain by polling until everything queued has been reported.
         let deadline = ContinuousClock.now + messageTimeout + .seconds(1)
-        while rd_kafka_outq_len(client.handle) > 0 && ContinuousClock.now < deadline {
+        while client.unacknowledgedCount > 0 && ContinuousClock.now < deadline {
             serveEvents(timeoutMilliseconds: 50)
         }
-        let left = rd_kafka_outq_len(client.handle)
+        let left = client.unacknowledgedCount
         if left > 0 { logger.warning("producer shut down with \(left) records unacknowledged") }
         spaceFreed(closing: true)
         for waiter in state.withLockedValue({ $0.finish() }) {
@@ -198,42 +185,30 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     private func serveEvents(timeoutMilliseconds: Int32) {
-        guard let event = rd_kafka_queue_poll(mainQueue.queue, timeoutMilliseconds) else { return }
-        let type = Int32(rd_kafka_event_type(event))
-        defer {
-            rd_kafka_event_destroy(event)
-            // Destroying the report's messages is what makes room in the local queue.
-            if type == Int32(RD_KAFKA_EVENT_DR) { spaceFreed() }
-        }
-        switch type {
-        case Int32(RD_KAFKA_EVENT_DR):
-            while let message = rd_kafka_event_message_next(event) {
-                let id = UInt(bitPattern: message.pointee._private)
-                let report = RDKafkaProduce.deliveryReport(message)
-                if let waiter = state.withLockedValue({ $0.reportArrived(id: id, report: report) }) {
-                    waiter.resume(returning: report)
+        var delivered = false
+        mainQueue.serveEvent(timeoutMilliseconds: timeoutMilliseconds) { event in
+            switch event {
+            case .deliveryReports(let reports):
+                delivered = true
+                for (id, report) in reports {
+                    if let waiter = state.withLockedValue({ $0.reportArrived(id: id, report: report) }) {
+                        waiter.resume(returning: report)
+                    }
                 }
+            case .log(let level, let facility, let message):
+                logger.rdkafka(level: level, facility: facility, message: message)
+            case .error(let code, let reason, let isFatal):
+                if isFatal {
+                    logger.error("fatal producer error: \(client.fatalError()?.description ?? reason)")
+                } else {
+                    logger.notice("producer: \(code): \(reason)")
+                }
+            case .other:
+                break
             }
-        case Int32(RD_KAFKA_EVENT_LOG):
-            var facility: UnsafePointer<CChar>?
-            var text: UnsafePointer<CChar>?
-            var level: Int32 = 7
-            if rd_kafka_event_log(event, &facility, &text, &level) == 0 {
-                logger.rdkafka(
-                    level: level, facility: facility.map { String(cString: $0) } ?? "",
-                    message: text.map { String(cString: $0) } ?? "")
-            }
-        case Int32(RD_KAFKA_EVENT_ERROR):
-            let code = rd_kafka_event_error(event)
-            let text = String(cString: rd_kafka_event_error_string(event))
-            if rd_kafka_event_error_is_fatal(event) != 0 {
-                logger.error("fatal producer error: \(client.fatalError()?.description ?? text)")
-            } else {
-                logger.notice("producer: \(String(cString: rd_kafka_err2name(code))): \(text)")
-            }
-        default:
-            break
         }
+        // The reports' messages are destroyed with their event: that made room in the local queue.
+        if delivered { spaceFreed() }
     }
 }
 

@@ -1,5 +1,31 @@
 import Crdkafka
+import Logging
 import struct Foundation.Date
+
+extension RDKafkaClient {
+    /// A producer whose delivery reports, logs and errors wait on its main queue as events
+    /// (see `RDKafkaQueue`), for one thread to serve.
+    static func makeProducer(properties: [String: String], logger: Logger) throws(KafkaError) -> RDKafkaClient {
+        try make(.producer, properties: properties, logger: logger) { conf in
+            rd_kafka_conf_set_events(conf, Int32(RD_KAFKA_EVENT_DR | RD_KAFKA_EVENT_LOG | RD_KAFKA_EVENT_ERROR))
+        }
+    }
+
+    /// The queue the producer's events wait on; logs are routed to it as well.
+    func mainQueue() -> RDKafkaQueue {
+        let queue = RDKafkaQueue(client: self, queue: rd_kafka_queue_get_main(handle))
+        routeLogsToMainQueue()
+        return queue
+    }
+
+    /// Records enqueued and not yet reported delivered or failed (and requests in flight).
+    var unacknowledgedCount: Int32 { rd_kafka_outq_len(handle) }
+
+    /// Enqueues one record; `id` comes back with its delivery report.
+    func produce(_ record: KafkaRecord, id: UInt) -> RDKafkaProduce.Outcome {
+        RDKafkaProduce.produce(record, opaque: id, handle: handle)
+    }
+}
 
 /// Enqueueing one record with `rd_kafka_produceva` and reading delivery reports.
 enum RDKafkaProduce {
@@ -13,7 +39,7 @@ enum RDKafkaProduce {
     /// A non-null address for empty payloads, so an empty value stays empty instead of becoming a null (tombstone).
     private nonisolated(unsafe) static let emptyPayload = UnsafeMutableRawPointer.allocate(byteCount: 1, alignment: 1)
 
-    static func produce(_ record: KafkaRecord, opaque: UInt, handle: OpaquePointer) -> Outcome {
+    fileprivate static func produce(_ record: KafkaRecord, opaque: UInt, handle: OpaquePointer) -> Outcome {
         // librdkafka copies everything (RD_KAFKA_MSG_F_COPY), so the buffers need only live through the call.
         record.topic.withCString { topic in
             record.value.withUnsafeBytes { value in

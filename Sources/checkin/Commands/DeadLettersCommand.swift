@@ -124,7 +124,7 @@ private func withRedrive<Result: Sendable>(
         let reader = try KafkaOffsetReader(bootstrapServers: settings.brokers, properties: properties, logger: logger)
         do {
             _ = try await reader.partitions(of: topic)
-        } catch let error as KafkaError where error.name == "UNKNOWN_TOPIC_OR_PART" {
+        } catch let error as KafkaError where error.code == .unknownTopicOrPartition {
             throw CommandFailure(
                 "\(topic) (\(source.topicVariable)) does not exist on the broker at \(settings.brokers): nothing was set aside "
                     + "there yet (the services create their topics when they start), or the variable names another topic")

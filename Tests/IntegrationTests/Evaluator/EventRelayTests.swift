@@ -38,7 +38,7 @@ import Testing
             var results = await producer.send(passing)[...]
             return records.map { record in
                 guard !refuses(record) else {
-                    return .failure(KafkaError(message: "no leader", name: "LEADER_NOT_AVAILABLE", isRetriable: true))
+                    return .failure(KafkaError(message: "no leader", code: .leaderNotAvailable, isRetriable: true))
                 }
                 let result = results.removeFirst()
                 if case .success = result {

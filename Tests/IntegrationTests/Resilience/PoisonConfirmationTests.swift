@@ -73,4 +73,24 @@ import Testing
         #expect(processed == [0, 1, 2, 3, 4, 6, 7])
         #expect(attempts == 4)
     }
+
+    /// A broker error that passes with time (no leader for the partition, for now) retries the
+    /// whole batch however often it recurs: no record is split out or set aside for it.
+    @Test func aBrokerErrorThatPassesRetriesTheBatchAndSetsNothingAside() async throws {
+        let (processed, deadLettered, attempts) = try await settle(
+            failuresOfFive: 6, failure: KafkaError(message: "delivery failed", code: .leaderNotAvailable))
+        #expect(deadLettered.isEmpty)
+        #expect(processed == [0, 1, 2, 3, 4, 5, 6, 7])
+        #expect(attempts == 7)
+    }
+
+    /// A broker error about the record itself (larger than the broker takes) sets the record
+    /// aside at its first failure alone.
+    @Test func aBrokerErrorAboutTheRecordSetsItAsideAtItsFirstFailureAlone() async throws {
+        let (processed, deadLettered, attempts) = try await settle(
+            failuresOfFive: .max, failure: KafkaError(message: "delivery failed", code: .messageSizeTooLarge))
+        #expect(deadLettered == [5])
+        #expect(processed == [0, 1, 2, 3, 4, 6, 7])
+        #expect(attempts == 4)
+    }
 }
