@@ -17,16 +17,6 @@ import Shared
 /// A device's deliveries to an endpoint go in `sequence` order: the claim query lets the
 /// next one out only once the previous one is delivered or failed.
 public final class WebhookDispatcher: Service, Sendable {
-    /// What happened since the dispatch loop last looked. Collected under a lock and taken
-    /// whole, so that a burst of wake-ups costs one claim, not one each.
-    struct Mailbox {
-        /// Look for due deliveries now.
-        var woken = false
-        var finished: [(endpointId: String, endpointDisabled: Bool)] = []
-        /// Claimed with their predecessors' results, to be sent.
-        var chained: [DeliveryAttempt] = []
-    }
-
     let configuration: NotifierConfiguration
     let webhooks: WebhookStore
     let logger: Logger
@@ -35,18 +25,12 @@ public final class WebhookDispatcher: Service, Sendable {
     let policy: DeliveryPolicy
     let sender: WebhookSender
     let recorder: ResultRecorder
-    /// Claimed and not yet recorded or released: the leases to renew.
-    private let held: NIOLockedValueBox<Set<Int64>>
-    /// How many more the dispatch loop can take, and the endpoints it holds enough of, as of
-    /// its last turn: what deliveries claimed as they are queued may add. All of its capacity
-    /// before its first turn, so that the first events' deliveries are claimed as they are queued.
-    private let room: NIOLockedValueBox<(free: Int, saturated: [String])>
-    private let mailbox: NIOLockedValueBox<Mailbox>
+    /// What its tasks share: held leases, room for claims, the loop's mailbox, the claimer.
+    private let state: NIOLockedValueBox<DispatcherStateMachine>
+    /// Wakes the dispatch loop; a burst of wake-ups is one turn.
     private let signals: AsyncStream<Void>
     private let signal: AsyncStream<Void>.Continuation
-    /// What the dispatch loop asks of the claims: `woken`, look now (something may be due);
-    /// `low`, its queue runs low.
-    private let claimRequests = NIOLockedValueBox<(woken: Bool, low: Bool)>((false, false))
+    /// Wakes the claimer; a burst of requests is one claim.
     private let claimSignals: AsyncStream<Void>
     private let claimSignal: AsyncStream<Void>.Continuation
 
@@ -65,15 +49,12 @@ public final class WebhookDispatcher: Service, Sendable {
         self.webhooks = webhooks
         self.logger = logger
         self.policy = DeliveryPolicy(configuration: configuration)
-        self.room = NIOLockedValueBox((Self.capacity(configuration), []))
         self.sender = WebhookSender(configuration: configuration, client: webhookClient)
         let owner = "notifier-" + UUID().uuidString.lowercased()
-        let held = NIOLockedValueBox<Set<Int64>>([])
-        let mailbox = NIOLockedValueBox(Mailbox())
+        let state = NIOLockedValueBox(DispatcherStateMachine(configuration: configuration))
         let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.owner = owner
-        self.held = held
-        self.mailbox = mailbox
+        self.state = state
         self.signals = signals
         self.signal = signal
         (claimSignals, claimSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
@@ -81,19 +62,11 @@ public final class WebhookDispatcher: Service, Sendable {
             webhooks: webhooks, owner: owner,
             chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil,
             gapHold: configuration.gapHold, maximumBatch: configuration.resultBatch, logger: logger
-        ) { [chainsSuccessors = configuration.claimsSuccessorsWithResults] recorded, claimed in
-            held.withLockedValue {
-                $0.subtract(recorded)
-                $0.formUnion(claimed.map(\.id))
+        ) { recorded, claimed in
+            // The loop takes the successors claimed with the results at its next turn.
+            if case .wakeDispatchLoop = state.withLockedValue({ $0.resultsRecorded(recorded, claimed: claimed) }) {
+                signal.yield()
             }
-            // A recorded result may let the device's next delivery go. Claimed with it when it is
-            // the very next; otherwise (a gap) it is due when its gap hold ends, which the poll
-            // finds: a claim after every result would mostly find nothing.
-            mailbox.withLockedValue {
-                $0.woken = $0.woken || !chainsSuccessors
-                $0.chained.append(contentsOf: claimed)
-            }
-            signal.yield()
         }
     }
 
@@ -106,28 +79,22 @@ public final class WebhookDispatcher: Service, Sendable {
     /// The claim that the intake makes as it queues deliveries, or nil when the loop has no
     /// room for more (they wait for a claim then).
     func queueClaim() -> WebhookStore.QueueClaim? {
-        guard configuration.claimsWhenQueued else { return nil }
-        let (free, saturated) = room.withLockedValue { $0 }
-        guard free > 0 else { return nil }
-        return WebhookStore.QueueClaim(owner: owner, lease: configuration.attemptLease, limit: free, excluding: saturated)
+        guard let room = state.withLockedValue({ $0.roomForQueuedClaim() }) else { return nil }
+        return WebhookStore.QueueClaim(owner: owner, lease: configuration.attemptLease, limit: room.free, excluding: room.saturated)
     }
 
     /// Takes deliveries claimed for this dispatcher elsewhere (as they were queued) to send.
-    func adopt(_ claimed: [DeliveryAttempt]) {
-        guard !claimed.isEmpty else { return }
-        held.withLockedValue { $0.formUnion(claimed.map(\.id)) }
-        room.withLockedValue { $0.free -= claimed.count }
-        mailbox.withLockedValue { $0.chained.append(contentsOf: claimed) }
-        signal.yield()
+    func adopt(_ claimed: [DeliveryAttempt]) async {
+        await perform(state.withLockedValue { $0.adopt(claimed) })
     }
 
     /// Asks for a look at the queue now rather than at the next poll.
     public func wake() {
-        mailbox.withLockedValue { $0.woken = true }
-        signal.yield()
+        if case .wakeDispatchLoop = state.withLockedValue({ $0.wake() }) { signal.yield() }
     }
 
     public func run() async throws {
+        state.withLockedValue { $0.startRunning() }
         // Known to renew before its first claim, so that its claims are looked for if it stops.
         await renewLeases()
         async let recording: Void = recorder.run()
@@ -144,14 +111,11 @@ public final class WebhookDispatcher: Service, Sendable {
         await recorder.flush()
         recorder.finish()
         await recording
-        // Claimed with a result the loop did not take any more: given back, not left to their lease.
-        await release(
-            mailbox.withLockedValue { mailbox in
-                defer { mailbox.chained = [] }
-                return mailbox.chained
-            })
-        // Holding nothing, it is no notifier that stopped mid-attempt: the others need not look.
-        if held.withLockedValue({ $0.isEmpty }) {
+        // Claimed with a result, or by a claim already out, after the loop stopped: given back,
+        // not left to their lease.
+        let ending = state.withLockedValue { $0.finish() }
+        await release(ending.release)
+        if ending.stopRenewing {
             do {
                 try await webhooks.stopRenewing(owner: owner)
             } catch {
@@ -165,95 +129,50 @@ public final class WebhookDispatcher: Service, Sendable {
     /// and waits for the attempts in flight. Claims run beside it (`claimUntilShutdown`), so
     /// that a free slot never waits for a claim's round trip.
     private func dispatchUntilShutdown() async {
-        let capacity = Self.capacity(configuration)
-        var scheduler = DeliveryScheduler(
-            concurrency: configuration.concurrency, endpointConcurrency: configuration.endpointConcurrency,
-            capacity: capacity)
         await withDiscardingTaskGroup { senders in
             senders.addTask { await self.claimUntilShutdown() }
             for await _ in signals.cancelOnGracefulShutdown() {
-                let news = mailbox.withLockedValue { mailbox in
-                    defer { mailbox = Mailbox() }
-                    return mailbox
-                }
-                let now = ContinuousClock.now
-                for (endpointId, endpointDisabled) in news.finished {
-                    scheduler.finished(endpointId: endpointId, at: now)
-                    if endpointDisabled { await release(scheduler.removeQueued(endpointId: endpointId)) }
-                }
-                news.chained.forEach { scheduler.add($0, at: now) }
-                while let delivery = scheduler.next(at: now) {
+                let turn = state.withLockedValue { $0.dispatchTurn(at: .now) }
+                for delivery in turn.send {
                     senders.addTask { await self.attempt(delivery) }
                 }
-                let surplus = scheduler.takeSurplus(at: now)
-                if !surplus.isEmpty {
+                if !turn.releaseSurplus.isEmpty {
                     logger.info(
                         "gave back deliveries held for endpoints that started none for a second",
-                        metadata: ["deliveries": "\(surplus.count)", "endpoints": "\(Set(surplus.map(\.endpointId)).sorted())"])
-                    await release(surplus)
+                        metadata: [
+                            "deliveries": "\(turn.releaseSurplus.count)",
+                            "endpoints": "\(Set(turn.releaseSurplus.map(\.endpointId)).sorted())",
+                        ])
                 }
-                // Sent and not yet written, a delivery still holds its lease (it is held, and no
-                // longer the scheduler's): while a whole batch of those waits for the recorder,
-                // claims wait too, or the leases to renew (and the renewals that hold up the
-                // recorder) would grow with every claim.
-                let unwritten = held.withLockedValue { $0.count } - scheduler.held
-                let free = unwritten >= configuration.resultBatch ? 0 : capacity - scheduler.held
-                room.withLockedValue { $0 = (free, scheduler.saturatedEndpoints(at: now)) }
-                // Claim when woken, or when fewer are queued than there are slots, so that the
-                // next free slot never waits for a claim.
-                if news.woken || scheduler.queued < configuration.concurrency {
-                    claimRequests.withLockedValue {
-                        $0.woken = $0.woken || news.woken
-                        $0.low = true
-                    }
-                    claimSignal.yield()
-                }
+                await release(turn.releaseDisabled + turn.releaseSurplus)
+                if turn.wakeClaimer { claimSignal.yield() }
             }
+            let unsent = state.withLockedValue { $0.dispatchStopped() }
             claimSignal.finish()
-            await release(scheduler.removeAllQueued())
+            await release(unsent)
         }
     }
 
     /// Claims due deliveries for the dispatch loop while it has room: when asked, and again at
-    /// once while claims come back full. After a claim that came back short (what was due,
-    /// but for endpoints it held enough of, is taken) it waits for a wake-up (something was
-    /// queued or recorded that no one took, or the poll interval passed) or for one of those
-    /// endpoints to have room again, rather than asking each time the loop runs low: with an
-    /// endpoint held full, each such claim read the whole due queue to take nothing.
+    /// once while claims come back full (see `DispatcherStateMachine.claimRequested`).
     private func claimUntilShutdown() async {
-        /// The endpoints passed over by the last claim that came back short; nil: not drained.
-        var drainedPassingOver: Set<String>?
         for await _ in claimSignals {
-            let request = claimRequests.withLockedValue { request in
-                defer { request = (false, false) }
-                return request
-            }
-            if request.woken { drainedPassingOver = nil }
-            if let passedOver = drainedPassingOver {
-                let stillSaturated = Set(room.withLockedValue { $0.saturated })
-                guard !passedOver.isSubset(of: stillSaturated) else { continue }
-                drainedPassingOver = nil
-            }
-            while !Task.isCancelled {
-                let (free, saturated) = room.withLockedValue { $0 }
-                guard free > 0 else { break }
+            var action = state.withLockedValue { $0.claimRequested() }
+            while case .claim(let limit, let perEndpoint, let excluding) = action {
+                guard !Task.isCancelled else {
+                    _ = state.withLockedValue { $0.claimFailed() }
+                    break
+                }
                 do {
                     let claimed = try await webhooks.claimDue(
-                        limit: free, perEndpoint: 2 * configuration.endpointConcurrency, owner: owner,
-                        lease: configuration.attemptLease, gapHold: configuration.gapHold, excluding: saturated)
-                    adopt(claimed)
-                    // Less than there was room for: what is due now is taken, but for the
-                    // endpoints passed over and those this claim took its most of.
-                    if claimed.count < free {
-                        let perEndpoint = Dictionary(grouping: claimed, by: \.endpointId)
-                        let filled = perEndpoint.filter { $0.value.count >= 2 * configuration.endpointConcurrency }.keys
-                        drainedPassingOver = Set(saturated).union(filled)
-                        break
-                    }
+                        limit: limit, perEndpoint: perEndpoint, owner: owner, lease: configuration.attemptLease,
+                        gapHold: configuration.gapHold, excluding: excluding)
+                    let (adopted, next) = state.withLockedValue { $0.claimReturned(claimed) }
+                    await perform(adopted)
+                    action = next
                 } catch {
-                    drainedPassingOver = []
                     logger.error("could not claim deliveries", metadata: ["error": "\(String(reflecting: error))"])
-                    break
+                    action = state.withLockedValue { $0.claimFailed() }
                 }
             }
         }
@@ -307,24 +226,33 @@ public final class WebhookDispatcher: Service, Sendable {
             DeliveryResult(
                 deliveryId: delivery.id, attempt: delivery.attempt, startedAt: startedAt, latency: elapsed,
                 statusCode: response.statusCode, error: decision.error, outcome: decision.outcome))
-        mailbox.withLockedValue { $0.finished.append((delivery.endpointId, decision.disablesEndpoint)) }
-        signal.yield()
+        await perform(
+            state.withLockedValue {
+                $0.attemptFinished(endpointId: delivery.endpointId, endpointDisabled: decision.disablesEndpoint)
+            })
     }
 
+    private func perform(_ action: DispatcherStateMachine.EventAction) async {
+        switch action {
+        case .none: break
+        case .wakeDispatchLoop: signal.yield()
+        case .release(let deliveries): await release(deliveries)
+        }
+    }
+
+    /// Gives back leases the state machine no longer counts as held.
     private func release(_ deliveries: [DeliveryAttempt]) async {
         guard !deliveries.isEmpty else { return }
-        let ids = deliveries.map(\.id)
         do {
-            try await webhooks.releaseLeases(ids: ids, owner: owner)
+            try await webhooks.releaseLeases(ids: deliveries.map(\.id), owner: owner)
         } catch {
             // Not lost: the leases run out and the deliveries are claimed again.
             logger.warning("could not release deliveries", metadata: ["error": "\(error)"])
         }
-        held.withLockedValue { $0.subtract(ids) }
     }
 
     private func renewLeases() async {
-        let ids = held.withLockedValue { Array($0) }
+        let ids = state.withLockedValue { $0.leasesToRenew }
         do {
             try await webhooks.renewLeases(ids: ids, owner: owner, lease: configuration.attemptLease)
         } catch {
