@@ -174,7 +174,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ServiceSupportTests",
-            dependencies: ["ServiceSupport"]
+            dependencies: ["ServiceSupport", "Shared"]
         ),
         .testTarget(
             name: "GeofenceTests",

@@ -9,7 +9,7 @@ public struct EvaluatorConfiguration: Sendable {
     /// wedged by its coordinator and its members move to its next incarnation (see
     /// `GroupRecovery`); zero: never.
     public var rebalanceLimit: Duration = .seconds(60)
-    /// Whether every evaluated fix leaves a decision record (SPEC section 6).
+    /// Whether every evaluated fix leaves a decision record (docs/evaluation-rules.md#decision-records).
     public var recordDecisions = true
     /// Decision records are kept at least this long, and each device's newest
     /// `DecisionStore.keptPerDevice` whatever their age.

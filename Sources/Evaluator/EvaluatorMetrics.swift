@@ -24,8 +24,8 @@ public struct EvaluatorMetrics: Sendable {
         Counter(label: "checkin_evaluator_zone_build_failures_total", dimensions: [("project", projectId)])
     }
 
-    /// Decision entries (SPEC section 6) by outcome and reason ("none" for entries without one):
-    /// how often each rule keeps devices from checking in.
+    /// Decision entries by outcome and reason ("none" for entries without one): how often each
+    /// rule keeps devices from checking in (docs/evaluation-rules.md#reason-codes).
     func decisions(outcome: DecisionOutcome, reason: DecisionReason?) -> Counter {
         Counter(
             label: "checkin_evaluator_decisions_total",

@@ -5,7 +5,7 @@ import Metrics
 import Persistence
 import Shared
 
-/// Forgets a device (SPEC section 7), for the management API and the CLI alike.
+/// Forgets a device (docs/evaluation-rules.md#device-erasure), for the management API and the CLI alike.
 ///
 /// The erasure is requested, its marker written to the device's partition of the fixes
 /// topic (behind every fix accepted before it), and carried out at the marker's position;

@@ -6,8 +6,8 @@ import Persistence
 import Shared
 
 /// Answers "why did this device (not) check in?" from what the evaluator kept: the device
-/// view, its decision records and the event log (SPEC section 6), for the management API
-/// and the CLI alike.
+/// view, its decision records and the event log (docs/evaluation-rules.md#reading-decision-records),
+/// for the management API and the CLI alike.
 public struct DeviceInsight: Sendable {
     let records: DeviceRecords
     let zones: ZoneStore

@@ -132,7 +132,7 @@ extension ManagementRoutes {
             headers: Self.entityTag(current.version))
     }
 
-    /// Warnings, not refusals: the zones are stored whatever the lint finds (SPEC 3.9).
+    /// Warnings, not refusals: the zones are stored whatever the lint finds (docs/evaluation-rules.md#fence-lint).
     static func lint(_ document: ZonesDocument) -> FenceLintReport {
         (try? FenceLint.check(document)) ?? FenceLintReport(warnings: [], total: 0)
     }

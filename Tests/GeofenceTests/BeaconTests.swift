@@ -4,7 +4,7 @@ import Testing
 
 @testable import Geofence
 
-/// Beacon sightings (SPEC 3.6): RSSI threshold and `beaconExitAfter`.
+/// Beacon sightings (docs/evaluation-rules.md#beacons): RSSI threshold and `beaconExitAfter`.
 @Suite struct BeaconTests {
     static let uuid = "F7826DA6-4FA2-4E98-8024-BC5B71E0893E"
 

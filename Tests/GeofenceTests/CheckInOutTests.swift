@@ -4,7 +4,8 @@ import Testing
 
 @testable import Geofence
 
-/// Presence, check-in, check-out with the exit buffer, and MRT (SPEC 3.1-3.4).
+/// Presence, check-in, check-out with the exit buffer, and MRT
+/// (docs/evaluation-rules.md, from #inside-a-fence to #stale-check-out).
 @Suite struct CheckInOutTests {
     static let lat = 48.8566
     static let lon = 2.3522

@@ -4,7 +4,8 @@ import Testing
 
 @testable import Geofence
 
-/// Zone conditions (SPEC 3.7) and the weekly schedule.
+/// Zone conditions (docs/evaluation-rules.md#conditions) and the weekly schedule
+/// (docs/evaluation-rules.md#active-schedule).
 @Suite struct ConditionTests {
     static let lat = 51.5074
     static let lon = -0.1278

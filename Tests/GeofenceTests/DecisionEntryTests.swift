@@ -4,7 +4,7 @@ import Testing
 
 @testable import Geofence
 
-/// The engine's decision entries (SPEC section 6) agree with the events it decides, and
+/// The engine's decision entries (docs/evaluation-rules.md#decision-records) agree with the events it decides, and
 /// a zone the fix had nothing to do with gets none.
 @Suite struct DecisionEntryTests {
     static let lat = 48.8566

@@ -4,7 +4,8 @@ import Testing
 
 @testable import Geofence
 
-/// Geoline crossings (SPEC 3.5): direction, gap, never a check-out, not in restart mode.
+/// Geoline crossings (docs/evaluation-rules.md#geoline-crossings): direction, gap, never a
+/// check-out, not in restart mode.
 @Suite struct GeolineTests {
     static let lat = -33.8688
     static let lon = 151.2093

@@ -4,7 +4,8 @@ import Testing
 
 @testable import Geofence
 
-/// Restart mode (SPEC 3.8) and stale check-outs (SPEC 3.4).
+/// Restart mode (docs/evaluation-rules.md#restart-mode) and stale check-outs
+/// (docs/evaluation-rules.md#stale-check-out).
 @Suite struct RestartAndStaleTests {
     static let lat = 40.7128
     static let lon = -74.0060

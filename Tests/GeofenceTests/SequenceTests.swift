@@ -5,7 +5,7 @@ import Testing
 @testable import Geofence
 
 /// Every event of a device carries `sequence` 1, 2, 3 … in decision order, across
-/// check-ins and check-outs, timeout check-outs included (SPEC 4, Events).
+/// check-ins and check-outs, timeout check-outs included (docs/concepts.md#events-and-webhooks).
 @Suite struct SequenceTests {
     static let lat = 40.7128
     static let lon = -74.0060

@@ -4,7 +4,7 @@ import Testing
 
 @testable import Geofence
 
-/// The limits of SPEC section 4 on zones documents, and what they buy: every event
+/// The limits (docs/http-api.md#limits) on zones documents, and what they buy: every event
 /// built from the largest zone they allow fits in a Kafka message.
 @Suite struct ZoneLimitsTests {
     static let lat = -33.8688

@@ -5,9 +5,9 @@ import Testing
 
 @testable import Geofence
 
-/// No decision may depend on the order of the zones document (SPEC 3.7): a zone is
-/// decided after the zones its sequential condition names, and a fix's events come
-/// in an order of their own.
+/// No decision may depend on the order of the zones document
+/// (docs/evaluation-rules.md#zone-order): a zone is decided after the zones its sequential
+/// condition names, and a fix's events come in an order of their own.
 @Suite struct ZoneOrderTests {
     static let lat = 45.4642
     static let lon = 9.19

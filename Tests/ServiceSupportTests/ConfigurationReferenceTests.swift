@@ -1,10 +1,12 @@
 import Foundation
 import ServiceSupport
+import Shared
 import Testing
 
 /// One list of the settings (`ConfigurationVariables`), and docs/configuration.md, name every
 /// variable the program reads and nothing it does not: each `"CHECKIN_…"` string of the
-/// sources is in both, and each entry of both is read somewhere.
+/// sources is in both, and each entry of both is read somewhere. Likewise docs/evaluation-rules.md
+/// lists every decision reason code and no other.
 @Suite struct ConfigurationReferenceTests {
     static let root = URL(filePath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
 
@@ -44,6 +46,19 @@ import Testing
         #expect(documented.subtracting(read).sorted() == [], "in docs/configuration.md but read nowhere")
         #expect(read.subtracting(listed).sorted() == [], "read but not in ConfigurationVariables")
         #expect(listed.subtracting(read).sorted() == [], "in ConfigurationVariables but read nowhere")
+    }
+
+    /// The reason codes in the first column of the table under "Reason codes".
+    @Test func everyDecisionReasonIsDocumentedAndNoOther() throws {
+        let text = try String(contentsOf: Self.root.appending(path: "docs/evaluation-rules.md"), encoding: .utf8)
+        let section = text.components(separatedBy: "\n### ").first { $0.hasPrefix("Reason codes\n") } ?? ""
+        var documented: Set<String> = []
+        for line in section.split(separator: "\n") where line.hasPrefix("| `") {
+            documented.insert(String(line.dropFirst(3).prefix { $0 != "`" }))
+        }
+        let reasons = Set(DecisionReason.allCases.map(\.rawValue))
+        #expect(reasons.subtracting(documented).sorted() == [], "reason codes missing from docs/evaluation-rules.md")
+        #expect(documented.subtracting(reasons).sorted() == [], "in docs/evaluation-rules.md but not a reason code")
     }
 
     @Test func aMisspeltSettingIsNamedWithTheSettingItWasMeantToBe() {

@@ -2,7 +2,7 @@ import Foundation
 import Shared
 import Testing
 
-/// The checks every entry point shares (SPEC section 4, "Limits").
+/// The checks every entry point shares (docs/http-api.md#limits).
 @Suite struct InputLimitsTests {
     @Test func identifiers() {
         #expect(InputLimits.identifierProblem("zone-1") == nil)

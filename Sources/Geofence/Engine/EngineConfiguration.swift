@@ -1,7 +1,7 @@
 import Foundation
 import Shared
 
-/// The tunables of SPEC section 3 in one value, so that the Evaluator, `checkin replay`
+/// The tunables of docs/evaluation-rules.md in one value, so that the Evaluator, `checkin replay`
 /// and the tests all run the engine with the same knobs.
 public struct EngineConfiguration: Sendable, Equatable {
     /// Fixes less accurate than this (metres) neither enter nor leave fences.
@@ -57,7 +57,7 @@ public struct Evaluation: Sendable, Equatable {
     /// Check-outs and check-ins in decision order.
     public var events: [CheckEvent]
     /// Why: one entry per zone whose relation the fix changed or would have changed, or
-    /// the one entry of a fix not evaluated (SPEC section 6).
+    /// the one entry of a fix not evaluated (docs/evaluation-rules.md#decision-records).
     public var entries: [DecisionEntry]
 
     public init(outcome: EvaluationOutcome, events: [CheckEvent] = [], entries: [DecisionEntry] = []) {

@@ -19,7 +19,8 @@ extension GeofenceEngine {
     /// zones with a hit and zones the device is already in. A fix's check-outs come
     /// before its check-ins, and zones are decided in `decidesBefore` order, never in
     /// the order of the zones document: a zone with a sequential condition after the
-    /// zone it names, so that a check-in there by the same fix counts (SPEC 3.7).
+    /// zone it names, so that a check-in there by the same fix counts
+    /// (docs/evaluation-rules.md#zone-order).
     func decide(
         _ context: FixContext, hits: inout HitList, crossings: [Crossing], state: inout DeviceState,
         events: inout [CheckEvent], entries: inout [DecisionEntry]

@@ -1,7 +1,7 @@
 import Foundation
 import Shared
 
-/// Decides, fix by fix, the check-ins and check-outs of SPEC section 3.
+/// Decides, fix by fix, check-ins and check-outs by the rules of docs/evaluation-rules.md.
 ///
 /// Immutable: built from the zones of every project (off the hot path, since it
 /// validates and indexes them) and swapped in whole by the caller when zones

@@ -23,7 +23,7 @@ public enum Replay {
         }
     }
 
-    /// Evaluates every line of `fixLines` (one fix per line, SPEC section 4) in order,
+    /// Evaluates every line of `fixLines` (one fix per line, as on `checkin.fixes`) in order,
     /// handing each resulting event as one line of JSON to `emitEvent`, and, when
     /// `emitDecision` is given, each fix's decision record (the evaluator's, without the
     /// time it was evaluated, and with the fix's project and device) as one line to it. A

@@ -1,6 +1,6 @@
 import Shared
 
-/// The per-zone conditions of SPEC 3.7, each a pure function of the triggering fix.
+/// The per-zone conditions (docs/evaluation-rules.md#conditions), each a pure function of the triggering fix.
 enum ConditionRules {
     /// Both bounds inclusive; a fix without a speed cannot satisfy a speed condition.
     static func speedHolds(_ conditions: ZoneConditions, speed: Double?) -> Bool {

@@ -7,7 +7,7 @@ import Shared
 /// significant-location change), so the engine treats every fence as its minimum
 /// enclosing circle widened by `restartTolerance`; fences of different zones that
 /// close together will be entered together. The management API answers with these
-/// as warnings: the zones are stored all the same (SPEC 3.9).
+/// as warnings: the zones are stored all the same (docs/evaluation-rules.md#fence-lint).
 public struct FenceProximity: Sendable, Equatable, Codable, CustomStringConvertible {
     public var zoneId: String
     public var fenceId: String

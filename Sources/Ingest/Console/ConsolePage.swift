@@ -2,11 +2,12 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 
-/// The console (`GET /console`, SPEC section 6): a project's zones on a map and a device's
-/// recent fixes as a trail, each fix marked by its decision, its reasons on selection, the
-/// event log beside it. One self-contained page: its script and style are inline and it
-/// fetches nothing but this service's own API (and map tiles, when a tile URL is configured);
-/// the management key is entered on the page and kept in the tab's session storage only.
+/// The console (`GET /console`, docs/evaluation-rules.md#reading-decision-records): a project's
+/// zones on a map and a device's recent fixes as a trail, each fix marked by its decision, its
+/// reasons on selection, the event log beside it. One self-contained page: its script and
+/// style are inline and it fetches nothing but this service's own API (and map tiles, when a
+/// tile URL is configured); the management key is entered on the page and kept in the tab's
+/// session storage only.
 enum ConsolePage {
     static func add<Context: RequestContext>(to router: Router<Context>, tiles: String?) {
         let page = html(tiles: tiles)

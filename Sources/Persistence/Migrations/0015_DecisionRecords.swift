@@ -1,5 +1,5 @@
 extension Migration {
-    /// What the evaluator decided about each fix, and why (SPEC section 6): one row per
+    /// What the evaluator decided about each fix, and why (docs/evaluation-rules.md#decision-records): one row per
     /// evaluated fix, written with the device's state, kept for a retention and at least
     /// the last 100 of each device. Fixes that concerned no zone have no entries (NULL).
     static let decisionRecords = Migration(

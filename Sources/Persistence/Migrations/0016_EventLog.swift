@@ -1,6 +1,7 @@
 extension Migration {
-    /// Every event decided, for the event log (`GET /v1/events`, SPEC section 6): written with
-    /// its outbox row, kept after it is published, for a retention.
+    /// Every event decided, for the event log (`GET /v1/events`,
+    /// docs/evaluation-rules.md#reading-decision-records): written with its outbox row, kept
+    /// after it is published, for a retention.
     static let eventLog = Migration(
         version: 16, name: "event log",
         sql: """

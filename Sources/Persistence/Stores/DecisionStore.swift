@@ -30,8 +30,9 @@ public struct DecisionPage: Sendable {
     public var nextCursor: Int64?
 }
 
-/// The decision records of SPEC section 6, written by the evaluator after the batches that
-/// decided them committed, read by the management API and the CLI, purged past their retention.
+/// The decision records (docs/evaluation-rules.md#decision-records), written by the evaluator
+/// after the batches that decided them committed, read by the management API and the CLI,
+/// purged past their retention.
 ///
 /// A row holds a run of one device's records written together, oldest first, one JSON
 /// object per line: Postgres then stores one tuple and one index entry for the run and

@@ -4,7 +4,8 @@ import PostgresNIO
 import Shared
 
 /// What is kept about one device, for those who ask why it did or did not check in: its
-/// state as the evaluator last wrote it and its decision records (SPEC section 6).
+/// state as the evaluator last wrote it and its decision records
+/// (docs/evaluation-rules.md#decision-records).
 public struct DeviceRecords: Sendable {
     public let database: Database
     let logger: Logger

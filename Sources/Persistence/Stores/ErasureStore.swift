@@ -66,9 +66,9 @@ public struct ErasureMarks: Sendable {
     public var isEmpty: Bool { markers.isEmpty }
 }
 
-/// Erasing a device exactly (SPEC section 7): what was accepted before the erasure is told
-/// from what comes after by the position of an erasure marker on the device's partition of
-/// the fixes topic, never by comparing clocks.
+/// Erasing a device exactly (docs/evaluation-rules.md#device-erasure): what was accepted before
+/// the erasure is told from what comes after by the position of an erasure marker on the
+/// device's partition of the fixes topic, never by comparing clocks.
 ///
 /// An erasure is requested (a row), its marker written to the topic, then carried out at the
 /// marker's position, once, by whichever comes first: the request, or the evaluator reaching

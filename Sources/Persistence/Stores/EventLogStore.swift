@@ -45,7 +45,7 @@ public struct EventPage: Sendable {
     public var nextCursor: Int64?
 }
 
-/// The event log (SPEC section 6): events as decided, newest first, each with its
+/// The event log (docs/evaluation-rules.md#reading-decision-records): events as decided, newest first, each with its
 /// deliveries per endpoint. Written by `EventOutboxStore.add`; purged past a retention.
 public struct EventLogStore: Sendable {
     let database: Database

@@ -1,7 +1,7 @@
 import Foundation
 
-/// What a fix did to the device's relation with one zone (SPEC section 6), or, for the
-/// fix-level `late` and `duplicate`, why the fix was not evaluated at all.
+/// What a fix did to the device's relation with one zone, or, for the fix-level `late` and
+/// `duplicate`, why the fix was not evaluated at all (docs/evaluation-rules.md#outcomes).
 public enum DecisionOutcome: String, Sendable, Codable, CaseIterable {
     case checkedIn = "checked-in"
     case checkedOut = "checked-out"
@@ -16,7 +16,8 @@ public enum DecisionOutcome: String, Sendable, Codable, CaseIterable {
 }
 
 /// Why an entry or a crossing was not a check-in, or why a fix was ignored: one code per
-/// rule of SPEC section 3. The strings are stable; clients may match on them.
+/// rule, each listed in docs/evaluation-rules.md#reason-codes. The strings are stable;
+/// clients may match on them.
 public enum DecisionReason: String, Sendable, Codable, CaseIterable {
     case zoneDisabled = "zone-disabled"
     case zoneInactive = "zone-inactive"
@@ -113,7 +114,7 @@ public struct DecisionLocation: Sendable, Equatable, Codable {
     }
 }
 
-/// Everything the evaluator decided about one fix of one device (SPEC section 6).
+/// Everything the evaluator decided about one fix of one device (docs/evaluation-rules.md#decision-records).
 public struct DecisionRecord: Sendable, Equatable, Codable {
     public var fixId: String?
     /// The fix's own time.

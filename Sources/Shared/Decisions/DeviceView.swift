@@ -1,6 +1,7 @@
 import Foundation
 
-/// What a device is now, as its stored state has it (`GET /v1/devices/{deviceId}`, SPEC section 6).
+/// What a device is now, as its stored state has it (`GET /v1/devices/{deviceId}`,
+/// docs/evaluation-rules.md#reading-decision-records).
 public struct DeviceView: Sendable, Equatable, Codable {
     public var projectId: String
     public var deviceId: String

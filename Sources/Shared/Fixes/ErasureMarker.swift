@@ -2,7 +2,7 @@ import Foundation
 
 /// The record an erasure writes to the fixes topic, keyed by the device like its fixes, so
 /// that it lands in the device's partition behind every fix accepted before it: its offset
-/// is where the device's old life ends and a new one begins (SPEC section 7).
+/// is where the device's old life ends and a new one begins (docs/evaluation-rules.md#device-erasure).
 ///
 /// It is told from a fix by its header, before any decoding: a consumer that does not know
 /// it would dead-letter it as an invalid fix, never evaluate it. The header carries the id

@@ -1,6 +1,6 @@
 import Foundation
 
-/// The limits of SPEC section 4 on everything that comes in: fixes, zones documents,
+/// The limits (docs/http-api.md#limits) on everything that comes in: fixes, zones documents,
 /// webhook endpoints and request bodies. Kept in one place so that the HTTP API,
 /// `checkin replay`, zones import and the evaluator refuse the same input with the
 /// same words, and so that every event built from accepted input provably fits in

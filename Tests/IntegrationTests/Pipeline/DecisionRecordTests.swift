@@ -5,7 +5,7 @@ import Shared
 import Testing
 
 extension ExplanationSuites {
-    /// Decision records (SPEC section 6): every reason code read back from the running
+    /// Decision records (docs/evaluation-rules.md#decision-records): every reason code read back from the running
     /// pipeline's API, the same records from `checkin replay --explain`, and the device view.
     @Suite(.serialized) struct DecisionRecordTests {
         /// One device per case, all through one pipeline: the last fix of each trip leaves the

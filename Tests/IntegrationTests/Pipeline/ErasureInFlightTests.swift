@@ -9,10 +9,10 @@ import Shared
 import Testing
 
 extension ExplanationSuites {
-    /// Erasing a device whose data is still on its way (SPEC section 7): its fixes on the fixes
-    /// topic, its events on the event topics, its deliveries retrying or failed. After the
-    /// erasure answers, nothing decided from its earlier fixes reaches the partner and the API
-    /// shows nothing of it; every other device is delivered; it starts afresh after.
+    /// Erasing a device whose data is still on its way (docs/evaluation-rules.md#device-erasure):
+    /// its fixes on the fixes topic, its events on the event topics, its deliveries retrying or
+    /// failed. After the erasure answers, nothing decided from its earlier fixes reaches the
+    /// partner and the API shows nothing of it; every other device is delivered; it starts afresh after.
     @Suite(.serialized) struct ErasureInFlightTests {
         /// The device's whole lap is accepted (202) behind other devices' laps while no
         /// evaluator runs, then erased: the answer is the same as for a device with stored

@@ -8,7 +8,8 @@ import Shared
 import Testing
 
 extension ExplanationSuites {
-    /// The event log (`GET /v1/events`) and erasing a device (`DELETE /v1/devices/{id}`), SPEC section 6.
+    /// The event log (`GET /v1/events`) and erasing a device (`DELETE /v1/devices/{id}`):
+    /// docs/evaluation-rules.md#reading-decision-records and #device-erasure.
     @Suite(.serialized) struct EventLogAndErasureTests {
         /// A trip's check-in and check-out are listed newest first with their delivery to the
         /// endpoint, and every filter narrows the list as it says.

@@ -1,7 +1,8 @@
 import Foundation
 import Shared
 
-/// Zones and trips that each end in one decision with a known reason (SPEC section 6):
+/// Zones and trips that each end in one decision with a known reason
+/// (docs/evaluation-rules.md#reason-codes):
 /// every zone sits on its own, 2 km from the next, so each trip concerns its zone alone.
 enum ExplanationTrips {
     static let latitude = 52.5
