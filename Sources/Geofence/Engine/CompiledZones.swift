@@ -185,13 +185,14 @@ struct CompiledZones: Sendable {
                 beaconsByKey[key, default: []].append(Int32(b))
             }
         }
-        // A zone's memory must outlive the longest window in which another zone asks for it.
+        // A zone another zone follows keeps its last check-in for as long as the device's state
+        // lasts: a check-in longer ago than the window is "too long ago", never "none".
         var follows: [Int32: Int32] = [:]
         for (z, zoneRules) in chunks.lazy.flatMap(\.rules) {
             guard let sequential = zoneRules.conditions?.sequential,
                 let after = zoneIndex[Int(zones[Int(z)].project)][sequential.afterZoneId]
             else { continue }
-            zones[Int(after)].retention = max(zones[Int(after)].retention, sequential.withinSeconds)
+            zones[Int(after)].retention = .infinity
             follows[z] = after
         }
         for (z, depth) in SequentialOrder.depths(follows: follows) { zones[Int(z)].sequentialDepth = depth }

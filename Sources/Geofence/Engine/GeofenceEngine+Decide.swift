@@ -221,13 +221,16 @@ extension GeofenceEngine {
 
     /// Why an entry (or a geoline crossing) is not a check-in under rule 2's conditions,
     /// with the numbers the failing rule looked at; nil when it is one. The rules are
-    /// tried in a fixed order and the first that fails is the reason.
+    /// tried in a fixed order and the first that fails is the reason: disabled, schedule,
+    /// restart mode, speed, bearing, percentage crossed, sequential, minimum retrigger time
+    /// (docs/evaluation-rules.md).
     private func refusal(
         _ zone: CompiledZone, trigger: Trigger, context: FixContext, memory: ZoneMemory, state: DeviceState
     ) -> Refusal? {
         let time = context.time
         let fix = context.fix
         guard zone.enabled else { return Refusal(.zoneDisabled) }
+        if let schedule = tables.schedule(of: zone), !schedule.isActive(at: time) { return Refusal(.zoneInactive) }
         let conditions = tables.conditions(of: zone)
         if fix.mode == .restart {
             if case .geoline = trigger { return Refusal(.crossingRestartMode) }
@@ -237,14 +240,7 @@ extension GeofenceEngine {
                 return refusal
             }
         }
-        if let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime {
-            var refusal = Refusal(.minimumRetriggerTime)
-            refusal.detail.retriggerUntil = Date(timeIntervalSince1970: from + zone.minimumRetriggerTime)
-            refusal.detail.minimumRetriggerTime = zone.minimumRetriggerTime
-            return refusal
-        }
-        if let schedule = tables.schedule(of: zone), !schedule.isActive(at: time) { return Refusal(.zoneInactive) }
-        guard let conditions else { return nil }
+        guard let conditions else { return retriggerRefusal(zone, memory: memory, time: time) }
         if !ConditionRules.speedHolds(conditions, speed: fix.speed) {
             var refusal = Refusal(fix.speed == nil ? .speedMissing : .speedOutOfRange)
             refusal.detail.speed = fix.speed
@@ -287,7 +283,17 @@ extension GeofenceEngine {
                 return refusal
             }
         }
-        return nil
+        return retriggerRefusal(zone, memory: memory, time: time)
+    }
+
+    /// Rule 2's last test: what the device's own history forbids comes after everything the
+    /// zone itself demands, so that the reason given is the zone's when both apply.
+    private func retriggerRefusal(_ zone: CompiledZone, memory: ZoneMemory, time: Double) -> Refusal? {
+        guard let from = memory.retriggerFrom, time - from < zone.minimumRetriggerTime else { return nil }
+        var refusal = Refusal(.minimumRetriggerTime)
+        refusal.detail.retriggerUntil = Date(timeIntervalSince1970: from + zone.minimumRetriggerTime)
+        refusal.detail.minimumRetriggerTime = zone.minimumRetriggerTime
+        return refusal
     }
 
     /// The conditions a restart-mode fix cannot be trusted to meet (`ZoneConditions.needsPreciseFix`).
