@@ -123,7 +123,7 @@ public final class EventIntake: Service, Sendable {
         if !deadLetters.isEmpty { metrics.notAnEventDeadLetters.increment(by: deadLetters.count) }
         let (queued, claimed, dueUnclaimed) = try await webhooks.enqueue(
             deliveries, gapHold: dispatcher.configuration.gapHold, claim: dispatcher.queueClaim())
-        await dispatcher.adopt(claimed)
+        await dispatcher.adopt(await dispatcher.opener.open(claimed))
         // Those that may go and were not taken (no room now) are for a claim to find.
         if dueUnclaimed > 0 { dispatcher.wake() }
         if queued > 0 { queuedCounter.increment(by: queued) }

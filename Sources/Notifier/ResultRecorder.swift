@@ -11,6 +11,8 @@ import Persistence
 final class ResultRecorder: Sendable {
     let webhooks: WebhookStore
     let owner: String
+    /// Opens the successors claimed with the results.
+    let opener: DeliveryOpener
     let logger: Logger
     /// The lease of a delivery claimed with its predecessor's result; nil: none are claimed.
     private let chainLease: NIOLockedValueBox<Duration?>
@@ -27,11 +29,13 @@ final class ResultRecorder: Sendable {
     let maximumBatch: Int
 
     init(
-        webhooks: WebhookStore, owner: String, chainLease: Duration?, gapHold: Duration, maximumBatch: Int = 2000,
+        webhooks: WebhookStore, owner: String, opener: DeliveryOpener, chainLease: Duration?, gapHold: Duration,
+        maximumBatch: Int = 2000,
         logger: Logger, onRecorded: @escaping @Sendable (_ recorded: [Int64], _ claimed: [DeliveryAttempt]) -> Void
     ) {
         self.webhooks = webhooks
         self.owner = owner
+        self.opener = opener
         self.maximumBatch = max(maximumBatch, 1)
         self.chainLease = NIOLockedValueBox(chainLease)
         self.gapHold = gapHold
@@ -83,8 +87,9 @@ final class ResultRecorder: Sendable {
         var delay = Duration.milliseconds(100)
         for attempt in 1...5 {
             do {
-                return try await webhooks.record(
+                let claimed = try await webhooks.record(
                     batch, owner: owner, chainLease: chainLease.withLockedValue { $0 }, gapHold: gapHold)
+                return await opener.open(claimed)
             } catch {
                 logger.error(
                     "could not record delivery results",

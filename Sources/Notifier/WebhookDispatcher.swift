@@ -22,6 +22,8 @@ public final class WebhookDispatcher: Service, Sendable {
     let logger: Logger
     /// Names this notifier's leases, so that it only ever records or renews its own.
     let owner: String
+    /// Opens what it claims with the deployment's key.
+    let opener: DeliveryOpener
     let policy: DeliveryPolicy
     let sender: WebhookSender
     let recorder: ResultRecorder
@@ -54,12 +56,15 @@ public final class WebhookDispatcher: Service, Sendable {
         let state = NIOLockedValueBox(DispatcherStateMachine(configuration: configuration))
         let (signals, signal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.owner = owner
+        // The key the store seals secrets with opens them here, for signing.
+        let opener = DeliveryOpener(sealer: webhooks.sealer, webhooks: webhooks, owner: owner, logger: logger)
+        self.opener = opener
         self.state = state
         self.signals = signals
         self.signal = signal
         (claimSignals, claimSignal) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         self.recorder = ResultRecorder(
-            webhooks: webhooks, owner: owner,
+            webhooks: webhooks, owner: owner, opener: opener,
             chainLease: configuration.claimsSuccessorsWithResults ? configuration.attemptLease : nil,
             gapHold: configuration.gapHold, maximumBatch: configuration.resultBatch, logger: logger
         ) { recorded, claimed in
@@ -164,9 +169,10 @@ public final class WebhookDispatcher: Service, Sendable {
                     break
                 }
                 do {
-                    let claimed = try await webhooks.claimDue(
-                        limit: limit, perEndpoint: perEndpoint, owner: owner, lease: configuration.attemptLease,
-                        gapHold: configuration.gapHold, excluding: excluding)
+                    let claimed = await opener.open(
+                        try await webhooks.claimDue(
+                            limit: limit, perEndpoint: perEndpoint, owner: owner, lease: configuration.attemptLease,
+                            gapHold: configuration.gapHold, excluding: excluding))
                     let (adopted, next) = state.withLockedValue { $0.claimReturned(claimed) }
                     await perform(adopted)
                     action = next

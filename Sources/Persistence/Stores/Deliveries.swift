@@ -36,17 +36,21 @@ public struct NewDelivery: Sendable {
     }
 }
 
-/// A delivery claimed for an attempt, with what is needed to send it.
-public struct DeliveryAttempt: Sendable {
+/// A delivery claimed for one attempt and leased to its notifier, as the database holds it:
+/// its endpoint's secrets still sealed, for the notifier to open (``WebhookStore`` never
+/// decides what a delivery that cannot be signed becomes).
+public struct ClaimedDelivery: Sendable {
     public var id: Int64
     public var endpointId: String
     public var projectId: String
     public var url: String
-    public var secrets: [String]
+    /// The endpoint's current secrets, newest first, sealed under the deployment's key.
+    public var sealedSecrets: [String]
     public var eventId: String
     public var deviceId: String
     public var sequence: Int?
-    public var payload: String
+    /// The event's body; nil were it not kept (never for a delivery that is not erased).
+    public var payload: String?
     /// Attempts so far, including this one.
     public var attempt: Int
     /// Claimed although the device's previous event never reached this endpoint's queue
@@ -58,15 +62,15 @@ public struct DeliveryAttempt: Sendable {
     public var fixAcceptedAt: Date?
 
     public init(
-        id: Int64, endpointId: String, projectId: String, url: String, secrets: [String], eventId: String,
-        deviceId: String, sequence: Int?, payload: String, attempt: Int, skippedGap: Bool = false, queuedAt: Date? = nil,
+        id: Int64, endpointId: String, projectId: String, url: String, sealedSecrets: [String], eventId: String,
+        deviceId: String, sequence: Int?, payload: String?, attempt: Int, skippedGap: Bool = false, queuedAt: Date? = nil,
         fixAcceptedAt: Date? = nil
     ) {
         self.id = id
         self.endpointId = endpointId
         self.projectId = projectId
         self.url = url
-        self.secrets = secrets
+        self.sealedSecrets = sealedSecrets
         self.eventId = eventId
         self.deviceId = deviceId
         self.sequence = sequence

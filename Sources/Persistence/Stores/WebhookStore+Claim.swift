@@ -3,7 +3,8 @@ import Logging
 import PostgresNIO
 import Shared
 
-/// Claiming: the due deliveries a notifier may send now, leased to it and opened for sending.
+/// Claiming: the due deliveries a notifier may send now, leased to it (their secrets still
+/// sealed: the notifier opens them).
 extension WebhookStore {
     /// Claims up to `limit` deliveries that may be sent now, at most `perEndpoint` of any one
     /// endpoint, each for one attempt, leased to `owner` for `lease` (renewed with
@@ -23,17 +24,15 @@ extension WebhookStore {
     /// `anotherOfItsDeviceInFlight`).
     public func claimDue(
         limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String] = []
-    ) async throws -> [DeliveryAttempt] {
-        let (opened, unsigned) = try await database.withTransaction(settings: Self.claimSettings) { connection in
+    ) async throws -> [ClaimedDelivery] {
+        try await database.withTransaction(settings: Self.claimSettings) { connection in
             let rows = try await connection.query(
                 Self.claimStatement(
                     limit: limit, perEndpoint: perEndpoint, owner: owner, lease: lease, gapHold: gapHold,
                     excluding: excluding),
                 logger: logger)
-            return try await openAttempts(rows)
+            return try await Self.claimed(rows)
         }
-        try await recordUnsigned(unsigned, owner: owner)
-        return opened
     }
 
     /// Set for the claim alone. The due order is read by an index scan, never a bitmap scan
@@ -161,87 +160,28 @@ extension WebhookStore {
         "(SELECT b.payload FROM event_payloads b WHERE b.project_id = \(alias).project_id AND b.event_id = \(alias).event_id)"
     }
 
-    /// A claimed delivery as a claim returns it: (id, endpoint, project, url, sealed secrets,
-    /// event id, device, sequence or 0, payload, attempts, skipped gap, queued at, fix accepted at),
-    /// the first columns of its row (a statement may return more after them).
-    struct ClaimedRow {
-        var id: Int64
-        var endpointId: String
-        var projectId: String
-        var url: String
-        var sealedSecrets: [String]
-        var eventId: String
-        var deviceId: String
-        var sequence: Int
-        /// Nil when the event's body is not kept (never for a delivery not erased).
-        var payload: String?
-        var attempts: Int
-        var skippedGap: Bool
-        var queuedAt: Date
-        var fixAcceptedAt: Date?
+    /// The columns a claiming statement returns first, in this order: (id, endpoint, project,
+    /// url, sealed secrets, event id, device, sequence or 0, payload, attempts, skipped gap,
+    /// queued at, fix accepted at); a statement may return more after them.
+    static let claimedColumnCount = 13
 
-        /// How many columns it takes.
-        static let columnCount = 13
-
-        init(_ row: PostgresRow) throws {
-            (
-                id, endpointId, projectId, url, sealedSecrets, eventId, deviceId, sequence, payload, attempts, skippedGap,
-                queuedAt, fixAcceptedAt
-            ) = try row.decode((Int64, String, String, String, [String], String, String, Int, String?, Int, Bool, Date, Date?).self)
-        }
+    /// Claimed deliveries as their statement returns them (see `claimedColumnCount`).
+    static func claimed(_ rows: PostgresRowSequence) async throws -> [ClaimedDelivery] {
+        var claimed: [ClaimedDelivery] = []
+        for try await row in rows { claimed.append(try ClaimedDelivery(row)) }
+        return claimed
     }
+}
 
-    /// Claimed deliveries as rows of `ClaimedRow`, with their secrets opened. Those whose
-    /// secret cannot be opened come back apart, for the caller to record as retries
-    /// (`recordUnsigned`) once its transaction has committed.
-    func openAttempts(_ rows: PostgresRowSequence) async throws -> (opened: [DeliveryAttempt], unsigned: [DeliveryResult]) {
-        var claimed: [ClaimedRow] = []
-        for try await row in rows { claimed.append(try ClaimedRow(row)) }
-        return try openedAttempts(claimed)
+extension ClaimedDelivery {
+    init(_ row: PostgresRow) throws {
+        let (
+            id, endpointId, projectId, url, sealedSecrets, eventId, deviceId, sequence, payload, attempt, skippedGap,
+            queuedAt, fixAcceptedAt
+        ) = try row.decode((Int64, String, String, String, [String], String, String, Int, String?, Int, Bool, Date, Date?).self)
+        self.init(
+            id: id, endpointId: endpointId, projectId: projectId, url: url, sealedSecrets: sealedSecrets, eventId: eventId,
+            deviceId: deviceId, sequence: sequence == 0 ? nil : sequence, payload: payload, attempt: attempt,
+            skippedGap: skippedGap, queuedAt: queuedAt, fixAcceptedAt: fixAcceptedAt)
     }
-
-    func openedAttempts(_ claimed: [ClaimedRow]) throws -> (opened: [DeliveryAttempt], unsigned: [DeliveryResult]) {
-        var result: [DeliveryAttempt] = []
-        var unsigned: [DeliveryResult] = []
-        for row in claimed {
-            guard let payload = row.payload else {
-                // Cannot happen while its delivery exists; were it so, the delivery fails
-                // (replayable) instead of failing every claim that takes it.
-                unsigned.append(
-                    DeliveryResult(
-                        deliveryId: row.id, attempt: row.attempts, startedAt: Date(), latency: .zero, statusCode: nil,
-                        error: "not sent: its event's payload is not kept", outcome: .failed))
-                continue
-            }
-            let opened: [String]
-            do {
-                opened = try openSecrets(row.sealedSecrets)
-            } catch {
-                unsigned.append(
-                    DeliveryResult(
-                        deliveryId: row.id, attempt: row.attempts, startedAt: Date(), latency: .zero, statusCode: nil,
-                        error: "not sent: \(error)", outcome: .retry(after: Self.unsignableRetryDelay)))
-                continue
-            }
-            result.append(
-                DeliveryAttempt(
-                    id: row.id, endpointId: row.endpointId, projectId: row.projectId, url: row.url, secrets: opened,
-                    eventId: row.eventId, deviceId: row.deviceId, sequence: row.sequence == 0 ? nil : row.sequence,
-                    payload: payload, attempt: row.attempts, skippedGap: row.skippedGap, queuedAt: row.queuedAt,
-                    fixAcceptedAt: row.fixAcceptedAt))
-        }
-        return (result, unsigned)
-    }
-
-    func recordUnsigned(_ unsigned: [DeliveryResult], owner: String) async throws {
-        guard !unsigned.isEmpty else { return }
-        logger.error(
-            "deliveries not sent: their endpoint's secret cannot be opened with CHECKIN_SECRET_KEY, or their payload is not kept",
-            metadata: ["deliveries": "\(unsigned.count)", "error": "\(unsigned[0].error ?? "")"])
-        try await record(unsigned, owner: owner)
-    }
-
-    /// How long a delivery whose endpoint secret cannot be opened (sealed under another key)
-    /// waits before it is tried again: until an operator starts the notifier with that key.
-    static let unsignableRetryDelay: Duration = .seconds(300)
 }

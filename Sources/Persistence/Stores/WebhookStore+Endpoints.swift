@@ -193,12 +193,6 @@ extension WebhookStore {
         }
     }
 
-    /// Decrypts the secrets of a claimed delivery; one that cannot be decrypted stops
-    /// the claim rather than sending a webhook its partner could not verify.
-    func openSecrets(_ stored: [String]) throws -> [String] {
-        try stored.map { stored throws(SecretSealingError) in try sealer.open(stored) }
-    }
-
     private func listEndpoints(projectId: String, id: String?) async throws -> [WebhookEndpoint] {
         let rows = try await database.client.query(
             """

@@ -47,12 +47,12 @@ extension WebhookStore {
     /// (a claim should look for them); those of an excluded endpoint are not counted: they
     /// wait until the taker holds fewer of that endpoint's, which it sees by itself.
     public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
-        -> (queued: Int, claimed: [DeliveryAttempt], dueUnclaimed: Int)
+        -> (queued: Int, claimed: [ClaimedDelivery], dueUnclaimed: Int)
     {
         let deliveries = Self.once(deliveries)
         guard !deliveries.isEmpty else { return (0, [], 0) }
         let bodies = EventPayload.bodies(of: deliveries)
-        let (queued, due, claimed, unsigned) = try await database.withTransaction { connection in
+        let (queued, due, claimed) = try await database.withTransaction { connection in
             // An erasure's sweep of these projects waits for this queueing, or it sees the erasure.
             try await ErasureStore.holdIntake(projects: Set(deliveries.map(\.projectId)), on: connection, logger: logger)
             try await connection.perform(Self.lockStatement(deliveries), logger: logger)
@@ -65,25 +65,23 @@ extension WebhookStore {
             var inserted = 0
             var due = 0
             var dueOfExcluded = 0
-            var taken: [ClaimedRow] = []
+            var taken: [ClaimedDelivery] = []
             for try await row in rows {
                 let columns = row.makeRandomAccess()
-                let isDue = try columns[ClaimedRow.columnCount].decode(Bool.self)
-                let isTaken = try columns[ClaimedRow.columnCount + 1].decode(Bool.self)
+                let isDue = try columns[Self.claimedColumnCount].decode(Bool.self)
+                let isTaken = try columns[Self.claimedColumnCount + 1].decode(Bool.self)
                 inserted += 1
                 if isDue { due += 1 }
                 if isTaken {
-                    var claimed = try ClaimedRow(row)
+                    var claimed = try ClaimedDelivery(row)
                     claimed.payload = bodies[EventPayload.Key(projectId: claimed.projectId, eventId: claimed.eventId)]
                     taken.append(claimed)
                 }
                 if isDue, taker.excluding.contains(try columns[1].decode(String.self)) { dueOfExcluded += 1 }
             }
-            let (opened, unsigned) = try openedAttempts(taken)
-            return (inserted, due - dueOfExcluded, opened, unsigned)
+            return (inserted, due - dueOfExcluded, taken)
         }
-        if let claim { try await recordUnsigned(unsigned, owner: claim.owner) }
-        return (queued, claimed, due - claimed.count - unsigned.count)
+        return (queued, claimed, due - claimed.count)
     }
 
     /// Each (endpoint, event) of a batch once, the first copy kept: the event topics are read
@@ -219,7 +217,7 @@ extension WebhookStore {
                    AND (l.leased_until IS NULL OR l.leased_until <= now())
                 RETURNING l.id
             )
-            -- Each new one in the shape of a claimed row (`ClaimedRow`), then whether it is due and taken.
+            -- Each new one in the shape of a claimed row (`ClaimedDelivery`), then whether it is due and taken.
             -- Without its body: the statement does not see the bodies it stores, the caller has them.
             SELECT i.id, i.endpoint_id, i.project_id, e.url,
                    CASE WHEN i.taken

@@ -25,13 +25,13 @@ extension WebhookStore {
     @discardableResult
     public func record(
         _ results: [DeliveryResult], owner: String, chainLease: Duration? = nil, gapHold: Duration = .zero
-    ) async throws -> [DeliveryAttempt] {
+    ) async throws -> [ClaimedDelivery] {
         guard !results.isEmpty else { return [] }
         // Rows are locked in id order, as `renewLeases` and `enqueue` lock them, so that they never deadlock.
         let sorted = results.sorted { $0.deliveryId < $1.deliveryId }
         let chain = chainLease != nil
         let lease = chainLease?.seconds ?? 0
-        let (claimed, unsigned) = try await database.withTransaction { connection in
+        return try await database.withTransaction { connection in
             // Locked first: none can go before this commits, and one deleted meanwhile (its
             // endpoint removed) is not among them, so no attempt is logged for a delivery that
             // is gone (which would fail the whole batch).
@@ -39,7 +39,7 @@ extension WebhookStore {
             var present: Set<Int64> = []
             for try await id in locked.decode(Int64.self) { present.insert(id) }
             let found = sorted.filter { present.contains($0.deliveryId) }
-            guard !found.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            guard !found.isEmpty else { return [ClaimedDelivery]() }
             let ids = found.map(\.deliveryId)
             let statuses = found.map { result -> String in
                 switch result.outcome {
@@ -90,14 +90,14 @@ extension WebhookStore {
             for try await (id, isRetrying) in updated.decode((Int64, Bool).self) {
                 if isRetrying { retrying.append(id) } else { finished.append(id) }
             }
-            guard !finished.isEmpty || !retrying.isEmpty else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+            guard !finished.isEmpty || !retrying.isEmpty else { return [ClaimedDelivery]() }
             // Most devices have nothing queued behind a delivery when it is done: a look, with the
             // same fresh view the statement below would have, spares planning that statement.
             if retrying.isEmpty {
                 let waiting = try await connection.query(Self.waitingStatement(behind: finished), logger: logger)
                 var anyWaiting = false
                 for try await exists in waiting.decode(Bool.self) { anyWaiting = exists }
-                guard anyWaiting else { return ([DeliveryAttempt](), [DeliveryResult]()) }
+                guard anyWaiting else { return [ClaimedDelivery]() }
             }
             let rows = try await connection.query(
                 """
@@ -152,11 +152,8 @@ extension WebhookStore {
                   FROM next_ones t JOIN webhook_endpoints e ON e.id = t.endpoint_id
                  WHERE t.taken
                 """, logger: logger)
-            return try await openAttempts(rows)
+            return try await Self.claimed(rows)
         }
-        // Their rows were locked by the transaction until it committed.
-        try await recordUnsigned(unsigned, owner: owner)
-        return claimed
     }
 
     /// The statement of `record` that locks the deliveries whose results it writes, in id

@@ -3,12 +3,14 @@ import Logging
 import PostgresNIO
 import Shared
 
-/// Webhook endpoints and the durable queue of deliveries to them. Endpoint
-/// secrets are stored sealed by `sealer` and handed out decrypted, for signing only.
+/// Webhook endpoints and the durable queue of deliveries to them. Endpoint secrets are
+/// stored sealed by `sealer`, and claimed deliveries carry them sealed: the notifier opens
+/// them, for signing only.
 public struct WebhookStore: Sendable {
     let database: Database
     let logger: Logger
-    let sealer: SecretSealer
+    /// The deployment's key (`CHECKIN_SECRET_KEY`), which seals the secrets it stores.
+    public let sealer: SecretSealer
 
     public init(database: Database, logger: Logger, sealer: SecretSealer) {
         self.database = database

@@ -33,7 +33,7 @@ import Testing
         }
 
         func claim(limit: Int = 1000, perEndpoint: Int = 1000, hold: Duration = .seconds(60), excluding: [String] = [])
-            async throws -> [DeliveryAttempt]
+            async throws -> [ClaimedDelivery]
         {
             try await webhooks.claimDue(
                 limit: limit, perEndpoint: perEndpoint, owner: "a", lease: .seconds(60), gapHold: hold, excluding: excluding
@@ -41,8 +41,8 @@ import Testing
         }
 
         @discardableResult
-        func finish(_ attempts: [DeliveryAttempt], _ outcome: DeliveryResult.Outcome = .delivered, hold: Duration = .seconds(60))
-            async throws -> [DeliveryAttempt]
+        func finish(_ attempts: [ClaimedDelivery], _ outcome: DeliveryResult.Outcome = .delivered, hold: Duration = .seconds(60))
+            async throws -> [ClaimedDelivery]
         {
             try await webhooks.record(
                 attempts.map {

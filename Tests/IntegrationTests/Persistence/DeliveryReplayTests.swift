@@ -54,8 +54,8 @@ extension DeliveryClaimTests.Queue {
     /// Claims the project's deliveries and records each attempt as failed for good, one at a
     /// time (a result may claim the device's next one itself), until none is due: those
     /// attempted, in the order they went.
-    func failEachInTurn() async throws -> [DeliveryAttempt] {
-        var attempted: [DeliveryAttempt] = []
+    func failEachInTurn() async throws -> [ClaimedDelivery] {
+        var attempted: [ClaimedDelivery] = []
         var out = try await claim()
         while !out.isEmpty {
             #expect(out.count == 1, "one at a time: \(out.map(\.sequence))")

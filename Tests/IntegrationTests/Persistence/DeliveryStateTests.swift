@@ -31,7 +31,7 @@ import Testing
                     eventType: sequence % 2 == 1 ? "checkin" : "checkout", deviceId: device, eventTime: Date(),
                     sequence: sequence, payload: "{}")
             }
-            func result(_ attempt: DeliveryAttempt, _ outcome: DeliveryResult.Outcome) -> DeliveryResult {
+            func result(_ attempt: ClaimedDelivery, _ outcome: DeliveryResult.Outcome) -> DeliveryResult {
                 DeliveryResult(
                     deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .zero,
                     statusCode: outcome == .delivered ? 204 : 500, error: nil, outcome: outcome)

@@ -104,11 +104,11 @@ import Testing
                 eventTime: Date(), sequence: 1, payload: "{}")
             #expect(try await webhooks.enqueue([delivery]) == 1)
             #expect(try await webhooks.enqueue([delivery]) == 0)
-            func claim(owner: String = "a") async throws -> [DeliveryAttempt] {
+            func claim(owner: String = "a") async throws -> [ClaimedDelivery] {
                 try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: owner, lease: .seconds(60), gapHold: .seconds(60))
                     .filter { $0.eventId == delivery.eventId }
             }
-            func result(_ attempt: DeliveryAttempt, _ code: Int?, _ outcome: DeliveryResult.Outcome) -> DeliveryResult {
+            func result(_ attempt: ClaimedDelivery, _ code: Int?, _ outcome: DeliveryResult.Outcome) -> DeliveryResult {
                 DeliveryResult(
                     deliveryId: attempt.id, attempt: attempt.attempt, startedAt: Date(), latency: .nanoseconds(2_014_953),
                     statusCode: code, error: code == 204 ? nil : "HTTP \(code ?? 0)", outcome: outcome)
@@ -169,7 +169,7 @@ import Testing
                     deviceId: "d\(device)", eventTime: Date(), sequence: 1, payload: "{}")
             }
             #expect(try await webhooks.enqueue(deliveries) == 2)
-            func claim() async throws -> [DeliveryAttempt] {
+            func claim() async throws -> [ClaimedDelivery] {
                 try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: .zero)
                     .filter { $0.projectId == projectId }.sorted { $0.eventId < $1.eventId }
             }
@@ -235,11 +235,11 @@ import Testing
                     eventType: sequence % 2 == 1 ? "checkin" : "checkout", deviceId: device, eventTime: Date(),
                     sequence: sequence, payload: "{}")
             }
-            func claim(hold: Duration = .seconds(60)) async throws -> [DeliveryAttempt] {
+            func claim(hold: Duration = .seconds(60)) async throws -> [ClaimedDelivery] {
                 try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: "a", lease: .seconds(60), gapHold: hold)
                     .filter { $0.projectId == projectId }
             }
-            func finish(_ attempts: [DeliveryAttempt], _ outcome: DeliveryResult.Outcome) async throws {
+            func finish(_ attempts: [ClaimedDelivery], _ outcome: DeliveryResult.Outcome) async throws {
                 try await webhooks.record(
                     attempts.map {
                         DeliveryResult(
@@ -303,7 +303,7 @@ import Testing
         let delivered = try await withDatabase { database in
             let (webhooks, endpoint) = try await Self.projectWithEndpoint(
                 projectId, name: "Busy", database: database, logger: logger)
-            let toRecord = Mutex<[DeliveryAttempt]>([])
+            let toRecord = Mutex<[ClaimedDelivery]>([])
             let queueing = Task {
                 for sequence in 1...sequences {
                     let (_, claimed, _) = try await webhooks.enqueue(
@@ -485,11 +485,11 @@ import Testing
                     endpointId: endpoint.id, projectId: projectId, eventId: "\(projectId)-\(sequence)", eventType: "checkin",
                     deviceId: "d", eventTime: Date(), sequence: sequence, payload: "{\"n\":\(sequence)}")
             }
-            func claim(owner: String = "a", hold: Duration = .seconds(60)) async throws -> [DeliveryAttempt] {
+            func claim(owner: String = "a", hold: Duration = .seconds(60)) async throws -> [ClaimedDelivery] {
                 try await webhooks.claimDue(limit: 1000, perEndpoint: 1000, owner: owner, lease: .seconds(60), gapHold: hold)
                     .filter { $0.projectId == projectId }
             }
-            func finish(_ attempt: DeliveryAttempt, _ outcome: DeliveryResult.Outcome) async throws -> [DeliveryAttempt] {
+            func finish(_ attempt: ClaimedDelivery, _ outcome: DeliveryResult.Outcome) async throws -> [ClaimedDelivery] {
                 try await webhooks.record(
                     [
                         DeliveryResult(
@@ -507,7 +507,7 @@ import Testing
             #expect(second.map(\.sequence) == [2])
             #expect(second.first?.attempt == 1)
             #expect(second.first?.payload == "{\"n\":2}")
-            #expect(second.first?.secrets == [secret])
+            #expect(second.first?.sealedSecrets.map { try? webhooks.sealer.open($0) } == [secret])
             #expect(try await claim(owner: "b").isEmpty)
 
             // A retry claims nothing, and 3 stays behind it.

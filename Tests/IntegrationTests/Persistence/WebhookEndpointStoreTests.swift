@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Notifier
 import Persistence
 import PostgresNIO
 import Shared
@@ -59,7 +60,7 @@ import Testing
 
             try await enqueueOne(webhooks, endpointId: endpoint.id)
             let claimed = try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
-            #expect(claimed.map(\.secrets) == [[secret]])
+            #expect(DeliveryOpener.open(claimed, with: sealer).opened.map(\.secrets) == [[secret]])
 
             // Another key cannot open them: the claim fails rather than sending unverifiable webhooks.
             let otherKey = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
@@ -88,8 +89,10 @@ import Testing
 
             try await enqueueOne(webhooks, endpointId: "we_old")
             #expect(
-                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(
-                    \.secrets) == [[legacy]])
+                DeliveryOpener.open(
+                    try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)),
+                    with: sealer
+                ).opened.map(\.secrets) == [[legacy]])
             #expect(try await webhooks.endpoints(projectId: "p").map(\.url) == ["https://old.example.com/"])
         }
     }
@@ -111,15 +114,19 @@ import Testing
             #expect(abs(expires.timeIntervalSinceNow - 3600) < 60)
             try await enqueueOne(webhooks, endpointId: endpoint.id)
             #expect(
-                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(
-                    \.secrets) == [[second, first]])
+                DeliveryOpener.open(
+                    try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)),
+                    with: sealer
+                ).opened.map(\.secrets) == [[second, first]])
 
             // A window of zero drops the previous secret at once; the first keeps its own end.
             _ = try await webhooks.rotateSecret(id: endpoint.id, projectId: "p", newSecret: third, window: .zero)
             try await enqueueOne(webhooks, endpointId: endpoint.id)
             #expect(
-                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)).map(
-                    \.secrets) == [[third, first]])
+                DeliveryOpener.open(
+                    try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)),
+                    with: sealer
+                ).opened.map(\.secrets) == [[third, first]])
 
             #expect(try await webhooks.rotateSecret(id: endpoint.id, projectId: "another", newSecret: third, window: .zero) == nil)
             #expect(try await webhooks.rotateSecret(id: "we_none", projectId: "p", newSecret: third, window: .zero) == nil)
@@ -262,8 +269,8 @@ import Testing
         }
     }
 
-    /// An endpoint whose secret was sealed under another key cannot be signed for: its
-    /// delivery is recorded as a failed attempt and waits, and the rest of the claim goes.
+    /// An endpoint whose secret was sealed under another key cannot be signed for: the
+    /// notifier records its delivery as a failed attempt and it waits, and the rest of the claim goes.
     @Test func aDeliveryThatCannotBeSignedDoesNotStopTheClaim() async throws {
         let (logger, sealer) = (logger, sealer)
         try await withFreshDatabase { database in
@@ -276,8 +283,9 @@ import Testing
             try await enqueueOne(webhooks, endpointId: sealedElsewhere.id)
             try await enqueueOne(webhooks, endpointId: healthy.id)
 
-            let claimed = try await webhooks.claimDue(
-                limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60))
+            let opener = DeliveryOpener(sealer: sealer, webhooks: webhooks, owner: "test", logger: logger)
+            let claimed = await opener.open(
+                try await webhooks.claimDue(limit: 10, perEndpoint: 10, owner: "test", lease: .seconds(60), gapHold: .seconds(60)))
             #expect(claimed.map(\.endpointId) == [healthy.id])
             let rows = try await database.client.query(
                 """
