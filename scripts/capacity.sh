@@ -12,13 +12,14 @@
 #           process tree, Postgres's statements, rows and WAL, the broker's bytes
 #   held    the same load with --hold-webhooks: the notifier's drain, deliveries/s
 #   bench   `checkin bench evaluator` (CHECKIN_CAPACITY_BENCH, default --fixes 300000
-#           --fences 100000 --devices 2000 --fsync off): one evaluator's fixes/s
+#           --fences 100000 --devices 2000, Postgres durability off): one evaluator's fixes/s
 #
 # CHECKIN_CAPACITY_STEPS  the steps to run (default "closed held bench")
 # CHECKIN_CAPACITY_OUT    where each step's readings are kept (default a new directory
 #                         under .local/capacity); the report is also written there
 # CHECKIN_LOAD_FSYNC=on   Postgres durable for the load steps (see scripts/load.sh); the
-#                         bench sets its own with --fsync
+#                         bench's is CHECKIN_CAPACITY_BENCH_FSYNC (off by default), set by
+#                         scripts/postgres-durability.sh
 #
 # Run under scripts/with-services.sh already (CHECKIN_RUN_DIR set), it runs the one step
 # named by CHECKIN_CAPACITY_STEP (default closed) against those services; their Postgres
@@ -100,8 +101,9 @@ step() {
         ;;
     bench)
         local bench
-        read -r -a bench <<<"${CHECKIN_CAPACITY_BENCH:---fixes 300000 --fences 100000 --devices 2000 --fsync off}"
+        read -r -a bench <<<"${CHECKIN_CAPACITY_BENCH:---fixes 300000 --fences 100000 --devices 2000}"
         local bin="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
+        "$ROOT/scripts/postgres-durability.sh" "${CHECKIN_CAPACITY_BENCH_FSYNC:-off}"
         echo "capacity: bench: $bin bench evaluator ${bench[*]}" >&2
         "$bin" bench evaluator "${bench[@]}" --json >"$work/bench.out"
         sed -n '/^{/,$p' "$work/bench.out" >"$work/bench.json"

@@ -22,13 +22,7 @@ PORT="${CHECKIN_LOAD_PORT:-18080}"
 export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
 
 if [ "${CHECKIN_LOAD_FSYNC:-off}" = on ]; then
-    # Server settings take a superuser: the cluster's postgres user, as for checkin bench.
-    admin_url="${CHECKIN_DATABASE_URL/\/\/checkin@/\/\/postgres@}"
-    for setting in fsync synchronous_commit full_page_writes; do
-        psql "$admin_url" -Xq -c "ALTER SYSTEM SET $setting = on"
-    done
-    psql "$admin_url" -Xq -c "SELECT pg_reload_conf()" >/dev/null
-    psql "$admin_url" -XtAq -c "SELECT string_agg(name || '=' || setting, ' ') FROM pg_settings WHERE name IN ('fsync', 'synchronous_commit', 'full_page_writes')" >&2
+    "$ROOT/scripts/postgres-durability.sh" on
 fi
 "$BIN" projects create load >/dev/null
 # With --webhooks-per-fix the trip walks through zones generated on its paths; otherwise

@@ -39,7 +39,9 @@ public enum ConfigurationVariables {
     /// Variables of the project's own scripts and tests, which the program does not read but
     /// which are set around it (scripts/with-services.sh, scripts/load.sh, the test harness).
     public static let ofTheProjectsScripts: Set<String> = [
-        "CHECKIN_API_TEST_EXAMPLES", "CHECKIN_BINARY", "CHECKIN_BROKER_PORT", "CHECKIN_BUILD_RDKAFKA",
+        "CHECKIN_ADMIN_DATABASE_URL", "CHECKIN_API_TEST_EXAMPLES", "CHECKIN_BINARY", "CHECKIN_BROKER_PORT",
+        "CHECKIN_BUILD_RDKAFKA", "CHECKIN_CAPACITY_BENCH", "CHECKIN_CAPACITY_BENCH_FSYNC", "CHECKIN_CAPACITY_OUT",
+        "CHECKIN_CAPACITY_STEP", "CHECKIN_CAPACITY_STEPS", "CHECKIN_CAPACITY_WORK", "CHECKIN_LOAD_HOOK",
         "CHECKIN_LOAD_BINARY", "CHECKIN_LOAD_FSYNC", "CHECKIN_LOAD_PORT", "CHECKIN_LOAD_SETTLE",
         "CHECKIN_POSTGRES_DIR", "CHECKIN_POSTGRES_EXTRA_OPTIONS", "CHECKIN_POSTGRES_PORT", "CHECKIN_RUN_DIR",
     ]

@@ -18,10 +18,9 @@ struct EvaluatorBench: AsyncParsableCommand {
         abstract: "Measure evaluator processes on a backlog.",
         discussion: """
             Fixes/s, batch time, WAL per fix and events/s on the backlog of a generated world. \
-            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). --fsync on \
-            runs with Postgres's durable defaults (fsync, synchronous_commit and full_page_writes on), --fsync off \
-            with all three off (the local development cluster's settings); either is set through \
-            --admin-database-url (a superuser; by default the same URL as the postgres user) and put back afterwards.
+            Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). It reports \
+            Postgres's durability settings as it finds them and never changes them: \
+            scripts/postgres-durability.sh on|off sets them on the project's own clusters.
             """)
 
     @Option(parsing: .unconditional, help: "Fixes in the backlog.") var fixes = 200_000
@@ -30,9 +29,6 @@ struct EvaluatorBench: AsyncParsableCommand {
     @Option(name: .customLong("side-km"), parsing: .unconditional, help: "Side of the square the fences cover, in km.")
     var sideKilometres = 200.0
     @Option(parsing: .unconditional, help: "Evaluator processes.") var evaluators = 1
-    @Option(help: "Postgres durability during the run: on (fsync, synchronous_commit, full_page_writes on), off, or unchanged.")
-    var fsync = "unchanged"
-    @Option(help: "A superuser's URL of the same Postgres, to set fsync.") var adminDatabaseURL: String?
     @Option(parsing: .unconditional, help: "First ops port of the evaluators (metrics); the others follow.") var firstPort = 18_300
     @Option(parsing: .unconditional, help: "Seed of the world.") var seed: UInt64 = 1
     @Option(parsing: .unconditional, help: "Seconds to wait for the evaluators.") var timeout = 900
@@ -43,9 +39,6 @@ struct EvaluatorBench: AsyncParsableCommand {
     func validate() throws {
         guard fixes >= 1_000, devices > 0, fences > 0, evaluators > 0 else {
             throw CommandFailure("--fixes must be at least 1000; --devices, --fences and --evaluators positive", helpOf: Self.self)
-        }
-        guard ["on", "off", "unchanged"].contains(fsync) else {
-            throw CommandFailure("--fsync must be on, off or unchanged", helpOf: Self.self)
         }
         guard sideKilometres > 0, sideKilometres <= 20_000 else {
             throw CommandFailure("--side-km must be more than 0 and at most 20000 km", helpOf: Self.self)
@@ -66,14 +59,7 @@ struct EvaluatorBench: AsyncParsableCommand {
         }
         let settings = try ProcessSettings(environment: EnvironmentReader(environment))
         try await settings.prepare(logger: logger)
-        let previousDurability = try await setFsync(settings: settings, logger: logger)
-        do {
-            try await measureRun(settings: settings, environment: environment, logger: logger)
-        } catch {
-            if let previousDurability { try? await Self.setDurability(previousDurability, url: adminURL(settings), logger: logger) }
-            throw error
-        }
-        if let previousDurability { try await Self.setDurability(previousDurability, url: adminURL(settings), logger: logger) }
+        try await measureRun(settings: settings, environment: environment, logger: logger)
     }
 
     private func measureRun(settings: ProcessSettings, environment: [String: String], logger: Logger) async throws {
@@ -217,45 +203,6 @@ struct EvaluatorBench: AsyncParsableCommand {
             metrics.add(String(buffer: try await response.body.collect(upTo: 16 << 20)))
         }
         return Reading(at: at, committed: committed, walBytes: wal, stateUpdates: updates, counters: metrics)
-    }
-
-    private func adminURL(_ settings: ProcessSettings) -> String {
-        if let adminDatabaseURL { return adminDatabaseURL }
-        var components = URLComponents(
-            string: settings.environment.string("CHECKIN_DATABASE_URL", default: DatabaseConfiguration.defaultURL))
-        components?.user = "postgres"
-        return components?.string ?? ""
-    }
-
-    /// Sets the durability settings as asked and returns the values to put back, nil when left unchanged.
-    private func setFsync(settings: ProcessSettings, logger: Logger) async throws -> [String: String]? {
-        guard fsync != "unchanged" else { return nil }
-        let value = fsync == "on" ? "on" : "off"
-        return try await Self.setDurability(
-            Dictionary(uniqueKeysWithValues: Self.durabilitySettings.map { ($0, value) }), url: adminURL(settings), logger: logger)
-    }
-
-    /// What makes a commit durable: with synchronous_commit off, fsync never holds up a commit.
-    static let durabilitySettings = ["fsync", "synchronous_commit", "full_page_writes"]
-
-    /// Sets these server settings through a superuser's connection and returns what they were.
-    @discardableResult
-    private static func setDurability(_ values: [String: String], url: String, logger: Logger) async throws -> [String: String] {
-        let configuration = try DatabaseConfiguration(url: url, maximumConnections: 1)
-        return try await Database.withTemporaryClient(configuration: configuration, logger: logger) { database in
-            var previous: [String: String] = [:]
-            for (name, value) in values {
-                guard durabilitySettings.contains(name), ["on", "off"].contains(value) else { continue }
-                for try await text in try await database.client.query("SHOW \(unescaped: name)", logger: logger).decode(String.self) {
-                    previous[name] = text
-                }
-                try await database.client.perform("ALTER SYSTEM SET \(unescaped: name) = \(unescaped: value)", logger: logger)
-            }
-            try await database.client.perform("SELECT pg_reload_conf()", logger: logger)
-            // The reload reaches the other sessions a moment later.
-            try await Task.sleep(for: .milliseconds(500))
-            return previous
-        }
     }
 }
 
