@@ -43,9 +43,11 @@ extension ManagementRoutes {
     /// `PUT /v1/zones`: validates the document and replaces the project's zones with it, or,
     /// with `dryRun=true`, answers what the replacement would change.
     func replaceZones(_ request: Request, context: IngestRequestContext) async throws -> Response {
-        let projectId = try await keys.project(for: request, context: context, kind: .management)
-        try Self.refuseUnknownParameters(of: request, known: ["dryRun"])
+        let key = try await keys.match(for: request, context: context, kind: .management)
+        let projectId = key.projectId
+        try Self.refuseUnknownParameters(of: request, known: ["dryRun", "message"])
         let dryRun = try Self.dryRun(request.uri.queryParameters.get("dryRun"))
+        let message = try Self.versionMessage(request.uri.queryParameters.get("message"))
         let expectedVersion = try Self.expectedVersion(request)
         let body = try await request.body.collect(upTo: maximumBodyBytes)
         let document = try Self.decodeBody(
@@ -55,22 +57,36 @@ extension ManagementRoutes {
         if dryRun {
             return try await previewReplacement(projectId: projectId, with: document, expectedVersion: expectedVersion)
         }
-        return try await replace(projectId: projectId, with: document, expectedVersion: expectedVersion)
+        return try await replace(
+            projectId: projectId, with: document, expectedVersion: expectedVersion, author: key.keyId, message: message)
+    }
+
+    /// The `message` a replacement keeps with its version, or a 400 naming it.
+    static func versionMessage(_ text: String?) throws -> String? {
+        guard let text else { return nil }
+        if let problem = ZonesVersionMessage.problem(with: text) {
+            throw Problem.invalid("the version's message cannot be kept", parameters: [.init(name: "message", reason: problem)])
+        }
+        return text.isEmpty ? nil : text
     }
 
     /// `POST /v1/zones/versions/{version}/restore`: the version's document becomes the project's
     /// zones again, as a new version (history is never rewritten), under the same rules as a
     /// `PUT`: the validator and quota of today, the replace interval and `If-Match`.
     func restoreZones(_ request: Request, context: IngestRequestContext) async throws -> Response {
-        let projectId = try await keys.project(for: request, context: context, kind: .management)
-        try Self.refuseUnknownParameters(of: request, known: [])
+        let key = try await keys.match(for: request, context: context, kind: .management)
+        let projectId = key.projectId
+        try Self.refuseUnknownParameters(of: request, known: ["message"])
         let version = try Self.versionNumber(context)
         let expectedVersion = try Self.expectedVersion(request)
+        let message = try Self.versionMessage(request.uri.queryParameters.get("message"))
         guard let document = try await dependencies.zones.document(projectId: projectId, version: version) else {
             throw Problem.notFound("this project has no zones version \(version)")
         }
         try refuseInvalid(document, unknownMembers: [])
-        return try await replace(projectId: projectId, with: document, expectedVersion: expectedVersion, restoring: version)
+        return try await replace(
+            projectId: projectId, with: document, expectedVersion: expectedVersion, restoring: version, author: key.keyId,
+            message: message)
     }
 
     /// A 400 naming every problem the validator finds (and every member no field reads), or a
@@ -94,13 +110,15 @@ extension ManagementRoutes {
 
     /// Replaces the project's zones with a validated document and answers the new version.
     func replace(
-        projectId: String, with document: ZonesDocument, expectedVersion: Int64?, restoring restoredVersion: Int64? = nil
+        projectId: String, with document: ZonesDocument, expectedVersion: Int64?, restoring restoredVersion: Int64? = nil,
+        author: String, message: String?
     ) async throws -> Response {
         let minimumInterval = configuration.zoneQuota.minimumReplaceInterval
         let version: Int64
         do {
             version = try await dependencies.zones.replaceZones(
-                projectId: projectId, with: document, minimumInterval: minimumInterval, expectedVersion: expectedVersion)
+                projectId: projectId, with: document, minimumInterval: minimumInterval, expectedVersion: expectedVersion,
+                author: author, message: message)
         } catch let tooSoon as ZonesReplacedTooSoon {
             throw Problem.zonesReplacedTooSoon(retryAfter: tooSoon.retryAfter, minimumInterval: minimumInterval)
         } catch let mismatch as ZonesVersionMismatch {

@@ -33,7 +33,7 @@ struct ManagementRoutes {
         addEventRoutes(to: router)
         router.get("/v1/deliveries") { request, context in
             let projectId = try await keys.project(for: request, context: context, kind: .management)
-            try Self.refuseUnknownParameters(of: request, known: ["status", "limit", "cursor"])
+            try Self.refuseUnknownParameters(of: request, known: ["status", "endpointId", "deviceId", "limit", "cursor"])
             let statusText = request.uri.queryParameters.get("status")
             let filter = try statusText.map { text in
                 guard let filter = DeliveryListFilter(text) else {
@@ -44,7 +44,11 @@ struct ManagementRoutes {
             }
             let limit = try Self.limit(request.uri.queryParameters.get("limit"), default: 100, within: 1...1000)
             let cursor = try Self.cursor(request.uri.queryParameters.get("cursor"))
-            let page = try await dependencies.webhooks.deliveries(projectId: projectId, filter: filter, before: cursor, limit: limit)
+            let query = request.uri.queryParameters
+            // An endpoint the project does not have lists nothing, as a device it never heard of does.
+            let page = try await dependencies.webhooks.deliveries(
+                projectId: projectId, filter: filter, endpointId: query.get("endpointId"), deviceId: query.get("deviceId"),
+                before: cursor, limit: limit)
             return try json(PageAnswer(page))
         }
         router.get("/v1/deliveries/:id") { request, context in

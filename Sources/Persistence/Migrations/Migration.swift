@@ -47,7 +47,7 @@ extension Migration {
         apiKeyLifecycle, idempotencyKeys, deliveryReplays, deliveryStatusStatistics, staleCheckOutMinute,
         deliveryPageRoom, notifierLeases, eventPayloads, finishingAttempt, scheduledDueOrder, idempotentEntityTags,
         deadLetterRedrives, deadLetterRedriveCount, projectDeliveriesInIdOrder, projectFailedDeliveries, exactErasure,
-        dueOrderByEndpoint, idempotencyClaimOwners, keyNames, deliveryStates,
+        dueOrderByEndpoint, idempotencyClaimOwners, keyNames, deliveryStates, deliveryListFilters, zoneVersionAuthors,
     ]
 }
 

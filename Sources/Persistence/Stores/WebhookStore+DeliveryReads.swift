@@ -7,12 +7,16 @@ import Shared
 /// finished ones again.
 extension WebhookStore {
     /// A page of the project's deliveries, newest first: `limit` of them older than `cursor`
-    /// (a page's `nextCursor`, the id of its last delivery).
+    /// (a page's `nextCursor`, the id of its last delivery), of one endpoint and of one device
+    /// when given (an endpoint the project does not have: an empty page).
     public func deliveries(
-        projectId: String, filter: DeliveryListFilter?, before cursor: Int64?, limit: Int
+        projectId: String, filter: DeliveryListFilter?, endpointId: String? = nil, deviceId: String? = nil, before cursor: Int64?,
+        limit: Int
     ) async throws -> DeliveryPage {
         let rows = try await database.client.query(
-            Self.pageStatement(projectId: projectId, filter: filter, before: cursor, limit: limit), logger: logger)
+            Self.pageStatement(
+                projectId: projectId, filter: filter, endpointId: endpointId, deviceId: deviceId, before: cursor, limit: limit),
+            logger: logger)
         var result: [DeliveryRecord] = []
         for try await row in rows { result.append(try DeliveryRecord(row: row)) }
         let more = result.count > limit
@@ -34,19 +38,53 @@ extension WebhookStore {
     /// The status is written into the statement, not bound, so that the planner sees it: a
     /// page of failed deliveries is then a range of the index of the project's failed ones
     /// (few, and old among the delivered), not of its whole history.
-    static func pageStatement(projectId: String, filter: DeliveryListFilter?, before cursor: Int64?, limit: Int)
-        -> PostgresQuery
-    {
+    ///
+    /// A page of one device is read from the index of the project's deliveries by device, and
+    /// one of an endpoint as a range of the endpoint's index (written as a range for the same
+    /// reason as the project's); the other filters are checked on what is read (a device's
+    /// deliveries to the project's other endpoints, an endpoint's of another status). The
+    /// device's page names the project and device as equalities, not as a range: a range of
+    /// three columns ends only where its first column changes, so a page of one device read the
+    /// index entries of the project's devices before it (168 buffers for a device's 41
+    /// deliveries among 20,000, where the equalities read 43); given the device, the planner
+    /// finds its few deliveries through this index. An endpoint's range is read only when the
+    /// endpoint is the project's (a check the planner runs once, before the scan), so that
+    /// another project's endpoint id reads none of its deliveries.
+    static func pageStatement(
+        projectId: String, filter: DeliveryListFilter?, endpointId: String? = nil, deviceId: String? = nil, before cursor: Int64?,
+        limit: Int
+    ) -> PostgresQuery {
         let condition: String =
             switch filter {
             case .none: "true"
             case .status(let status): "status = '\(status.rawValue)'"
             case .retrying: "status = '\(DeliveryStatus.pending.rawValue)' AND attempts > 0"
             }
+        let last = cursor ?? Int64.max
+        if let deviceId {
+            let endpoint = endpointId ?? ""
+            return """
+                SELECT \(unescaped: DeliveryRecord.columns)
+                FROM deliveries
+                WHERE project_id = \(projectId) AND device_id = \(deviceId) AND id < \(last)
+                  AND (\(endpoint) = '' OR endpoint_id = \(endpoint)) AND \(unescaped: condition)
+                ORDER BY id DESC LIMIT \(limit + 1)
+                """
+        }
+        if let endpointId {
+            return """
+                SELECT \(unescaped: DeliveryRecord.columns)
+                FROM deliveries
+                WHERE (endpoint_id, id) > (\(endpointId), 0) AND (endpoint_id, id) < (\(endpointId), \(last))
+                  AND EXISTS (SELECT 1 FROM webhook_endpoints WHERE id = \(endpointId) AND project_id = \(projectId))
+                  AND project_id = \(projectId) AND \(unescaped: condition)
+                ORDER BY endpoint_id DESC, id DESC LIMIT \(limit + 1)
+                """
+        }
         return """
             SELECT \(unescaped: DeliveryRecord.columns)
             FROM deliveries
-            WHERE (project_id, id) > (\(projectId), 0) AND (project_id, id) < (\(projectId), \(cursor ?? Int64.max))
+            WHERE (project_id, id) > (\(projectId), 0) AND (project_id, id) < (\(projectId), \(last))
               AND \(unescaped: condition)
             ORDER BY project_id DESC, id DESC LIMIT \(limit + 1)
             """

@@ -20,11 +20,33 @@ public struct ZonesVersionSummary: Sendable, Codable, Equatable {
     public var version: Int64
     public var createdAt: Date
     public var zoneCount: Int
+    /// The id of the management key that made it (`key_…`); nil for a version made on the
+    /// database (`checkin zones import` without the API) or before authors were kept.
+    public var author: String?
+    /// What its author said of it, if anything (`ZonesVersionMessage`).
+    public var message: String?
 
-    public init(version: Int64, createdAt: Date, zoneCount: Int) {
+    public init(version: Int64, createdAt: Date, zoneCount: Int, author: String? = nil, message: String? = nil) {
         self.version = version
         self.createdAt = createdAt
         self.zoneCount = zoneCount
+        self.author = author
+        self.message = message
+    }
+}
+
+/// What a zones version may say of itself: a line a person reads in the list of versions, so
+/// short and without control characters (a newline or an escape would garble the list).
+public enum ZonesVersionMessage {
+    public static let maximumLength = 200
+
+    /// Why `text` cannot be a version's message; nil when it can.
+    public static func problem(with text: String) -> String? {
+        if text.count > maximumLength { return "is longer than \(maximumLength) characters" }
+        if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
+            return "contains a control character"
+        }
+        return nil
     }
 }
 
@@ -52,13 +74,14 @@ extension ZoneStore {
     public func versions(projectId: String, before cursor: Int64?, limit: Int) async throws -> ZonesVersionPage {
         let rows = try await database.client.query(
             """
-            SELECT version, created_at, zone_count FROM zone_document_versions
+            SELECT version, created_at, zone_count, author, message FROM zone_document_versions
             WHERE project_id = \(projectId) AND version < \(cursor ?? Int64.max)
             ORDER BY version DESC LIMIT \(limit + 1)
             """, logger: logger)
         var versions: [ZonesVersionSummary] = []
-        for try await (version, createdAt, zoneCount) in rows.decode((Int64, Date, Int).self) {
-            versions.append(ZonesVersionSummary(version: version, createdAt: createdAt, zoneCount: zoneCount))
+        for try await (version, createdAt, zoneCount, author, message) in rows.decode((Int64, Date, Int, String?, String?).self) {
+            versions.append(
+                ZonesVersionSummary(version: version, createdAt: createdAt, zoneCount: zoneCount, author: author, message: message))
         }
         let more = versions.count > limit
         if more { versions.removeLast() }

@@ -19,10 +19,12 @@ public struct ZoneStore: Sendable {
     /// zones version to the catalog's next one. Throws ``ZonesVersionMismatch`` when
     /// `expectedVersion` is given and is not the project's current version, and
     /// ``ZonesReplacedTooSoon`` when the project's zones were replaced less than
-    /// `minimumInterval` ago; either way nothing changes.
+    /// `minimumInterval` ago; either way nothing changes. The version keeps its `author` (the
+    /// management key's id) and `message` (already checked by ``ZonesVersionMessage``).
     @discardableResult
     public func replaceZones(
-        projectId: String, with document: ZonesDocument, minimumInterval: Duration = .zero, expectedVersion: Int64? = nil
+        projectId: String, with document: ZonesDocument, minimumInterval: Duration = .zero, expectedVersion: Int64? = nil,
+        author: String? = nil, message: String? = nil
     ) async throws -> Int64 {
         let encoder = WireJSON.encoder()
         func json<T: Encodable>(_ value: T?) throws -> String {
@@ -108,8 +110,8 @@ public struct ZoneStore: Sendable {
             let version = replacedVersion + 1
             try await connection.perform(
                 """
-                INSERT INTO zone_document_versions (project_id, version, zone_count, document)
-                VALUES (\(projectId), \(version), \(zones.count), \(documentJSON)::jsonb)
+                INSERT INTO zone_document_versions (project_id, version, zone_count, document, author, message)
+                VALUES (\(projectId), \(version), \(zones.count), \(documentJSON)::jsonb, \(author), \(message))
                 """, logger: logger)
             return version
         }

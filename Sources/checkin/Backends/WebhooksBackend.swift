@@ -17,8 +17,11 @@ protocol WebhooksBackend: Sendable {
     func rotateSecret(id: String, secret: String) async throws -> WebhookEndpointView
     func remove(id: String) async throws
 
-    /// A page of deliveries, newest first; `status` one of ``DeliveryListFilter``'s names.
-    func deliveries(status: String?, before cursor: Int64?, limit: Int) async throws -> PageAnswer<DeliveryRecord>
+    /// A page of deliveries, newest first; `status` one of ``DeliveryListFilter``'s names, and
+    /// of one endpoint and one device when given.
+    func deliveries(
+        status: String?, endpointId: String?, deviceId: String?, before cursor: Int64?, limit: Int
+    ) async throws -> PageAnswer<DeliveryRecord>
     func delivery(id: Int64) async throws -> DeliveryDetail
     func replay(ids: [Int64]) async throws -> ReplayAnswer
     func replayFailed() async throws -> ReplayAnswer
@@ -43,8 +46,10 @@ struct RemoteWebhooks: WebhooksBackend {
     }
     func remove(id: String) async throws { try await api.removeWebhook(id: id) }
 
-    func deliveries(status: String?, before cursor: Int64?, limit: Int) async throws -> PageAnswer<DeliveryRecord> {
-        try await api.deliveries(status: status, before: cursor, limit: limit)
+    func deliveries(
+        status: String?, endpointId: String?, deviceId: String?, before cursor: Int64?, limit: Int
+    ) async throws -> PageAnswer<DeliveryRecord> {
+        try await api.deliveries(status: status, endpointId: endpointId, deviceId: deviceId, before: cursor, limit: limit)
     }
     func delivery(id: Int64) async throws -> DeliveryDetail { try await api.delivery(id: id) }
     func replay(ids: [Int64]) async throws -> ReplayAnswer { try await api.replay(deliveryIds: ids) }
@@ -118,12 +123,15 @@ struct DirectWebhooks: WebhooksBackend {
         return endpoint
     }
 
-    func deliveries(status: String?, before cursor: Int64?, limit: Int) async throws -> PageAnswer<DeliveryRecord> {
+    func deliveries(
+        status: String?, endpointId: String?, deviceId: String?, before cursor: Int64?, limit: Int
+    ) async throws -> PageAnswer<DeliveryRecord> {
         let filter = status.flatMap(DeliveryListFilter.init)
         let project = project
         return PageAnswer(
             try await withWebhookStore(project: project, of: command) { webhooks in
-                try await webhooks.deliveries(projectId: project, filter: filter, before: cursor, limit: limit)
+                try await webhooks.deliveries(
+                    projectId: project, filter: filter, endpointId: endpointId, deviceId: deviceId, before: cursor, limit: limit)
             })
     }
 

@@ -9,8 +9,9 @@ import Shared
 
 /// What `checkin zones` asks of a project's zones and their versions.
 protocol ZonesBackend: Sendable {
-    /// Replaces the zones with the document of `file`; the answer, and the document's fences.
-    func replace(with file: String, expectedVersion: Int64?) async throws -> (answer: ZonesReplaced, fences: Int)
+    /// Replaces the zones with the document of `file`, keeping `message` with the new version;
+    /// the answer, and the document's fences.
+    func replace(with file: String, expectedVersion: Int64?, message: String?) async throws -> (answer: ZonesReplaced, fences: Int)
     /// What the document of `file` would change, against the version it names.
     func preview(_ file: String, expectedVersion: Int64?) async throws -> (changes: ZonesDryRun, version: Int64)
     func current() async throws -> ZonesDocument
@@ -29,9 +30,9 @@ func zonesBackend(project: String, of command: any ParsableCommand.Type) throws 
 struct RemoteZones: ZonesBackend {
     let api: ManagementAPI
 
-    func replace(with file: String, expectedVersion: Int64?) async throws -> (answer: ZonesReplaced, fences: Int) {
+    func replace(with file: String, expectedVersion: Int64?, message: String?) async throws -> (answer: ZonesReplaced, fences: Int) {
         let data = try readInputFile(file, naming: file)
-        let answer = try await api.replaceZones(data, expectedVersion: expectedVersion)
+        let answer = try await api.replaceZones(data, expectedVersion: expectedVersion, message: message)
         // Accepted, so it reads; only the count of its fences is wanted.
         let document = try? WireJSON.decoder().decode(ZonesDocument.self, from: data)
         return (answer, document?.zones.reduce(0) { $0 + $1.fences.count } ?? 0)
@@ -71,12 +72,13 @@ struct DirectZones: ZonesBackend {
         return document
     }
 
-    func replace(with file: String, expectedVersion: Int64?) async throws -> (answer: ZonesReplaced, fences: Int) {
+    func replace(with file: String, expectedVersion: Int64?, message: String?) async throws -> (answer: ZonesReplaced, fences: Int) {
         let document = try load(file)
         let (project, command) = (project, command)
         let version = try await withDatabase { database, logger in
             try await requireProject(project, of: command, database: database, logger: logger)
-            return try await replaceZones(of: project, with: document, expectedVersion: expectedVersion, database: database, logger: logger)
+            return try await replaceZones(
+                of: project, with: document, expectedVersion: expectedVersion, message: message, database: database, logger: logger)
         }
         return (try Self.replaced(document, version: version), document.zones.reduce(0) { $0 + $1.fences.count })
     }
@@ -155,13 +157,15 @@ struct DirectZones: ZonesBackend {
 }
 
 /// Replaces the project's zones as the operator asked (not spaced out, unlike the API), saying
-/// which version the project is at when `--if-version` names another.
+/// which version the project is at when `--if-version` names another. The version has no
+/// author: no management key made it.
 private func replaceZones(
-    of project: String, with document: ZonesDocument, expectedVersion: Int64?, database: Database, logger: Logger
+    of project: String, with document: ZonesDocument, expectedVersion: Int64?, message: String? = nil, database: Database,
+    logger: Logger
 ) async throws -> Int64 {
     do {
         return try await ZoneStore(database: database, logger: logger).replaceZones(
-            projectId: project, with: document, expectedVersion: expectedVersion)
+            projectId: project, with: document, expectedVersion: expectedVersion, message: message)
     } catch let mismatch as ZonesVersionMismatch {
         throw versionMismatch(expectedVersion ?? 0, current: mismatch.currentVersion, project: project)
     }

@@ -115,6 +115,9 @@ struct DeliveriesCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(commandName: "list", abstract: "List a project's latest deliveries.")
         @Option(help: "The project id.") var project: String
         @Option(help: "pending, retrying (pending, attempted at least once), delivered, failed or cancelled.") var status: String?
+        @Option(help: "Only the deliveries to this webhook endpoint (`we_…`; one the project does not have lists none).")
+        var endpoint: String?
+        @Option(help: "Only the deliveries of this device's events.") var device: String?
         @Option(parsing: .unconditional, help: "How many (1 to 1000).") var limit: Int = 50
         @Option(parsing: .unconditional, help: "Older than this delivery id (the `--cursor` a previous page printed).") var cursor: Int64?
 
@@ -126,7 +129,8 @@ struct DeliveriesCommand: AsyncParsableCommand {
             if let status, DeliveryListFilter(status) == nil {
                 throw CommandFailure("--status must be \(DeliveryListFilter.names)", helpOf: Self.self)
             }
-            let page = try await webhooksBackend(project: project, of: Self.self).deliveries(status: status, before: cursor, limit: limit)
+            let page = try await webhooksBackend(project: project, of: Self.self).deliveries(
+                status: status, endpointId: endpoint, deviceId: device, before: cursor, limit: limit)
             print(
                 StatusTable.table(
                     ["ID", "STATUS", "EVENT", "DEVICE", "SEQ", "ENDPOINT", "ATTEMPTS", "QUEUED", "DELIVERED", "LAST ERROR"],

@@ -22,9 +22,14 @@ struct ZonesCommand: AsyncParsableCommand {
         var dryRun = false
         @Option(parsing: .unconditional, help: "Import only if the project's zones are at this version (`zones versions` lists them).")
         var ifVersion: Int64?
+        @Option(help: "Why the zones change, kept with the new version (`zones versions` shows it; up to 200 characters).")
+        var message: String?
 
         func validate() throws {
             if let problem = InputLimits.identifierProblem(project) { throw CommandFailure("--project \(problem)", helpOf: Self.self) }
+            if let message, let problem = ZonesVersionMessage.problem(with: message) {
+                throw CommandFailure("--message \(problem)", helpOf: Self.self)
+            }
         }
 
         func run() async throws {
@@ -38,7 +43,7 @@ struct ZonesCommand: AsyncParsableCommand {
                 print("unchanged: \(changes.unchanged)")
                 printLintWarnings(changes.warnings, total: changes.warningCount)
             } else {
-                let (replaced, fences) = try await zones.replace(with: file, expectedVersion: ifVersion)
+                let (replaced, fences) = try await zones.replace(with: file, expectedVersion: ifVersion, message: message)
                 print("imported \(replaced.zones) zone(s) with \(fences) fence(s) into \(project) as version \(replaced.version)")
                 printLintWarnings(replaced.warnings, total: replaced.warningCount)
             }
@@ -69,8 +74,10 @@ struct ZonesCommand: AsyncParsableCommand {
             let page = try await zonesBackend(project: project, of: Self.self).versions(before: cursor, limit: limit)
             print(
                 StatusTable.table(
-                    ["VERSION", "CREATED", "ZONES"],
-                    page.items.map { [String($0.version), RFC3339.format($0.createdAt), String($0.zoneCount)] }),
+                    ["VERSION", "CREATED", "ZONES", "AUTHOR", "MESSAGE"],
+                    page.items.map {
+                        [String($0.version), RFC3339.format($0.createdAt), String($0.zoneCount), $0.author ?? "-", $0.message ?? ""]
+                    }),
                 terminator: "")
             if let next = page.nextCursor { print("(more: --cursor \(next))") }
         }

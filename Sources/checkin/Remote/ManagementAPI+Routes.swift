@@ -56,8 +56,8 @@ extension ManagementAPI {
 
     /// `PUT /v1/zones` with a document as the file holds it: the API validates it, and its
     /// answer names every problem.
-    func replaceZones(_ document: Data, expectedVersion: Int64?) async throws -> ZonesReplaced {
-        try await send(.PUT, "/v1/zones", body: document, headers: Self.ifMatch(expectedVersion))
+    func replaceZones(_ document: Data, expectedVersion: Int64?, message: String?) async throws -> ZonesReplaced {
+        try await send(.PUT, "/v1/zones", query: [("message", message)], body: document, headers: Self.ifMatch(expectedVersion))
             .decode(ZonesReplaced.self, from: baseURL + "/v1/zones")
     }
 
@@ -117,10 +117,15 @@ extension ManagementAPI {
 
     // MARK: Deliveries
 
-    func deliveries(status: String?, before cursor: Int64?, limit: Int) async throws -> PageAnswer<DeliveryRecord> {
+    func deliveries(
+        status: String?, endpointId: String?, deviceId: String?, before cursor: Int64?, limit: Int
+    ) async throws -> PageAnswer<DeliveryRecord> {
         try await get(
             PageAnswer<DeliveryRecord>.self, "/v1/deliveries",
-            query: [("status", status), ("limit", String(limit)), ("cursor", cursor.map(String.init))])
+            query: [
+                ("status", status), ("endpointId", endpointId), ("deviceId", deviceId), ("limit", String(limit)),
+                ("cursor", cursor.map(String.init)),
+            ])
     }
 
     func delivery(id: Int64) async throws -> DeliveryDetail {

@@ -36,10 +36,10 @@ import Testing
             let key: HTTPFields = [.authorization: "Bearer \(harness.managementKey)"]
             func get(_ uri: String) async throws -> TestResponse { try await client.execute(uri: uri, method: .get, headers: key) }
 
-            let misspelt = try Self.problem(try await get("/v1/deliveries?deviceId=phone-1&statu=failed"))
+            let misspelt = try Self.problem(try await get("/v1/deliveries?device=phone-1&statu=failed"))
             #expect(misspelt.status == .badRequest)
             #expect(misspelt.type == "application/problem+json")
-            #expect(misspelt.names == ["deviceId", "statu"])
+            #expect(misspelt.names == ["device", "statu"])
             #expect(try Self.problem(try await get("/v1/deliveries?limit=5000")).names == ["limit"])
             #expect(try Self.problem(try await get("/v1/deliveries?limit=0")).names == ["limit"])
             for uri in ["/v1/zones?version=2", "/v1/webhooks?enabled=true", "/v1/devices/d1?x=1", "/v1/devices/d1/decisions?from=1"] {

@@ -121,6 +121,35 @@ import Testing
         }
     }
 
+    /// A replacement keeps who made it (the management key's id) and the message it gave;
+    /// a message too long, or with a control character, is refused naming it and changes nothing.
+    @Test func versionsShowTheirAuthorAndMessage() async throws {
+        try await withZonesAPI { harness, database, api in
+            let keyId = try #require(
+                try await ProjectStore(database: database, logger: harness.logger).match(forKey: harness.managementKey, kind: .management)
+            ).keyId
+            #expect(keyId.hasPrefix("key_"))
+            let message = "Café opens its terrace, so its fence grows"
+            let query = "?message=" + message.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed)!
+            let replaced = try await api.put(Self.threeZones, query: query)
+            #expect(replaced.status == .ok, "\(String(buffer: replaced.body))")
+            let restored = try await api.restore("1")
+            #expect(restored.status == .ok, "\(String(buffer: restored.body))")
+
+            for refused in [String(repeating: "x", count: 201), "two\nlines"] {
+                let query = "?message=" + refused.addingPercentEncoding(withAllowedCharacters: .urlQueryAllowed)!
+                let problem = try ManagementConventionsTests.problem(try await api.put(TestTrip.zones, query: query))
+                #expect(problem.status == .badRequest && problem.names == ["message"], "\(problem)")
+            }
+            #expect(try await api.put(Self.threeZones, query: "?message=" + String(repeating: "x", count: 200)).status == .ok)
+
+            let versions = try Self.object(try await api.get("/v1/zones/versions"))["versions"] as? [[String: Any]] ?? []
+            #expect(versions.compactMap { $0["version"] as? Int } == [4, 3, 2, 1])
+            #expect(versions.map { $0["author"] as? String } == [keyId, keyId, keyId, nil])
+            #expect(versions.map { $0["message"] as? String } == [String(repeating: "x", count: 200), nil, message, nil])
+        }
+    }
+
     @Test func aStaleIfMatchIs412AndChangesNothing() async throws {
         try await withZonesAPI { _, _, api in
             let matching = try await api.put(Self.threeZones, ifMatch: "\"1\"")

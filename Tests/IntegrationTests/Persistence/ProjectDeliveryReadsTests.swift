@@ -84,6 +84,73 @@ import Testing
         }
     }
 
+    /// A project's quiet endpoint with 10 deliveries, then its loud one with 20,000 newer ones
+    /// of 500 devices (40 each). Without an index of an endpoint's deliveries in id order and
+    /// one of the project's by device, a page of the loud endpoint's newest 50 and a page of
+    /// one device each read the whole table (579 and 577 buffers); with them, 6 and 43.
+    @Test func aPageOfOneEndpointOrDeviceReadsItsOwnDeliveries() async throws {
+        let logger = logger
+        let url = try await freshDatabaseURL(logger: logger)
+        try await withMigratedDatabase(url: url, logger: logger) { database in
+            let projects = ProjectStore(database: database, logger: logger)
+            let webhooks = WebhookStore(database: database, logger: logger, sealer: SecretSealer(key: .generate()))
+            var endpoints: [String: String] = [:]
+            for project in ["busy", "other"] { try await projects.createProject(id: project, name: project) }
+            for (project, name) in [("busy", "quiet"), ("busy", "loud"), ("other", "other")] {
+                endpoints[name] = try await webhooks.addEndpoint(
+                    projectId: project, url: "http://127.0.0.1:9/\(name)", secrets: [WebhookSecret.generate()]
+                ).id
+            }
+            try await Self.insertHistory(10, of: "busy", to: endpoints["quiet"]!, failedEvery: 2, in: database, logger: logger)
+            try await Self.insertHistory(20_000, of: "busy", to: endpoints["loud"]!, failedEvery: 10, in: database, logger: logger)
+            try await database.client.query("VACUUM ANALYZE deliveries", logger: logger)
+
+            /// The page's rows and the shared buffers read for them.
+            func page(
+                _ filter: DeliveryListFilter? = nil, endpoint: String? = nil, device: String? = nil, project: String = "busy"
+            ) async throws -> (rows: Int, buffers: Int, scans: [String]) {
+                let statement = WebhookStore.pageStatement(
+                    projectId: project, filter: filter, endpointId: endpoint, deviceId: device, before: nil, limit: 50)
+                return try await DeliveryQueueStatisticsTests.run(statement, settings: [], in: database, logger: logger)
+            }
+            let quiet = try await page(endpoint: endpoints["quiet"])
+            #expect(quiet.rows == 10)
+            #expect(quiet.buffers < 50, "a page of the quiet endpoint's 10 read \(quiet.buffers) buffers: \(quiet.scans)")
+            let loud = try await page(endpoint: endpoints["loud"])
+            #expect(loud.rows == 51)
+            #expect(loud.buffers < 100, "a page of the loud endpoint's newest 50 read \(loud.buffers) buffers: \(loud.scans)")
+            let quietFailed = try await page(.status(.failed), endpoint: endpoints["quiet"])
+            #expect(quietFailed.rows == 5)
+            #expect(quietFailed.buffers < 50, "a page of its 5 failed read \(quietFailed.buffers) buffers")
+
+            let device = try await page(device: "device-7")
+            #expect(device.rows == 41)
+            #expect(device.buffers < 100, "a page of one device's 41 read \(device.buffers) buffers: \(device.scans)")
+            let deviceOfEndpoint = try await page(.status(.delivered), endpoint: endpoints["loud"], device: "device-7")
+            #expect(deviceOfEndpoint.rows == 40)
+            #expect(
+                deviceOfEndpoint.buffers < 100,
+                "a page of one device's delivered read \(deviceOfEndpoint.buffers) buffers: \(deviceOfEndpoint.scans)")
+
+            // Another project's endpoint reads none of its deliveries.
+            let elsewhere = try await page(endpoint: endpoints["loud"], project: "other")
+            #expect(elsewhere.rows == 0)
+            #expect(elsewhere.buffers < 10, "a page of another project's endpoint read \(elsewhere.buffers) buffers")
+
+            // What a page returns is that endpoint's, or that device's, newest first.
+            let answered = try await webhooks.deliveries(
+                projectId: "busy", filter: nil, endpointId: endpoints["quiet"], before: nil, limit: 4)
+            #expect(answered.deliveries.count == 4 && answered.deliveries.allSatisfy { $0.endpointId == endpoints["quiet"] })
+            let next = try await webhooks.deliveries(
+                projectId: "busy", filter: nil, endpointId: endpoints["quiet"], before: answered.nextCursor, limit: 50)
+            #expect(next.deliveries.count == 6 && next.nextCursor == nil)
+            let ids = (answered.deliveries + next.deliveries).map(\.id)
+            #expect(ids == ids.sorted(by: >))
+            let ofDevice = try await webhooks.deliveries(projectId: "busy", filter: nil, deviceId: "device-7", before: nil, limit: 100)
+            #expect(ofDevice.deliveries.count == 41 && ofDevice.deliveries.allSatisfy { $0.deviceId == "device-7" })
+        }
+    }
+
     /// A small project's 200 failed deliveries are replayed beside a large project's 40,000
     /// failed ones. Found by the project alone, the replay read the failed ones' index entry
     /// for all 40,200 (42,600 rows examined in the deliveries table and its indexes); found
