@@ -39,15 +39,13 @@ extension WebhookStore {
     /// page of failed deliveries is then a range of the index of the project's failed ones
     /// (few, and old among the delivered), not of its whole history.
     ///
-    /// A page of one device is read from the index of the project's deliveries by device, and
-    /// one of an endpoint as a range of the endpoint's index (written as a range for the same
+    /// A page of one device is read through the index that keeps each device's deliveries in
+    /// order per endpoint (`deliveries_device_order`), for each of the project's endpoints: a
+    /// device's deliveries are few, and no index more is written for each delivery queued. One
+    /// of an endpoint is a range of the endpoint's index (written as a range for the same
     /// reason as the project's); the other filters are checked on what is read (a device's
-    /// deliveries to the project's other endpoints, an endpoint's of another status). The
-    /// device's page names the project and device as equalities, not as a range: a range of
-    /// three columns ends only where its first column changes, so a page of one device read the
-    /// index entries of the project's devices before it (168 buffers for a device's 41
-    /// deliveries among 20,000, where the equalities read 43); given the device, the planner
-    /// finds its few deliveries through this index. An endpoint's range is read only when the
+    /// deliveries to the project's other endpoints, an endpoint's of another status). An
+    /// endpoint's range is read only when the
     /// endpoint is the project's (a check the planner runs once, before the scan), so that
     /// another project's endpoint id reads none of its deliveries.
     static func pageStatement(
@@ -66,7 +64,7 @@ extension WebhookStore {
             return """
                 SELECT \(unescaped: DeliveryRecord.columns)
                 FROM deliveries
-                WHERE project_id = \(projectId) AND device_id = \(deviceId) AND id < \(last)
+                WHERE endpoint_id = ANY(\(endpointIdsOf: projectId)) AND device_id = \(deviceId) AND id < \(last)
                   AND (\(endpoint) = '' OR endpoint_id = \(endpoint)) AND \(unescaped: condition)
                 ORDER BY id DESC LIMIT \(limit + 1)
                 """
