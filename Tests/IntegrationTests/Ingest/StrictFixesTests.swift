@@ -24,7 +24,8 @@ import Testing
 
     static func fix(_ deviceId: String, _ index: Int, _ extra: String = "") -> String {
         let timestamp = RFC3339.format(Date().addingTimeInterval(Double(index - 10)))
-        return #"{"deviceId":"\#(deviceId)","fixId":"\#(deviceId)-\#(index)","timestamp":"\#(timestamp)","lat":-37.81,"lon":144.96\#(extra)}"#
+        return #"{"deviceId":"\#(deviceId)","fixId":"\#(deviceId)-\#(index)","timestamp":"\#(timestamp)","#
+            + #""lat":-37.81,"lon":144.96\#(extra)}"#
     }
 
     /// The `invalid-params` of a problem answer, as name and reason.
@@ -36,8 +37,9 @@ import Testing
     @Test func unknownMembersAreNamedWithEveryOtherProblemAndNothingIsPublished() async throws {
         try await withIngest { harness, send in
             let device = "phone-" + UUID().uuidString.prefix(8).lowercased()
-            let refused = #"{"fixes":[\#(Self.fix(device, 0)),\#(Self.fix(device, 1, #","lat":91"#)),"#
-                + #"\#(Self.fix(device, 2)),\#(Self.fix(device, 3, #","accuarcy":5,"beacons":[{"uuid":"u","rssi":-60,"txPower":-59}]"#))]}"#
+            let misspelt = Self.fix(device, 3, #","accuarcy":5,"beacons":[{"uuid":"u","rssi":-60,"txPower":-59}]"#)
+            let outOfRange = Self.fix(device, 1, #","lat":91"#)
+            let refused = #"{"fixes":[\#(Self.fix(device, 0)),\#(outOfRange),\#(Self.fix(device, 2)),\#(misspelt)]}"#
             let answer = try await send(.post, "/v1/fixes", key: harness.deviceKey, body: Array(refused.utf8))
             #expect(answer.status == 400)
             #expect(answer.isProblem)
@@ -50,7 +52,8 @@ import Testing
                 ])
 
             // The same device's next batch is the first record of its partition: the refused one published nothing.
-            let accepted = try await send(.post, "/v1/fixes", key: harness.deviceKey, body: Array(#"{"fixes":[\#(Self.fix(device, 4))]}"#.utf8))
+            let next = #"{"fixes":[\#(Self.fix(device, 4))]}"#
+            let accepted = try await send(.post, "/v1/fixes", key: harness.deviceKey, body: Array(next.utf8))
             #expect(accepted.status == 202)
             let records = try await consumeAll(topic: harness.topics.fixes, logger: harness.logger)
             let published = try records.map { try WireJSON.decoder().decode(Fix.self, from: Data($0.value)).fixId }

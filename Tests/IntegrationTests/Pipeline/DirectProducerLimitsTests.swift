@@ -18,7 +18,8 @@ import Testing
             let results = await producer.send(
                 try fixes.map { fix in
                     KafkaRecord(
-                        topic: harness.topics.fixes, key: Array(deviceId.utf8), value: Array(try JSONSerialization.data(withJSONObject: fix)))
+                        topic: harness.topics.fixes, key: Array(deviceId.utf8),
+                        value: Array(try JSONSerialization.data(withJSONObject: fix)))
                 })
             for result in results { _ = try result.get() }
         }
