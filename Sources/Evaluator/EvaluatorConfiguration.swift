@@ -90,7 +90,8 @@ public struct EvaluatorConfiguration: Sendable {
             limits: InputLimits(
                 maxClockSkew: try environment.double(
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
-                    range: InputLimits.maxClockSkewRange)),
+                    range: InputLimits.maxClockSkewRange),
+                ignoresUnknownFixMembers: try environment.bool(InputLimits.ignoreUnknownFixMembersVariable, default: false)),
             deviceStateRetention: try environment.duration("CHECKIN_DEVICE_STATE_RETENTION", default: .seconds(30 * 86_400)),
             maximumProducerSkew: try environment.duration("CHECKIN_MAX_PRODUCER_SKEW", default: .seconds(10)),
             leaveGroupAfterDatabaseLoss: try environment.duration(

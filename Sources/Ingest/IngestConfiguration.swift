@@ -10,7 +10,8 @@ public struct IngestConfiguration: Sendable {
     public var maximumBatchSize: Int
     /// Largest request body of any route; larger bodies are answered 413.
     public var maximumBodyBytes: Int
-    /// What fixes may hold; the clock skew is set by `CHECKIN_MAX_CLOCK_SKEW`.
+    /// What fixes may hold; the clock skew is set by `CHECKIN_MAX_CLOCK_SKEW`, whether unknown
+    /// members are skipped by `CHECKIN_FIXES_IGNORE_UNKNOWN_MEMBERS`.
     public var limits: InputLimits
     /// When false, fixes are accepted without an API key (local demos only).
     public var requireAPIKey: Bool
@@ -65,7 +66,8 @@ public struct IngestConfiguration: Sendable {
             limits: InputLimits(
                 maxClockSkew: try environment.double(
                     InputLimits.maxClockSkewVariable, default: InputLimits.defaultMaxClockSkew,
-                    range: InputLimits.maxClockSkewRange)),
+                    range: InputLimits.maxClockSkewRange),
+                ignoresUnknownFixMembers: try environment.bool(InputLimits.ignoreUnknownFixMembersVariable, default: false)),
             requireAPIKey: try environment.bool("CHECKIN_INGEST_REQUIRE_API_KEY", default: true),
             topics: topics, webhookURLPolicy: try WebhookURLPolicy(environment: environment),
             secretRotationWindow: try environment.secretRotationWindow(),

@@ -55,6 +55,9 @@ struct ReplayCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "Seconds a fix's timestamp may be ahead of --received-at.")
     var maxClockSkew: Double = InputLimits.defaultMaxClockSkew
 
+    @Flag(help: "Skip members a fix does not have, as services with CHECKIN_FIXES_IGNORE_UNKNOWN_MEMBERS=true do.")
+    var ignoreUnknownMembers = false
+
     /// Holds each number to the range the services hold the matching `CHECKIN_*` setting to:
     /// outside it a replay would decide what no evaluator can (a negative accuracy checks nothing in).
     func validate() throws {
@@ -109,7 +112,7 @@ struct ReplayCommand: ParsableCommand {
             zones: document,
             fixLines: fixesText.split(separator: "\n", omittingEmptySubsequences: false),
             configuration: configuration, receivedAt: receivedAt.flatMap(RFC3339.parse),
-            limits: InputLimits(maxClockSkew: maxClockSkew),
+            limits: InputLimits(maxClockSkew: maxClockSkew, ignoresUnknownFixMembers: ignoreUnknownMembers),
             emitEvent: { line in if !explain { write(line) } },
             emitDecision: explain ? { line in write(line) } : nil,
             reportProblem: { FileHandle.standardError.write(Data(($0 + "\n").utf8)) })

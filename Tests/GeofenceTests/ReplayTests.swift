@@ -78,6 +78,26 @@ import Testing
         #expect(problems.count == 1)
         #expect(problems.first?.hasPrefix("line 2: timestamp: must be at most 300 s after") == true)
     }
+
+    /// A line is judged as the evaluator judges a record: a member fixes do not have is
+    /// refused by name unless the limits skip such members; a trailing comma is refused either way.
+    @Test func unknownMembersAndTrailingCommasAreJudgedAsTheEvaluatorJudgesThem() throws {
+        let lines = [
+            #"{"projectId": "p", "deviceId": "d", "timestamp": "2026-06-01T10:00:00Z", "lat": 10.5, "lon": 20.5, "accuarcy": 5}"#,
+            #"{"projectId": "p", "deviceId": "d", "timestamp": "2026-06-01T10:01:00Z", "lat": 10.5, "lon": 20.5,}"#,
+        ]
+        for limits in [InputLimits(), InputLimits(ignoresUnknownFixMembers: true)] {
+            var problems: [String] = []
+            let summary = try Replay.run(
+                zones: ZonesDocument(zones: []), fixLines: lines, limits: limits, emitEvent: { _ in },
+                reportProblem: { problems.append($0) })
+            let skipsUnknownMembers = limits.ignoresUnknownFixMembers
+            #expect(summary.evaluated == (skipsUnknownMembers ? 1 : 0))
+            #expect(
+                problems
+                    == (skipsUnknownMembers ? [] : ["line 1: accuarcy: is not a member of a fix"]) + ["line 2: $: is not valid JSON"])
+        }
+    }
 }
 
 /// An event keeps the millisecond its fix gave: a fix at `.123Z` checks in at `.123Z`,

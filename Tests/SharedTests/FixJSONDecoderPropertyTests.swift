@@ -15,7 +15,9 @@ import Testing
         var outcomes = (accepted: 0, refused: 0, notJSON: 0)
         for index in 0..<3_000 {
             let document = generator.document()
-            let limits = generator.random.oneIn(10) ? InputLimits(maxClockSkew: 0) : InputLimits()
+            let limits = InputLimits(
+                maxClockSkew: generator.random.oneIn(10) ? 0 : InputLimits.defaultMaxClockSkew,
+                ignoresUnknownFixMembers: generator.random.oneIn(3))
             let expected = FixValidator.validate(json: Data(document), receivedAt: Self.receivedAt, limits: limits)
             let decoded = FixJSONDecoder.decode(document, receivedAt: Self.receivedAt, limits: limits)
             guard FixComparison.same(decoded, expected) else {
@@ -59,9 +61,11 @@ import Testing
             let project = generator.apiKeyProject()
             let body = generator.batch(apiKeyProject: project)
             let maximum = generator.random.int(2...6)
-            let expected = ReferenceBatchDecoder.decode(body, projectId: project, maximumCount: maximum, receivedAt: Self.receivedAt)
+            let limits = InputLimits(ignoresUnknownFixMembers: generator.random.oneIn(3))
+            let expected = ReferenceBatchDecoder.decode(
+                body, projectId: project, maximumCount: maximum, receivedAt: Self.receivedAt, limits: limits)
             let decoded = FixJSONDecoder.decodeBatch(
-                body, defaultProjectId: project, maximumCount: maximum, receivedAt: Self.receivedAt)
+                body, defaultProjectId: project, maximumCount: maximum, receivedAt: Self.receivedAt, limits: limits)
             let same: Bool
             if case .fixes(let a) = decoded, case .fixes(let b) = expected {
                 same = FixComparison.same(a, b)
@@ -71,7 +75,8 @@ import Testing
             guard same else {
                 Issue.record(
                     """
-                    seed \(seed), case \(index), project \(String(describing: project)), maximum \(maximum): \
+                    seed \(seed), case \(index), project \(String(describing: project)), maximum \(maximum), \
+                    ignoring unknown members \(limits.ignoresUnknownFixMembers): \
                     \(FixComparison.describe(body))
                     expected \(expected)
                     decoded  \(decoded)
@@ -86,23 +91,34 @@ import Testing
     }
 }
 
-/// How Ingest decoded a batch before `FixJSONDecoder.decodeBatch`: `JSONSerialization`,
-/// then `FixValidator` on each item with its path.
+/// How Ingest decoded a batch before `FixJSONDecoder.decodeBatch`: `JSONSerialization`
+/// (less trailing commas), then `FixValidator` on each item with its path.
 enum ReferenceBatchDecoder {
-    static func decode(_ body: [UInt8], projectId: String?, maximumCount: Int, receivedAt: Date) -> FixJSONDecoder.Batch {
-        guard let json = try? JSONSerialization.jsonObject(with: Data(body), options: []) else { return .notJSON }
+    static func decode(
+        _ body: [UInt8], projectId: String?, maximumCount: Int, receivedAt: Date, limits: InputLimits = InputLimits()
+    ) -> FixJSONDecoder.Batch {
+        let data = Data(body)
+        guard let json = try? JSONSerialization.jsonObject(with: data, options: []), !FixValidator.hasTrailingComma(data) else {
+            return .notJSON
+        }
+        let refusesUnknownMembers = !limits.ignoresUnknownFixMembers
         let items: [Any]
+        var problems: [FieldProblem] = []
         if let list = json as? [Any] {
             items = list
         } else if let object = json as? [String: Any], let list = object["fixes"] as? [Any] {
             items = list
+            if refusesUnknownMembers {
+                problems = object.keys.filter { $0 != "fixes" }.sorted().map {
+                    FieldProblem(field: $0, problem: "is not a member of a batch")
+                }
+            }
         } else {
             return .notABatch
         }
         guard !items.isEmpty else { return .empty }
         guard items.count <= maximumCount else { return .tooLarge(count: items.count) }
         var fixes: [Fix] = []
-        var problems: [FieldProblem] = []
         for (index, item) in items.enumerated() {
             var item = item
             if let projectId, var object = item as? [String: Any] {
@@ -110,11 +126,14 @@ enum ReferenceBatchDecoder {
                     object["projectId"] = projectId
                     item = object
                 } else if (object["projectId"] as? String) != projectId {
+                    if refusesUnknownMembers {
+                        problems.append(contentsOf: FixValidator.unknownMemberProblems(of: object, path: "fixes[\(index)]"))
+                    }
                     problems.append(FieldProblem(field: "fixes[\(index)].projectId", problem: "must be the API key's project"))
                     continue
                 }
             }
-            switch FixValidator.validate(item, path: "fixes[\(index)]", receivedAt: receivedAt) {
+            switch FixValidator.validate(item, path: "fixes[\(index)]", receivedAt: receivedAt, limits: limits) {
             case .success(let fix): fixes.append(fix)
             case .failure(let invalid): problems.append(contentsOf: invalid.problems)
             }

@@ -9,21 +9,30 @@ import Testing
     static let required = #""projectId":"p","deviceId":"d","timestamp":"2026-11-22T10:00:00Z""#
     static let notJSON = InvalidFix([FieldProblem(field: "$", problem: "is not valid JSON")])
 
+    /// Skips members the fix format does not have, as `CHECKIN_FIXES_IGNORE_UNKNOWN_MEMBERS=true` does.
+    static let lenient = InputLimits(ignoresUnknownFixMembers: true)
+
     /// Decodes `bytes` and records an issue when `FixValidator` decides otherwise.
-    func decode(_ bytes: [UInt8], sourceLocation: SourceLocation = #_sourceLocation) -> Result<Fix, InvalidFix> {
-        let decoded = FixJSONDecoder.decode(bytes, receivedAt: Self.receivedAt)
-        let expected = FixValidator.validate(json: Data(bytes), receivedAt: Self.receivedAt)
+    func decode(_ bytes: [UInt8], limits: InputLimits = InputLimits(), sourceLocation: SourceLocation = #_sourceLocation)
+        -> Result<Fix, InvalidFix>
+    {
+        let decoded = FixJSONDecoder.decode(bytes, receivedAt: Self.receivedAt, limits: limits)
+        let expected = FixValidator.validate(json: Data(bytes), receivedAt: Self.receivedAt, limits: limits)
         #expect(FixComparison.same(decoded, expected), "validator: \(expected)", sourceLocation: sourceLocation)
         return decoded
     }
 
-    func decode(_ json: String, sourceLocation: SourceLocation = #_sourceLocation) -> Result<Fix, InvalidFix> {
-        decode(Array(json.utf8), sourceLocation: sourceLocation)
+    func decode(_ json: String, limits: InputLimits = InputLimits(), sourceLocation: SourceLocation = #_sourceLocation)
+        -> Result<Fix, InvalidFix>
+    {
+        decode(Array(json.utf8), limits: limits, sourceLocation: sourceLocation)
     }
 
     /// A fix with the required members and `members` after them.
-    func fix(_ members: String, sourceLocation: SourceLocation = #_sourceLocation) -> Result<Fix, InvalidFix> {
-        decode("{\(Self.required),\(members)}", sourceLocation: sourceLocation)
+    func fix(_ members: String, limits: InputLimits = InputLimits(), sourceLocation: SourceLocation = #_sourceLocation)
+        -> Result<Fix, InvalidFix>
+    {
+        decode("{\(Self.required),\(members)}", limits: limits, sourceLocation: sourceLocation)
     }
 
     @Test func decodesACompleteFix() throws {
@@ -75,11 +84,48 @@ import Testing
                     ])))
     }
 
-    /// `JSONSerialization` allows one trailing comma in arrays and objects.
-    @Test func acceptsTrailingCommas() throws {
-        #expect(try fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","rssi":-1,},],"#).get().beacons.count == 1)
-        #expect(fix(#""lat":0,"lon":0,,"#) == .failure(Self.notJSON))
-        #expect(decode("[,]") == .failure(Self.notJSON))
+    /// `JSONSerialization` allows one trailing comma in arrays and objects; RFC 8259 does not,
+    /// whether unknown members are skipped or not.
+    @Test func refusesTrailingCommas() throws {
+        for limits in [InputLimits(), Self.lenient] {
+            #expect(fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","rssi":-1,}]"#, limits: limits) == .failure(Self.notJSON))
+            #expect(fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","rssi":-1}],"#, limits: limits) == .failure(Self.notJSON))
+            #expect(fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","rssi":-1},]"#, limits: limits) == .failure(Self.notJSON))
+            #expect(fix(#""lat":0,"lon":0,,"#, limits: limits) == .failure(Self.notJSON))
+            #expect(decode("[,]", limits: limits) == .failure(Self.notJSON))
+        }
+        #expect(try fix(#""lat":0,"lon":0,"beacons":[{"uuid":"u","rssi":-1}]"#).get().beacons.count == 1)
+    }
+
+    /// Every member the format does not have is named, each once, sorted, before the fix's
+    /// other problems; a beacon sighting's likewise, among the fix's problems where its others are.
+    @Test func namesEveryUnknownMember() throws {
+        let result = fix(
+            #""lat":91,"lon":0,"accuarcy":5,"note":{},"note":1,"beacons":[{"uuid":"u","rssi":-1,"txPower":-59}],"Lat":0"#)
+        #expect(
+            result
+                == .failure(
+                    InvalidFix([
+                        FieldProblem(field: "Lat", problem: "is not a member of a fix"),
+                        FieldProblem(field: "accuarcy", problem: "is not a member of a fix"),
+                        FieldProblem(field: "note", problem: "is not a member of a fix"),
+                        FieldProblem(field: "lat", problem: "must be between -90 and 90"),
+                        FieldProblem(field: "beacons[0].txPower", problem: "is not a member of a beacon sighting"),
+                    ])))
+        // Named as `JSONSerialization` reads the key: escapes undone, a leading byte-order mark dropped.
+        #expect(
+            fix(#""lat":0,"lon":0,"note":1"#)
+                == .failure(InvalidFix([FieldProblem(field: "note", problem: "is not a member of a fix")])))
+        #expect(try fix("\"lat\":0,\"\u{FEFF}lon\":0").get().lon == 0)
+    }
+
+    /// With `ignoresUnknownFixMembers` they are checked as JSON and skipped, as before.
+    @Test func skipsUnknownMembersWhenTold() throws {
+        let fix = try fix(
+            #""lat":1,"lon":0,"accuarcy":5,"note":{"a":[1]},"beacons":[{"uuid":"u","rssi":-1,"txPower":-59}]"#,
+            limits: Self.lenient
+        ).get()
+        #expect(fix.lat == 1 && fix.accuracy == nil && fix.beacons.count == 1)
     }
 
     /// A repeated member's last value counts, as in a dictionary.
@@ -109,14 +155,14 @@ import Testing
     @Test func refusesUnrepresentableNumbersThatSurvive() throws {
         #expect(fix(#""lat":0,"lon":0,"extra":[1e400]"#) == .failure(Self.notJSON))
         #expect(fix(#""lat":0,"lon":0,"altitude":1e400"#) == .failure(Self.notJSON))
-        #expect(try fix(#""lat":0,"lon":0,"extra":{"a":1e400},"extra":1"#).get().lat == 0)
+        #expect(try fix(#""lat":0,"lon":0,"extra":{"a":1e400},"extra":1"#, limits: Self.lenient).get().lat == 0)
         #expect(try fix(#""lat":1e400,"lon":0,"lat":2"#).get().lat == 2)
     }
 
     @Test func nestsAtMost512Deep() throws {
         // The fix object is the first level.
         func nested(_ levels: Int) -> String { String(repeating: "[", count: levels) + String(repeating: "]", count: levels) }
-        #expect(try fix(#""lat":0,"lon":0,"extra":\#(nested(511))"#).get().lat == 0)
+        #expect(try fix(#""lat":0,"lon":0,"extra":\#(nested(511))"#, limits: Self.lenient).get().lat == 0)
         #expect(fix(#""lat":0,"lon":0,"extra":\#(nested(512))"#) == .failure(Self.notJSON))
     }
 
@@ -177,15 +223,51 @@ import Testing
     static let fix = #"{"deviceId":"d","timestamp":"2026-11-22T10:00:00Z","lat":0,"lon":0"#
 
     /// Decodes `body` and records an issue when the decoding Ingest did before decides otherwise.
-    func decode(_ body: String, projectId: String? = "p", maximumCount: Int = 10, sourceLocation: SourceLocation = #_sourceLocation)
-        -> FixJSONDecoder.Batch
-    {
+    func decode(
+        _ body: String, projectId: String? = "p", maximumCount: Int = 10, limits: InputLimits = InputLimits(),
+        sourceLocation: SourceLocation = #_sourceLocation
+    ) -> FixJSONDecoder.Batch {
         let bytes = Array(body.utf8)
         let decoded = FixJSONDecoder.decodeBatch(
-            bytes, defaultProjectId: projectId, maximumCount: maximumCount, receivedAt: Self.receivedAt)
-        let expected = ReferenceBatchDecoder.decode(bytes, projectId: projectId, maximumCount: maximumCount, receivedAt: Self.receivedAt)
+            bytes, defaultProjectId: projectId, maximumCount: maximumCount, receivedAt: Self.receivedAt, limits: limits)
+        let expected = ReferenceBatchDecoder.decode(
+            bytes, projectId: projectId, maximumCount: maximumCount, receivedAt: Self.receivedAt, limits: limits)
         #expect(decoded == expected, sourceLocation: sourceLocation)
         return decoded
+    }
+
+    /// An unknown member of one fix and an out-of-range latitude of another are named in one
+    /// answer, with the envelope's own unknown member first.
+    @Test func namesUnknownMembersWithEveryOtherProblem() {
+        let body = #"{"sentAt":1,"fixes":[\#(Self.fix)},\#(Self.fix),"lat":91},\#(Self.fix)},\#(Self.fix),"accuarcy":5}]}"#
+        #expect(
+            decode(body)
+                == .invalid([
+                    FieldProblem(field: "sentAt", problem: "is not a member of a batch"),
+                    FieldProblem(field: "fixes[1].lat", problem: "must be between -90 and 90"),
+                    FieldProblem(field: "fixes[3].accuarcy", problem: "is not a member of a fix"),
+                ]))
+        // A fix of another project is named for that and for its unknown members.
+        #expect(
+            decode(#"[\#(Self.fix),"projectId":"q","note":1}]"#)
+                == .invalid([
+                    FieldProblem(field: "fixes[0].note", problem: "is not a member of a fix"),
+                    FieldProblem(field: "fixes[0].projectId", problem: "must be the API key's project"),
+                ]))
+        let inRange = body.replacingOccurrences(of: #""lat":91"#, with: #""lat":9"#)
+        guard case .fixes(let fixes) = decode(inRange, limits: FixJSONDecoderTests.lenient) else {
+            Issue.record("expected fixes when unknown members are skipped")
+            return
+        }
+        #expect(fixes.count == 4 && fixes[3].accuracy == nil)
+    }
+
+    @Test func refusesTrailingCommasAsNotJSON() {
+        for limits in [InputLimits(), FixJSONDecoderTests.lenient] {
+            #expect(decode(#"{"fixes":[\#(Self.fix),},]}"#, limits: limits) == .notJSON)
+            #expect(decode(#"{"fixes":[\#(Self.fix)},]}"#, limits: limits) == .notJSON)
+            #expect(decode(#"{"fixes":[\#(Self.fix)}],}"#, limits: limits) == .notJSON)
+        }
     }
 
     @Test func takesTheAPIKeysProjectForFixesWithoutOne() {

@@ -10,7 +10,8 @@ extension FixJSONDecoder {
         case notABatch
         case empty
         case tooLarge(count: Int)
-        /// Every problem of every fix, fix by fix, each named `fixes[i].field`.
+        /// Every problem of the batch: the members of the envelope it does not have, then those
+        /// of every fix, fix by fix, each named `fixes[i].field`.
         case invalid([FieldProblem])
     }
 
@@ -42,7 +43,9 @@ private struct BatchDecoder {
     }
 
     func decode(_ bytes: UnsafeBufferPointer<UInt8>) -> FixJSONDecoder.Batch {
+        var unknown = UnknownMembers()
         let read = JSONDocument.read(bytes) { (scanner: inout JSONScanner) throws(JSONSyntaxError) -> Items? in
+            scanner.allowsTrailingCommas = false
             var items: Items?
             var holdsUnrepresentable: Bool
             switch try scanner.valueKind() {
@@ -56,6 +59,7 @@ private struct BatchDecoder {
                         let key = try scanner.readKey()
                         let holds: Bool
                         if !scanner.string(key, is: "fixes") {
+                            if !limits.ignoresUnknownFixMembers { unknown.append(scanner.string(key)) }
                             holds = try scanner.skipValue()
                         } else if try scanner.valueKind() == .array {
                             // The last `fixes` member counts, as in a dictionary.
@@ -80,7 +84,8 @@ private struct BatchDecoder {
         guard let items = read else { return .notABatch }
         if items.count == 0 { return .empty }
         if items.count > maximumCount { return .tooLarge(count: items.count) }
-        return items.problems.isEmpty ? .fixes(items.fixes) : .invalid(items.problems)
+        let problems = unknown.problems(field: { $0 }, notAMemberOf: "a batch") + items.problems
+        return problems.isEmpty ? .fixes(items.fixes) : .invalid(problems)
     }
 
     private func readItems(_ scanner: inout JSONScanner) throws(JSONSyntaxError) -> Items {
@@ -109,6 +114,8 @@ private struct BatchDecoder {
                 case .string(let token) where scanner.string(token, is: defaultProjectId):
                     break
                 default:
+                    // Refused for that alone, but for the members it should not have: every one is named.
+                    items.problems.append(contentsOf: members.unknownMemberProblems(context.path))
                     items.problems.append(FieldProblem(field: context.path.field("projectId"), problem: "must be the API key's project"))
                     continue
                 }

@@ -7,7 +7,10 @@ enum BeaconList {
     case list(count: Int, sightings: [BeaconSighting], problems: [FieldProblem])
 
     /// The list at hand, and whether it holds a number `JSONSerialization` cannot hold.
-    static func read(_ scanner: inout JSONScanner, _ path: FieldPath) throws(JSONSyntaxError) -> (BeaconList, holdsUnrepresentable: Bool) {
+    static func read(_ scanner: inout JSONScanner, _ context: FixContext) throws(JSONSyntaxError)
+        -> (BeaconList, holdsUnrepresentable: Bool)
+    {
+        let path = context.path
         switch try scanner.valueKind() {
         case .null:
             try scanner.readNull()
@@ -20,7 +23,8 @@ enum BeaconList {
             guard try scanner.enterArray() else { return (.list(count: 0, sightings: [], problems: []), false) }
             repeat {
                 if count < FixValidator.maximumBeaconsPerFix {
-                    let (sighting, holds) = try BeaconMembers.sighting(&scanner, path: path.beacon(count))
+                    let (sighting, holds) = try BeaconMembers.sighting(
+                        &scanner, path: path.beacon(count), refusesUnknownMembers: context.refusesUnknownMembers)
                     switch sighting {
                     case .success(let sighting): sightings.append(sighting)
                     case .failure(let invalid): problems.append(contentsOf: invalid.problems)
@@ -45,10 +49,11 @@ struct BeaconMembers {
     var minor = FieldValue.absent
     var eddystoneId = FieldValue.absent
     var rssi = FieldValue.absent
+    var unknown = UnknownMembers()
 
     /// Reads the item at hand and judges it as `FixValidator.validateBeacon` does; also
     /// whether it holds a number `JSONSerialization` cannot hold.
-    static func sighting(_ scanner: inout JSONScanner, path: String) throws(JSONSyntaxError)
+    static func sighting(_ scanner: inout JSONScanner, path: String, refusesUnknownMembers: Bool) throws(JSONSyntaxError)
         -> (Result<BeaconSighting, InvalidFix>, holdsUnrepresentable: Bool)
     {
         guard try scanner.valueKind() == .object else {
@@ -72,6 +77,7 @@ struct BeaconMembers {
                 } else if scanner.string(key, is: "rssi") {
                     (members.rssi, holds) = try FieldValue.read(&scanner)
                 } else {
+                    if refusesUnknownMembers { members.unknown.append(scanner.string(key)) }
                     holds = try scanner.skipValue()
                 }
                 unrepresentable.record(key, holdsUnrepresentable: holds, in: scanner)
@@ -81,7 +87,7 @@ struct BeaconMembers {
     }
 
     func sighting(_ scanner: JSONScanner, path: String) -> Result<BeaconSighting, InvalidFix> {
-        var problems: [FieldProblem] = []
+        var problems = unknown.problems(field: { "\(path).\($0)" }, notAMemberOf: "a beacon sighting")
         func integer(_ name: String, _ value: FieldValue, _ range: ClosedRange<Int>) -> Int? {
             if value.isAbsentOrNull { return nil }
             guard case .number(let number) = value, number.rounded() == number, range.contains(Int(exactly: number) ?? Int.min)

@@ -6,9 +6,11 @@ import Foundation
 /// tree first, which cost the evaluator a quarter of its time.
 ///
 /// Documents are read as `JSONSerialization` on Linux reads them (see `JSONScanner`,
-/// `JSONNumber`): what it refuses is "not valid JSON" here too, numbers get its very
-/// doubles, a repeated key's last value counts, and members nobody asked for are
-/// checked and skipped without being built.
+/// `JSONNumber`), less what RFC 8259 does not have: what it refuses, and a trailing
+/// comma, is "not valid JSON" here; numbers get its very doubles and a repeated key's
+/// last value counts. A member the fix format does not have is named as a problem, found
+/// in the same scan (the hot path reads each body once), unless
+/// `InputLimits.ignoresUnknownFixMembers` has it checked and skipped without being built.
 public enum FixJSONDecoder {
     /// One fix given as JSON bytes (a Kafka record's value, a line of a replay file);
     /// `receivedAt` as in `FixValidator.validate`.
@@ -33,6 +35,7 @@ public enum FixJSONDecoder {
 
     static func decode(utf8 bytes: UnsafeBufferPointer<UInt8>, receivedAt: Date, limits: InputLimits) -> Result<Fix, InvalidFix> {
         let result = JSONDocument.read(bytes) { (scanner: inout JSONScanner) throws(JSONSyntaxError) -> Result<Fix, InvalidFix> in
+            scanner.allowsTrailingCommas = false
             switch try scanner.valueKind() {
             case .object:
                 let context = FixContext(path: FieldPath(item: nil), receivedAt: receivedAt, limits: limits)
@@ -77,6 +80,32 @@ struct FixContext {
     var path: FieldPath
     var receivedAt: Date
     var limits: InputLimits
+
+    var refusesUnknownMembers: Bool { !limits.ignoresUnknownFixMembers }
+}
+
+/// The names of the members an object has that its format does not, gathered as the object is
+/// read. Named sorted and each once, the order a reference that reads the object into a
+/// dictionary can give too; sorting, not a lookup per name, keeps an object of many of them
+/// linear in its size but for the sort.
+struct UnknownMembers {
+    private var names: [String] = []
+
+    mutating func append(_ name: String) {
+        names.append(name)
+    }
+
+    /// One problem per name: `field` makes its path, `owner` says what it is not a member of.
+    func problems(field: (String) -> String, notAMemberOf owner: String) -> [FieldProblem] {
+        guard !names.isEmpty else { return [] }
+        var problems: [FieldProblem] = []
+        var previous: String?
+        for name in names.sorted() where name != previous {
+            problems.append(FieldProblem(field: field(name), problem: "is not a member of \(owner)"))
+            previous = name
+        }
+        return problems
+    }
 }
 
 /// A member's value, as much of it as validation looks at.
@@ -182,6 +211,8 @@ struct FixMembers {
     var mode = FieldValue.absent
     var fixId = FieldValue.absent
     var beacons = BeaconList.absent
+    /// Kept only while unknown members are refused.
+    var unknown = UnknownMembers()
     /// The document is refused unless a later member of the same name replaces this
     /// object (see `UnrepresentableMembers`).
     var holdsUnrepresentableNumber = false
@@ -206,8 +237,10 @@ struct FixMembers {
             case .source: (source, holds) = try FieldValue.read(&scanner)
             case .mode: (mode, holds) = try FieldValue.read(&scanner)
             case .fixId: (fixId, holds) = try FieldValue.read(&scanner)
-            case .beacons: (beacons, holds) = try BeaconList.read(&scanner, context.path)
-            case nil: holds = try scanner.skipValue()
+            case .beacons: (beacons, holds) = try BeaconList.read(&scanner, context)
+            case nil:
+                if context.refusesUnknownMembers { unknown.append(scanner.string(key)) }
+                holds = try scanner.skipValue()
             }
             unrepresentable.record(key, holdsUnrepresentable: holds, in: scanner)
         } while try scanner.nextMember()
@@ -218,8 +251,8 @@ struct FixMembers {
     /// problems come in its order. `projectId`, when given, stands in for a missing or
     /// null one (a batch's API key project).
     func fix(_ scanner: JSONScanner, _ context: FixContext, projectId defaultProjectId: String?) -> Result<Fix, InvalidFix> {
-        var problems: [FieldProblem] = []
         let path = context.path
+        var problems = unknownMemberProblems(path)
 
         func identifier(_ name: String, _ value: FieldValue, required: Bool, standIn: String? = nil) -> String? {
             let text: String
@@ -326,6 +359,11 @@ struct FixMembers {
                 projectId: projectId, deviceId: deviceId, timestamp: timestamp, lat: lat, lon: lon,
                 accuracy: accuracy, speed: speed, bearing: bearing == 360 ? 0 : bearing, altitude: altitude,
                 source: source, mode: mode, beacons: beacons, fixId: fixId))
+    }
+
+    /// The members the fix format does not have, named first among the fix's problems.
+    func unknownMemberProblems(_ path: FieldPath) -> [FieldProblem] {
+        unknown.problems(field: path.field, notAMemberOf: "a fix")
     }
 
     private static let timestampFormatProblem = "must be an RFC 3339 timestamp with a time zone"

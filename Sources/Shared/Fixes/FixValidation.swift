@@ -29,11 +29,18 @@ public struct InvalidFix: Error, Sendable, Equatable, CustomStringConvertible {
 /// stopping at the first, because a client fixing its payload wants them all.
 ///
 /// The reference for `FixJSONDecoder`, which Ingest, `checkin replay` and the
-/// Evaluator use and which must answer exactly as this does over `JSONSerialization`,
-/// so all reject the same things with the same words; the limits themselves are
-/// `InputLimits`'.
+/// Evaluator use and which must answer exactly as this does over `JSONSerialization`
+/// (less trailing commas, which RFC 8259 does not have), so all reject the same things
+/// with the same words; the limits themselves are `InputLimits`'.
 public enum FixValidator {
     public static let maximumBeaconsPerFix = 64
+    /// The members of the fix format; a fix with another is refused unless
+    /// `InputLimits.ignoresUnknownFixMembers`.
+    public static let members: Set<String> = [
+        "projectId", "deviceId", "timestamp", "lat", "lon", "accuracy", "speed", "bearing", "altitude", "source", "mode",
+        "fixId", "beacons",
+    ]
+    public static let beaconMembers: Set<String> = ["uuid", "major", "minor", "eddystoneId", "rssi"]
 
     /// Validates one fix given as a JSON object. `receivedAt` is when the pipeline got
     /// the fix (see `InputLimits.timestampProblem`): a parameter, not the clock, so that
@@ -46,6 +53,8 @@ public enum FixValidator {
         guard let object = value as? [String: Any] else {
             return .failure(InvalidFix([FieldProblem(field: path.isEmpty ? "$" : path, problem: "must be a JSON object")]))
         }
+        let refusesUnknownMembers = !limits.ignoresUnknownFixMembers
+        if refusesUnknownMembers { problems = unknownMemberProblems(of: object, path: path) }
 
         func identifier(_ name: String, required: Bool) -> String? {
             guard let raw = object[name], !(raw is NSNull) else {
@@ -123,7 +132,7 @@ public enum FixValidator {
         if let raw = object["beacons"], !(raw is NSNull) {
             if let list = raw as? [Any], list.count <= maximumBeaconsPerFix {
                 for (index, item) in list.enumerated() {
-                    switch validateBeacon(item, path: "\(field("beacons"))[\(index)]") {
+                    switch validateBeacon(item, path: "\(field("beacons"))[\(index)]", refusesUnknownMembers: refusesUnknownMembers) {
                     case .success(let beacon): beacons.append(beacon)
                     case .failure(let found): problems.append(contentsOf: found.problems)
                     }
@@ -150,17 +159,63 @@ public enum FixValidator {
         json: some DataProtocol, receivedAt: Date, limits: InputLimits = InputLimits()
     ) -> Result<Fix, InvalidFix> {
         let data = Data(json)
-        guard let value = try? JSONSerialization.jsonObject(with: data, options: []) else {
+        guard let value = try? JSONSerialization.jsonObject(with: data, options: []), !hasTrailingComma(data) else {
             return .failure(InvalidFix([FieldProblem(field: "$", problem: "is not valid JSON")]))
         }
         return validate(value, receivedAt: receivedAt, limits: limits)
     }
 
-    static func validateBeacon(_ value: Any, path: String) -> Result<BeaconSighting, InvalidFix> {
+    /// The fix's members the format does not have, sorted by name; `path` as in `validate`.
+    public static func unknownMemberProblems(of object: [String: Any], path: String) -> [FieldProblem] {
+        object.keys.filter { !members.contains($0) }.sorted().map {
+            FieldProblem(field: path.isEmpty ? $0 : "\(path).\($0)", problem: "is not a member of a fix")
+        }
+    }
+
+    /// Whether a document `JSONSerialization` reads has a comma right before a closing
+    /// bracket, which it allows and RFC 8259 does not.
+    public static func hasTrailingComma(_ data: Data) -> Bool {
+        // As UTF-8, however the document was encoded; its syntax is left to `JSONSerialization`.
+        let utf8 = data.withUnsafeBytes { raw in
+            JSONDocument.read(raw.bindMemory(to: UInt8.self)) { (scanner: inout JSONScanner) throws(JSONSyntaxError) -> [UInt8] in
+                Array(scanner.bytes)
+            }
+        }
+        var inString = false
+        var escaped = false
+        var afterComma = false
+        for byte in utf8 ?? [] {
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: " "), UInt8(ascii: "\t"), UInt8(ascii: "\r"), UInt8(ascii: "\n"): continue
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): if afterComma { return true }
+            case UInt8(ascii: "\""): inString = true
+            default: break
+            }
+            afterComma = byte == UInt8(ascii: ",")
+        }
+        return false
+    }
+
+    static func validateBeacon(_ value: Any, path: String, refusesUnknownMembers: Bool) -> Result<BeaconSighting, InvalidFix> {
         guard let object = value as? [String: Any] else {
             return .failure(InvalidFix([FieldProblem(field: path, problem: "must be a JSON object")]))
         }
         var problems: [FieldProblem] = []
+        if refusesUnknownMembers {
+            problems = object.keys.filter { !beaconMembers.contains($0) }.sorted().map {
+                FieldProblem(field: "\(path).\($0)", problem: "is not a member of a beacon sighting")
+            }
+        }
         func integer(_ name: String, _ range: ClosedRange<Int>) -> Int? {
             guard let raw = object[name], !(raw is NSNull) else { return nil }
             guard !isBoolean(raw), let number = double(raw), number.rounded() == number, range.contains(Int(exactly: number) ?? Int.min)

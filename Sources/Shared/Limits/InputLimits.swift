@@ -35,13 +35,21 @@ public struct InputLimits: Sendable, Equatable {
     /// The environment variable every service reads `maxClockSkew` from, and its allowed values.
     public static let maxClockSkewVariable = "CHECKIN_MAX_CLOCK_SKEW"
     public static let maxClockSkewRange: ClosedRange<TimeInterval> = 0...86_400
+    /// The environment variable every service reads `ignoresUnknownFixMembers` from.
+    public static let ignoreUnknownFixMembersVariable = "CHECKIN_FIXES_IGNORE_UNKNOWN_MEMBERS"
 
     /// How far (seconds) a fix's timestamp may be ahead of the time it was received.
     /// A fix from the future would make every later fix of its device "late".
     public var maxClockSkew: TimeInterval
+    /// Whether a fix (or its envelope, or a beacon sighting) may hold members the format does
+    /// not have, which are then skipped. Off by default, so that a misspelt `accuarcy` is named
+    /// in a refusal instead of dropped in silence; on for devices that relied on the skipping.
+    /// Ingest and evaluator read the same setting, so that a fix one takes the other takes too.
+    public var ignoresUnknownFixMembers: Bool
 
-    public init(maxClockSkew: TimeInterval = Self.defaultMaxClockSkew) {
+    public init(maxClockSkew: TimeInterval = Self.defaultMaxClockSkew, ignoresUnknownFixMembers: Bool = false) {
         self.maxClockSkew = maxClockSkew
+        self.ignoresUnknownFixMembers = ignoresUnknownFixMembers
     }
 
     /// Why a project id is refused, or nil: 1 to 64 letters, digits, `-`, `_` and `.`,

@@ -47,7 +47,7 @@ struct JSONScanner {
     let bytes: UnsafeBufferPointer<UInt8>
     private(set) var index = 0
     private var depth = 0
-    /// False for RFC 8259 alone (`StrictJSON`): a comma must be followed by another member or element.
+    /// False for RFC 8259 alone (`StrictJSON`, fixes): a comma must be followed by another member or element.
     var allowsTrailingCommas = true
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {

@@ -32,6 +32,8 @@ struct PipelineHarness {
     var staleSweepInterval: Duration = .seconds(15)
     /// How far the evaluator lets producers' clocks be apart (its default is 10 s).
     var maximumProducerSkew: Duration = .seconds(10)
+    /// What the ingest and the evaluator take of fixes.
+    var limits = InputLimits()
     /// The project's zones.
     var zones = TestTrip.zones
     /// Other tenants beside the project (by name), each with the trip's zones, there before
@@ -157,7 +159,7 @@ struct PipelineHarness {
         let evaluator = try Evaluator(
             configuration: EvaluatorConfiguration(
                 groupId: evaluatorGroup, topics: topics, engine: engine, zoneRefreshInterval: .milliseconds(500),
-                staleSweepInterval: staleSweepInterval, maximumProducerSkew: maximumProducerSkew),
+                staleSweepInterval: staleSweepInterval, limits: limits, maximumProducerSkew: maximumProducerSkew),
             consumerConfiguration: consumerConfiguration(clientId: "test-evaluator"), database: database,
             producer: producer, readiness: readiness, logger: logger)
         var notifierConfiguration = NotifierConfiguration(
@@ -178,7 +180,7 @@ struct PipelineHarness {
             idempotency: IdempotencyStore(database: database, logger: logger, sealer: sealer), readiness: Readiness(),
             registry: registry)
         let ingest = buildIngestApplication(
-            configuration: IngestConfiguration(port: 0, topics: topics, webhookURLPolicy: webhookURLPolicy),
+            configuration: IngestConfiguration(port: 0, limits: limits, topics: topics, webhookURLPolicy: webhookURLPolicy),
             dependencies: dependencies, logger: logger,
             onServerRunning: { ports.continuation.yield(("ingest", $0)) })
         let receiver = WebhookReceiver.application(secret: try WebhookSecret(secret), received: received, respond: respond) {
