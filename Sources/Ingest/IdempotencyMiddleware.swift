@@ -10,7 +10,7 @@ import ServiceSupport
 /// `Idempotency-Key` on the management API's POSTs: a client that resends a request (after
 /// a timeout, say) with the same key gets the first answer again, marked
 /// `Idempotent-Replayed: true`, instead of a second endpoint, key or replay. The same key
-/// with another method, path, `If-Match` or body, or while its first request still runs,
+/// with another method, path or query, `If-Match` or body, or while its first request still runs,
 /// is a 409.
 ///
 /// It wraps every route of the management groups, so a POST route added there has it by
@@ -58,7 +58,7 @@ struct IdempotencyMiddleware: RouterMiddleware {
         var request = request
         let body = try await request.collectBody(upTo: maximumBodyBytes)
         let fingerprint = IdempotencyStore.Fingerprint(
-            method: request.method.rawValue, path: request.uri.path, ifMatch: Self.ifMatch(of: request),
+            method: request.method.rawValue, path: Self.target(of: request), ifMatch: Self.ifMatch(of: request),
             bodyHash: SHA256.hash(data: Data(buffer: body)).map { String(format: "%02x", $0) }.joined())
         switch try await store.claim(scope: scope, key: key, fingerprint: fingerprint) {
         case .claimed(let claimed):
@@ -80,8 +80,14 @@ struct IdempotencyMiddleware: RouterMiddleware {
         case .mismatch:
             throw Problem(
                 status: .conflict, type: "idempotency-key-reused", title: "The Idempotency-Key was used for another request",
-                detail: "a key stands for one request (method, path, If-Match and body); use a new key for a new request")
+                detail: "a key stands for one request (method, path and query, If-Match and body); use a new key for a new request")
         }
+    }
+
+    /// The path and its query as sent: `?dryRun=true` or `?message=` make another request.
+    static func target(of request: Request) -> String {
+        guard let query = request.uri.query, !query.isEmpty else { return request.uri.path }
+        return request.uri.path + "?" + query
     }
 
     /// `If-Match` as sent (every field of it, in order); nil without one. Spelt differently,

@@ -212,6 +212,25 @@ import Testing
         }
     }
 
+    /// The query is part of the request a key stands for: a restore with another message is
+    /// another request, refused as a reused key, not answered with what the first one made.
+    @Test func theSameKeyWithAnotherQueryIsAnotherRequest() async throws {
+        try await withIngest(quota: ZoneQuota()) { harness, _, client in
+            var headers: HTTPFields = [.authorization: "Bearer \(harness.managementKey)", .contentType: "application/json"]
+            headers[Self.header] = "restore-with-a-message"
+            func restore(_ message: String) async throws -> TestResponse {
+                try await client.execute(uri: "/v1/zones/versions/1/restore?message=\(message)", method: .post, headers: headers)
+            }
+            let first = try await restore("first")
+            #expect(first.status == .ok, "\(String(buffer: first.body))")
+            let other = try await restore("second")
+            #expect(other.status == .conflict, "\(String(buffer: other.body))")
+            #expect(String(buffer: other.body).contains("idempotency-key-reused"))
+            let same = try await restore("first")
+            #expect(same.status == .ok && same.headers[HTTPField.Name("Idempotent-Replayed")!] == "true")
+        }
+    }
+
     /// A request that runs long keeps its key: a resend while it runs is told so (409), however
     /// long ago the first began, and the request runs once.
     @Test func aResendWhileTheFirstStillRunsIsRefusedHoweverLongAgoItBegan() async throws {
