@@ -3,46 +3,35 @@ import Logging
 import Persistence
 import Shared
 
-/// A claimed delivery opened for sending: its endpoint's secrets unsealed and its body at hand.
+/// A claimed delivery opened for sending: the claim as the store returned it, its endpoint's
+/// secrets unsealed and its body at hand. The claim's fields (`id`, `url`, `attempt`, …) read
+/// through it.
+@dynamicMemberLookup
 public struct DeliveryAttempt: Sendable {
-    public var id: Int64
-    public var endpointId: String
-    public var projectId: String
-    public var url: String
+    public var claimed: ClaimedDelivery
     public var secrets: [String]
-    public var eventId: String
-    public var deviceId: String
-    public var sequence: Int?
     public var payload: String
-    /// Attempts so far, including this one.
-    public var attempt: Int
-    /// Claimed although the device's previous event never reached this endpoint's queue
-    /// within the gap hold.
-    public var skippedGap: Bool
-    /// When it was queued, and when the fix that decided its event was accepted: the
-    /// pipeline's stages are timed from them.
-    public var queuedAt: Date?
-    public var fixAcceptedAt: Date?
+
+    public init(claimed: ClaimedDelivery, secrets: [String], payload: String) {
+        self.claimed = claimed
+        self.secrets = secrets
+        self.payload = payload
+    }
 
     public init(
         id: Int64, endpointId: String, projectId: String, url: String, secrets: [String], eventId: String,
         deviceId: String, sequence: Int?, payload: String, attempt: Int, skippedGap: Bool = false, queuedAt: Date? = nil,
         fixAcceptedAt: Date? = nil
     ) {
-        self.id = id
-        self.endpointId = endpointId
-        self.projectId = projectId
-        self.url = url
-        self.secrets = secrets
-        self.eventId = eventId
-        self.deviceId = deviceId
-        self.sequence = sequence
-        self.payload = payload
-        self.attempt = attempt
-        self.skippedGap = skippedGap
-        self.queuedAt = queuedAt
-        self.fixAcceptedAt = fixAcceptedAt
+        self.init(
+            claimed: ClaimedDelivery(
+                id: id, endpointId: endpointId, projectId: projectId, url: url, sealedSecrets: [], eventId: eventId,
+                deviceId: deviceId, sequence: sequence, payload: payload, attempt: attempt, skippedGap: skippedGap,
+                queuedAt: queuedAt, fixAcceptedAt: fixAcceptedAt),
+            secrets: secrets, payload: payload)
     }
+
+    public subscript<Value>(dynamicMember field: KeyPath<ClaimedDelivery, Value>) -> Value { claimed[keyPath: field] }
 }
 
 /// Opens claimed deliveries for sending, with this process's key. A delivery that cannot be
@@ -104,12 +93,7 @@ public struct DeliveryOpener: Sendable {
                 unsendable.append(notSent("\(error)", .retry(after: unsignableRetryDelay)))
                 continue
             }
-            opened.append(
-                DeliveryAttempt(
-                    id: delivery.id, endpointId: delivery.endpointId, projectId: delivery.projectId, url: delivery.url,
-                    secrets: secrets, eventId: delivery.eventId, deviceId: delivery.deviceId, sequence: delivery.sequence,
-                    payload: payload, attempt: delivery.attempt, skippedGap: delivery.skippedGap, queuedAt: delivery.queuedAt,
-                    fixAcceptedAt: delivery.fixAcceptedAt))
+            opened.append(DeliveryAttempt(claimed: delivery, secrets: secrets, payload: payload))
         }
         return (opened, unsendable)
     }
