@@ -34,6 +34,7 @@ descendants() {
     done
 }
 
+started=$SECONDS
 waited=0
 while kill -0 "$child" 2>/dev/null; do
     if [ "$waited" -ge "$limit" ]; then
@@ -73,3 +74,7 @@ while kill -0 "$child" 2>/dev/null; do
     waited=$((waited + 1))
 done
 wait "$child"
+status=$?
+# Each step's time, so that a run's log shows where its minutes went.
+echo "within: '$(echo "$*" | cut -c1-100)' ended ($status) after $((SECONDS - started)) s" >&2
+exit $status
