@@ -11,7 +11,7 @@ import ServiceLifecycle
 /// offsets, and a late commit would land under work already given up. A body that asks
 /// to commit after the time-out was declared is refused (its transaction rolls back);
 /// a time-out that comes while a body is committing waits for that commit, one round trip.
-public final class AttemptDeadline: Sendable {
+package final class AttemptDeadline: Sendable {
     private enum State {
         case running, committing, expired
     }
@@ -30,7 +30,7 @@ public final class AttemptDeadline: Sendable {
     /// Called by an attempt's body right before its transaction commits; throws
     /// ``AttemptTimedOut`` if the attempt's time-out was declared, so that the transaction
     /// rolls back instead. Outside ``withTimeout(_:component:drainAfterShutdown:_:)``, does nothing.
-    public static func claimCommit() throws {
+    package static func claimCommit() throws {
         guard let deadline = current else { return }
         let claimed = deadline.state.withLockedValue { state in
             guard state != .expired else { return false }
@@ -84,7 +84,7 @@ private final class FirstOutcome<Value: Sendable>: Sendable {
 /// `drainAfterShutdown` later. Either way it returns then, whether or not the body heeds
 /// its cancellation, and the body may no longer commit (see ``AttemptDeadline``); only a
 /// body already committing is waited for.
-public func withTimeout<Result: Sendable>(
+package func withTimeout<Result: Sendable>(
     _ limit: Duration, component: String = AttemptTimedOut.unknownComponent, drainAfterShutdown: Duration? = nil,
     _ body: @escaping @Sendable () async throws -> Result
 ) async throws -> Result {

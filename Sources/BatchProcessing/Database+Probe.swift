@@ -5,7 +5,7 @@ extension Database {
     /// dependency from a failing record. Bounded like an attempt (``withTimeout(_:component:drainAfterShutdown:_:)``):
     /// it answers at its limit even when the query does not heed cancellation, as a query
     /// sent to a server that stopped answering does not.
-    public func isReachable(within limit: Duration) async -> Bool {
+    package func isReachable(within limit: Duration) async -> Bool {
         do {
             try await withTimeout(limit, component: "database") {
                 try await self.client.perform("SELECT 1", logger: self.logger)

@@ -14,20 +14,20 @@ import Kafka
 ///   original can still be told apart and matched;
 /// - and when the broker refuses even that as a record (a topic limit below the
 ///   producer's), as a summary without any of the original's bytes.
-public struct DeadLetter: Sendable {
+package struct DeadLetter: Sendable {
     /// The dead-letter topic.
-    public var topic: String
-    public var key: [UInt8]?
-    public var value: [UInt8]
+    package var topic: String
+    package var key: [UInt8]?
+    package var value: [UInt8]
     /// The original's own headers.
-    public var headers: [KafkaHeader]
-    public var reason: String
+    package var headers: [KafkaHeader]
+    package var reason: String
     /// Where the original came from, as header names (without the prefix) and values,
     /// e.g. `origin-topic`, `origin-partition`, `origin-offset`.
-    public var origin: [(name: String, value: String)]
-    public var headerPrefix: String
+    package var origin: [(name: String, value: String)]
+    package var headerPrefix: String
 
-    public init(
+    package init(
         topic: String, key: [UInt8]?, value: [UInt8], headers: [KafkaHeader] = [], reason: String,
         origin: [(name: String, value: String)], headerPrefix: String
     ) {
@@ -41,7 +41,7 @@ public struct DeadLetter: Sendable {
     }
 
     /// A consumed record, from its topic, partition and offset.
-    public init(of message: KafkaConsumerMessage, topic: String, reason: String, headerPrefix: String) {
+    package init(of message: KafkaConsumerMessage, topic: String, reason: String, headerPrefix: String) {
         self.init(
             topic: topic, key: message.key, value: message.value, headers: message.headers, reason: reason,
             origin: [
@@ -51,19 +51,19 @@ public struct DeadLetter: Sendable {
     }
 
     /// The names, after the prefix, of the headers a dead-lettering adds to the original's own.
-    public enum HeaderName {
-        public static let error = "error"
-        public static let originTopic = "origin-topic"
-        public static let originPartition = "origin-partition"
-        public static let originOffset = "origin-offset"
+    package enum HeaderName {
+        package static let error = "error"
+        package static let originTopic = "origin-topic"
+        package static let originPartition = "origin-partition"
+        package static let originOffset = "origin-offset"
         /// On a copy cut to fit, with `original-size` and `original-sha256`.
-        public static let truncated = "truncated"
+        package static let truncated = "truncated"
         /// Those of a whole copy: without them, it is the original as it was.
-        public static let describingWhole: Set<String> = [error, originTopic, originPartition, originOffset]
+        package static let describingWhole: Set<String> = [error, originTopic, originPartition, originOffset]
     }
 
     /// How a dead letter was produced.
-    public enum Copy: String, Sendable {
+    package enum Copy: String, Sendable {
         case whole, truncated, summary
     }
 
@@ -77,7 +77,7 @@ public struct DeadLetter: Sendable {
     static let maximumReasonBytes = 4096
 
     /// The whole record when it fits in `maximumBytes`, else the record cut to fit.
-    public func record(fittingIn maximumBytes: Int) -> KafkaRecord {
+    package func record(fittingIn maximumBytes: Int) -> KafkaRecord {
         let whole = KafkaRecord(topic: topic, key: key, value: value, headers: headers + describingHeaders())
         if Self.size(of: whole) <= maximumBytes { return whole }
         return truncated(fittingIn: maximumBytes)
@@ -109,7 +109,7 @@ public struct DeadLetter: Sendable {
 
     /// The dead letter without any of the original's bytes: why, where from, and the
     /// original value's size and digest.
-    public func summary() -> KafkaRecord {
+    package func summary() -> KafkaRecord {
         KafkaRecord(
             topic: topic, key: nil, value: [],
             headers: describingHeaders() + [
@@ -142,7 +142,7 @@ public struct DeadLetter: Sendable {
     }
 
     /// Lower-case hex SHA-256 of `bytes`.
-    public static func sha256Hex(_ bytes: [UInt8]) -> String {
+    package static func sha256Hex(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)
@@ -156,10 +156,10 @@ public struct DeadLetter: Sendable {
 
 /// Even the summary of a dead letter was refused as a record: nothing of it could be
 /// produced. The caller records it elsewhere (a log line, a metric) and moves on.
-public struct DeadLetterRefused: Error, Sendable, CustomStringConvertible {
-    public var refusal: String
+package struct DeadLetterRefused: Error, Sendable, CustomStringConvertible {
+    package var refusal: String
 
-    public var description: String { "the dead-letter topic refused even the record's summary: \(refusal)" }
+    package var description: String { "the dead-letter topic refused even the record's summary: \(refusal)" }
 }
 
 extension KafkaProducer {
@@ -171,7 +171,7 @@ extension KafkaProducer {
     /// ``DeadLetterRefused`` when even the summary is refused as a record (retrying
     /// cannot help).
     @discardableResult
-    public func sendDeadLetter(_ letter: DeadLetter) async throws -> DeadLetter.Copy {
+    package func sendDeadLetter(_ letter: DeadLetter) async throws -> DeadLetter.Copy {
         let record = letter.record(fittingIn: maximumMessageBytes)
         let copy: DeadLetter.Copy =
             record.headers.contains { $0.key == letter.headerPrefix + DeadLetter.HeaderName.truncated } ? .truncated : .whole

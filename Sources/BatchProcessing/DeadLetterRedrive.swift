@@ -12,25 +12,25 @@ import Persistence
 /// in between, the pipeline takes the repeat as it takes any (a queued event is not queued
 /// twice; a fix the device has passed is skipped as late). Dead letters stamped after the
 /// redrive began (one that fails again and is set aside anew) are left for the next redrive.
-public struct DeadLetterRedrive: Sendable {
+package struct DeadLetterRedrive: Sendable {
     /// A dead letter not sent back yet, and whether it can be.
-    public struct Letter: Sendable {
-        public var record: KafkaConsumerMessage
+    package struct Letter: Sendable {
+        package var record: KafkaConsumerMessage
         /// Why it was set aside (`checkin-error`).
-        public var reason: String
+        package var reason: String
         /// Where it came from: the pipeline topic it goes back to.
-        public var origin: String?
+        package var origin: String?
         /// Why it cannot go back, when it cannot: a copy cut to fit the dead-letter topic, or no
         /// pipeline topic to go back to.
-        public var unsendable: String?
+        package var unsendable: String?
 
         /// The topic it goes back to; nil when it cannot go back.
         var destination: String? { unsendable == nil ? origin : nil }
     }
 
-    public let topic: String
+    package let topic: String
     /// The topics a dead letter may go back to: the pipeline's own, never one a header names otherwise.
-    public let destinations: Set<String>
+    package let destinations: Set<String>
     let reader: KafkaOffsetReader
     let positions: DeadLetterRedriveStore
     let logger: Logger
@@ -38,7 +38,7 @@ public struct DeadLetterRedrive: Sendable {
     /// The prefix of the headers a dead-lettering adds (``DeadLetter``'s).
     let prefix: String
 
-    public init(
+    package init(
         topic: String, destinations: Set<String>, headerPrefix: String, reader: KafkaOffsetReader,
         positions: DeadLetterRedriveStore, logger: Logger
     ) {
@@ -53,7 +53,7 @@ public struct DeadLetterRedrive: Sendable {
     /// The dead letters not sent back yet and stamped before `before`, in each partition's
     /// order: at most `limit` of each partition, so that a long dead-letter topic is read and
     /// sent back a part at a time (``redriveAll(before:with:)``).
-    public func waiting(before: Date, limit: Int = 10_000) async throws -> [Letter] {
+    package func waiting(before: Date, limit: Int = 10_000) async throws -> [Letter] {
         let partitions = try await reader.partitions(of: topic)
         let watermarks = try await reader.watermarks(topic: topic, partitions: partitions)
         let from = try await positions.positions(topic: topic)
@@ -72,12 +72,12 @@ public struct DeadLetterRedrive: Sendable {
 
     /// Where a partition's next redrive reads: past what was sent back, and never before the
     /// first record kept (records removed by the topic's retention are gone).
-    public static func nextOffset(sentBackTo position: Int64?, watermarks: KafkaWatermarks?) -> Int64 {
+    package static func nextOffset(sentBackTo position: Int64?, watermarks: KafkaWatermarks?) -> Int64 {
         max(position ?? 0, watermarks?.low ?? 0)
     }
 
     /// Sends back every dead letter stamped before `before`, a part at a time.
-    public func redriveAll(before: Date, with producer: KafkaProducer, partLimit: Int = 10_000) async throws -> Outcome {
+    package func redriveAll(before: Date, with producer: KafkaProducer, partLimit: Int = 10_000) async throws -> Outcome {
         var outcome = Outcome()
         while true {
             let letters = try await waiting(before: before, limit: partLimit)
@@ -105,15 +105,15 @@ public struct DeadLetterRedrive: Sendable {
     }
 
     /// What a redrive did: how many records went back to each topic, and those that could not.
-    public struct Outcome: Sendable {
-        public var sent: [String: Int] = [:]
-        public var unsendable: [Letter] = []
+    package struct Outcome: Sendable {
+        package var sent: [String: Int] = [:]
+        package var unsendable: [Letter] = []
     }
 
     /// Sends `letters` (from ``waiting(before:)``) back, partition by partition: a partition's
     /// position moves past its letters once the broker has acknowledged every one sent.
     /// Those that cannot go back are passed over (they stay on the dead-letter topic).
-    public func send(_ letters: [Letter], with producer: KafkaProducer) async throws -> Outcome {
+    package func send(_ letters: [Letter], with producer: KafkaProducer) async throws -> Outcome {
         var outcome = Outcome()
         let byPartition = Dictionary(grouping: letters, by: \.record.partition)
         for partition in byPartition.keys.sorted() {

@@ -5,7 +5,7 @@ import PostgresNIO
 /// What a failed attempt at a batch means for the worker, decided once, here, for
 /// every consumer in the pipeline: wait for a dependency, give the work up to the
 /// partition's new owner, or set one record aside so that its partition moves on.
-public enum FailureKind: Sendable, Equatable {
+package enum FailureKind: Sendable, Equatable {
     /// A dependency (`database`, `broker`) is unreachable, overloaded or slow: the same
     /// work succeeds once it is back, so the batch is retried and nothing is skipped.
     case transient(component: String)
@@ -24,8 +24,8 @@ public enum FailureKind: Sendable, Equatable {
 /// Sorts errors into ``FailureKind``s. Only errors known to be about the input are
 /// poison outright; anything unrecognised is checked against the dependencies'
 /// health by the caller before a record is set aside (see ``PoisonIsolator``).
-public enum FailureClassifier {
-    public static func classify(_ error: any Error) -> FailureKind {
+package enum FailureClassifier {
+    package static func classify(_ error: any Error) -> FailureKind {
         switch error {
         case is PartitionOwnershipLost:
             return .ownershipLost
@@ -81,20 +81,20 @@ public enum FailureClassifier {
 
 /// An error about the record itself, which no retry can mend (an event larger than the
 /// broker takes): its record is set aside at its first failure alone.
-public protocol RecordFault: Error {}
+package protocol RecordFault: Error {}
 
 /// An attempt that took longer than it may: treated as its dependency being unavailable.
-public struct AttemptTimedOut: Error, Sendable, CustomStringConvertible {
+package struct AttemptTimedOut: Error, Sendable, CustomStringConvertible {
     /// Blamed when the dependency at fault is not known.
-    public static let unknownComponent = "processing"
+    package static let unknownComponent = "processing"
 
-    public var component: String
-    public var limit: Duration
+    package var component: String
+    package var limit: Duration
 
-    public init(component: String, limit: Duration) {
+    package init(component: String, limit: Duration) {
         self.component = component
         self.limit = limit
     }
 
-    public var description: String { "the attempt did not finish within \(limit)" }
+    package var description: String { "the attempt did not finish within \(limit)" }
 }

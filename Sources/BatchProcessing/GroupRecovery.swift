@@ -15,7 +15,7 @@ import ServiceSupport
 /// joins that group, starting from what the old one had committed; every `checkEvery` it
 /// also follows a move another member made. `/ready` says `group: false` until the member
 /// first joins its group and while a rebalance is overdue; `checkin_<service>_group_recoveries_total` counts the moves.
-public final class GroupRecovery: Service, Sendable {
+package final class GroupRecovery: Service, Sendable {
     let consumer: KafkaConsumer
     /// The configured group id: incarnation 0.
     let group: String
@@ -33,7 +33,7 @@ public final class GroupRecovery: Service, Sendable {
     /// and `group` is ready only when both members are.
     let readinessSource: String
 
-    public init(
+    package init(
         service: String, consumer: KafkaConsumer, group: String, groups: ConsumerGroupStore, stuckAfter: Duration,
         checkEvery: Duration = .seconds(5), readiness: Readiness?, logger: Logger,
         committedOffsets: @escaping @Sendable (_ groupId: String) async -> [KafkaTopicPartition: Int64] = { _ in [:] }
@@ -54,7 +54,7 @@ public final class GroupRecovery: Service, Sendable {
     }
 
     /// The Kafka group id of an incarnation.
-    public static func groupId(_ group: String, incarnation: Int) -> String {
+    package static func groupId(_ group: String, incarnation: Int) -> String {
         incarnation == 0 ? group : "\(group)~\(incarnation)"
     }
 
@@ -66,7 +66,7 @@ public final class GroupRecovery: Service, Sendable {
         var recovering = false
     }
 
-    public func run() async throws {
+    package func run() async throws {
         var progress = Progress()
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             // A query waiting on an unreachable database must not hold up a shutdown.

@@ -19,8 +19,8 @@ import ServiceLifecycle
 ///   stands alone and is set aside.
 /// Splitting keeps each partition's records in order, and every part commits on its
 /// own, so whatever was processed before the bad record stays processed.
-public struct PoisonIsolator<Outcome: Sendable>: Sendable {
-    public typealias Message = KafkaConsumerMessage
+package struct PoisonIsolator<Outcome: Sendable>: Sendable {
+    package typealias Message = KafkaConsumerMessage
 
     /// Processes records atomically: all of their effects commit, or none.
     let attempt: @Sendable ([Message]) async throws -> Outcome
@@ -42,7 +42,7 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     let drainAfterShutdown: Duration
     let logger: Logger
 
-    public init(
+    package init(
         attemptTimeout: Duration, drainAfterShutdown: Duration = .seconds(10), backoff: Backoff = Backoff(),
         health: ProcessingHealth, logger: Logger,
         attempt: @escaping @Sendable ([Message]) async throws -> Outcome,
@@ -64,17 +64,17 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     }
 
     /// What became of a batch.
-    public struct Settlement: Sendable {
+    package struct Settlement: Sendable {
         /// One outcome per part that was processed (one part unless the batch was split).
-        public var outcomes: [Outcome] = []
-        public var deadLettered = 0
+        package var outcomes: [Outcome] = []
+        package var deadLettered = 0
         /// Records left to the partitions' new owners.
-        public var abandoned = 0
+        package var abandoned = 0
     }
 
     /// Nil when the process is stopping before the batch was settled: nothing of the
     /// unsettled part was committed, so it is read again from the committed offsets.
-    public func settle(_ batch: [Message]) async -> Settlement? {
+    package func settle(_ batch: [Message]) async -> Settlement? {
         var settlement = Settlement()
         guard await settle(batch, into: &settlement) else { return nil }
         return settlement
@@ -84,7 +84,7 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     /// records are taken to be what makes it slow. Three: a dependency that answers the
     /// health probe but is slow for a while (a vacuum, a checkpoint) is given two more
     /// chances before records are split out; each part split off gets as many.
-    public static var timeOutsBeforeSplit: Int { 3 }
+    package static var timeOutsBeforeSplit: Int { 3 }
 
     /// Attempts in a row a record must fail alone, for a reason that is not its dependencies'
     /// nor certainly its own (``FailureKind/poison(reason:certain:)``), before it is set aside. A record's
@@ -92,7 +92,7 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
     /// conflict with a concurrent transaction surfacing as an error no retry recognises)
     /// passes, and a good event is not set aside for it. Such a record costs its partition
     /// two more attempts and the back-off between them.
-    public static var attemptsAloneBeforeSettingAside: Int { 3 }
+    package static var attemptsAloneBeforeSettingAside: Int { 3 }
 
     private func settle(_ batch: [Message], into settlement: inout Settlement) async -> Bool {
         var batch = batch
@@ -268,17 +268,17 @@ public struct PoisonIsolator<Outcome: Sendable>: Sendable {
 
 /// Capped exponential back-off with jitter, so that workers retrying after the same
 /// outage do not come back in step.
-public struct Backoff: Sendable {
-    public var initial: Duration
-    public var maximum: Duration
+package struct Backoff: Sendable {
+    package var initial: Duration
+    package var maximum: Duration
 
-    public init(initial: Duration = .milliseconds(200), maximum: Duration = .seconds(5)) {
+    package init(initial: Duration = .milliseconds(200), maximum: Duration = .seconds(5)) {
         self.initial = initial
         self.maximum = maximum
     }
 
     /// Between half and all of `initial * 2^retry`, never more than `maximum`.
-    public func delay(beforeRetry retry: Int) -> Duration {
+    package func delay(beforeRetry retry: Int) -> Duration {
         let exponential = initial * (1 << min(retry, 20))
         let capped = min(exponential, maximum)
         return capped * Double.random(in: 0.5...1.0)
@@ -286,4 +286,4 @@ public struct Backoff: Sendable {
 }
 
 /// The process is stopping and the attempt did not finish in the time it was given.
-public struct AttemptAbandoned: Error, Sendable {}
+package struct AttemptAbandoned: Error, Sendable {}

@@ -8,14 +8,14 @@ import ServiceSupport
 ///
 /// Metric names follow the service: `checkin_<service>_transient_failures_total{component}`,
 /// `checkin_<service>_poison_records_total`, `checkin_<service>_dead_letters_total{reason="poison"}`.
-public final class ProcessingHealth: Sendable {
+package final class ProcessingHealth: Sendable {
     let service: String
     let readiness: Readiness?
     private let failing = NIOLockedValueBox<Set<String>>([])
     private let poisonRecords: Counter
     private let poisonDeadLetters: Counter
 
-    public init(service: String, readiness: Readiness?) {
+    package init(service: String, readiness: Readiness?) {
         self.service = service
         self.readiness = readiness
         self.poisonRecords = Counter(label: "checkin_\(service)_poison_records_total")
@@ -50,7 +50,7 @@ public final class ProcessingHealth: Sendable {
 
     /// A component found answering again by other means than a successful attempt (a
     /// worker out of its group makes none).
-    public func recovered(component: String) {
+    package func recovered(component: String) {
         let wasFailing = failing.withLockedValue { $0.remove(component) != nil }
         if wasFailing { readiness?.set(component, ready: true, source: readinessSource) }
     }
@@ -61,7 +61,7 @@ public final class ProcessingHealth: Sendable {
     }
 
     /// Components failing right now (for tests and logs).
-    public var failingComponents: Set<String> {
+    package var failingComponents: Set<String> {
         failing.withLockedValue { $0 }
     }
 }

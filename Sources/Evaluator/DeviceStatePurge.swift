@@ -10,9 +10,9 @@ import Shared
 /// that will be closed) keeps its state ten times as long: deleting it would make its
 /// next fix there a new check-in. A device that comes back after its state was deleted
 /// starts afresh: outside every zone, its events numbered from 1 again.
-public struct DeviceStatePurge: Sendable {
+package struct DeviceStatePurge: Sendable {
     /// How many times the retention a checked-in device is kept.
-    public static let checkedInFactor = 10.0
+    package static let checkedInFactor = 10.0
 
     let database: Database
     let retention: Duration
@@ -20,7 +20,7 @@ public struct DeviceStatePurge: Sendable {
     let pause: Duration
     let states: DeviceStateStore
 
-    public init(
+    package init(
         database: Database, retention: Duration, batchSize: Int = 1000, pause: Duration = .milliseconds(100),
         logger: Logger
     ) {
@@ -32,7 +32,7 @@ public struct DeviceStatePurge: Sendable {
     }
 
     /// One walk through every state, `batchSize` devices per statement; returns how many it deleted.
-    public func purge(now: Date) async throws -> Int {
+    package func purge(now: Date) async throws -> Int {
         let cutoff = now.addingTimeInterval(-retention.seconds)
         let checkedInCutoff = now.addingTimeInterval(-retention.seconds * Self.checkedInFactor)
         var cursor: DeviceKey?

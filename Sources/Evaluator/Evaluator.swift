@@ -10,33 +10,33 @@ import ServiceSupport
 /// The evaluator's services, in start order. A `ServiceGroup` stops them in reverse:
 /// the processing loop first (it finishes or abandons the batch in flight), then the
 /// consumer leaves the group, and the producer and the database go after them.
-public struct Evaluator: Sendable {
-    public let catalog: ZoneCatalog
-    public let sweeper: StaleCheckOutSweeper
+package struct Evaluator: Sendable {
+    package let catalog: ZoneCatalog
+    package let sweeper: StaleCheckOutSweeper
     /// Publishes decided events once their states committed.
     let relay: EventRelay
     /// Writes decision records once their batches committed.
     let recorder: DecisionRecorder
-    public let service: EvaluatorService
-    public let consumer: KafkaConsumer
+    package let service: EvaluatorService
+    package let consumer: KafkaConsumer
     let consumerAfterZones: ConsumerAfterZonesLoaded
     let watchdog: PartitionStallWatchdog
     /// Hands the partitions over while this worker cannot reach Postgres; nil when disabled.
     let cutOffMonitor: DatabaseCutOffMonitor?
     /// Moves the worker to the group's next incarnation when its coordinator wedged it; nil when disabled.
     let groupRecovery: GroupRecovery?
-    public let lagMonitor: EvaluatorLagMonitor
+    package let lagMonitor: EvaluatorLagMonitor
     /// Deletes the states of devices gone silent; nil when they are kept for ever.
-    public let retention: RetentionService?
+    package let retention: RetentionService?
     /// Deletes decision records past their retention, each device's newest kept.
-    public let decisionRetention: RetentionService
+    package let decisionRetention: RetentionService
     /// Deletes events of the event log past its retention.
-    public let eventLogRetention: RetentionService
+    package let eventLogRetention: RetentionService
     /// Forgets erasures (and their erased event ids) once the topics no longer hold what they erased.
-    public let erasureRetention: RetentionService
-    public let metrics = EvaluatorMetrics()
+    package let erasureRetention: RetentionService
+    package let metrics = EvaluatorMetrics()
 
-    public init(
+    package init(
         configuration: EvaluatorConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
         producer: KafkaProducer, readiness: Readiness? = nil, logger: Logger,
         onZonesLoaded: @escaping @Sendable () -> Void = {}
@@ -117,7 +117,7 @@ public struct Evaluator: Sendable {
             stallAfter: consumerConfiguration.maxPollInterval ?? .seconds(300), logger: logger)
     }
 
-    public var services: [any Service] {
+    package var services: [any Service] {
         [
             catalog, relay, recorder, consumerAfterZones, sweeper, service, watchdog, lagMonitor, decisionRetention,
             eventLogRetention, erasureRetention,

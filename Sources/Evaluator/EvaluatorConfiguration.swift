@@ -3,48 +3,48 @@ import ServiceSupport
 import Shared
 
 /// Settings of the evaluator workers.
-public struct EvaluatorConfiguration: Sendable {
-    public var groupId: String
+package struct EvaluatorConfiguration: Sendable {
+    package var groupId: String
     /// How long a rebalance of the consumer group may last before the group is taken to be
     /// wedged by its coordinator and its members move to its next incarnation (see
     /// `GroupRecovery`); zero: never.
-    public var rebalanceLimit: Duration = .seconds(60)
+    package var rebalanceLimit: Duration = .seconds(60)
     /// Whether every evaluated fix leaves a decision record (docs/evaluation-rules.md#decision-records).
-    public var recordDecisions = true
+    package var recordDecisions = true
     /// Decision records are kept at least this long, and each device's newest
     /// `DecisionStore.keptPerDevice` whatever their age.
-    public var decisionRetention: Duration = .seconds(86_400)
+    package var decisionRetention: Duration = .seconds(86_400)
     /// How long the event log keeps an event after it was decided.
-    public var eventLogRetention: Duration = .seconds(7 * 86_400)
-    public var topics: Topics
-    public var engine: EngineConfiguration
+    package var eventLogRetention: Duration = .seconds(7 * 86_400)
+    package var topics: Topics
+    package var engine: EngineConfiguration
     /// How often the zone catalog is checked for changes.
-    public var zoneRefreshInterval: Duration
+    package var zoneRefreshInterval: Duration
     /// How often devices due a stale check-out are looked for.
-    public var staleSweepInterval: Duration
+    package var staleSweepInterval: Duration
     /// Records per evaluation transaction, at most: a batch takes what has arrived. Each batch
     /// costs a fixed number of round trips, so on a backlog larger batches evaluate more per second.
-    public var maximumBatchSize: Int
+    package var maximumBatchSize: Int
     /// An attempt at a batch that takes longer is abandoned (rolled back) and retried.
-    public var batchTimeout: Duration
+    package var batchTimeout: Duration
     /// A zones load that takes longer is abandoned and tried again.
-    public var zoneLoadTimeout: Duration
+    package var zoneLoadTimeout: Duration
     /// Checked again on every record, for producers that write to Kafka directly.
-    public var limits: InputLimits
+    package var limits: InputLimits
     /// States of devices not heard from for this long are deleted (ten times as long for a
     /// device still checked in); zero keeps them for ever.
-    public var deviceStateRetention: Duration
+    package var deviceStateRetention: Duration
     /// How far producers' clocks (which stamp the records) may be apart. A partition counts
     /// as consumed up to its latest record time less this, so that a fix stamped before a
     /// device's stale deadline by a producer whose clock is behind another's is not judged
     /// after the deadline was passed; stale check-outs come this much later.
-    public var maximumProducerSkew: Duration
+    package var maximumProducerSkew: Duration
     /// How long a worker's attempts may fail on a database that does not answer its probes
     /// before it leaves the consumer group, so that peers that reach Postgres take its
     /// partitions; it rejoins once Postgres answers. Zero: never leave.
-    public var leaveGroupAfterDatabaseLoss: Duration
+    package var leaveGroupAfterDatabaseLoss: Duration
 
-    public init(
+    package init(
         groupId: String = "checkin-evaluator", topics: Topics = Topics(), engine: EngineConfiguration = .init(),
         zoneRefreshInterval: Duration = .seconds(2), staleSweepInterval: Duration = .seconds(15),
         maximumBatchSize: Int = 2000, batchTimeout: Duration = .seconds(30), zoneLoadTimeout: Duration = .seconds(120),
@@ -65,7 +65,7 @@ public struct EvaluatorConfiguration: Sendable {
         self.leaveGroupAfterDatabaseLoss = leaveGroupAfterDatabaseLoss
     }
 
-    public init(environment: EnvironmentReader, topics: Topics) throws {
+    package init(environment: EnvironmentReader, topics: Topics) throws {
         let engine = EngineConfiguration(
             maxAccuracy: try environment.double(
                 "CHECKIN_MAX_ACCURACY", default: 100, range: EngineConfiguration.maxAccuracyRange),

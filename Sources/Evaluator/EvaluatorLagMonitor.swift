@@ -9,15 +9,15 @@ import ServiceSupport
 /// How far the evaluators are behind on `checkin.fixes`, measured from the offsets
 /// they own: those in Postgres (`consumer_offsets`), committed with the states they
 /// produced, against the broker's end offsets.
-public struct FixLag: Sendable {
-    public var partitions: [KafkaPartitionLag]
+package struct FixLag: Sendable {
+    package var partitions: [KafkaPartitionLag]
     /// The record time of the oldest fix not yet processed, if any is waiting.
-    public var oldestUnprocessedFix: Date?
+    package var oldestUnprocessedFix: Date?
 
-    public var records: Int64 { partitions.reduce(0) { $0 + $1.records } }
+    package var records: Int64 { partitions.reduce(0) { $0 + $1.records } }
 
     /// Reads the lag of `group` on `topic`; `now` only bounds the records' timestamps.
-    public static func read(reader: KafkaOffsetReader, offsets: OffsetStore, group: String, topic: String) async throws
+    package static func read(reader: KafkaOffsetReader, offsets: OffsetStore, group: String, topic: String) async throws
         -> FixLag
     {
         let partitions = try await reader.lag(topic: topic) { partitions in
@@ -38,7 +38,7 @@ public struct FixLag: Sendable {
 /// `checkin_evaluator_consumer_lag_records{topic,partition}` and
 /// `checkin_evaluator_oldest_unprocessed_fix_age_seconds`. Every evaluator reports
 /// every partition (the offsets are shared in Postgres), so dashboards take the max.
-public final class EvaluatorLagMonitor: Service, Sendable {
+package final class EvaluatorLagMonitor: Service, Sendable {
     let bootstrapServers: String
     let properties: [String: String]
     let offsets: OffsetStore
@@ -49,7 +49,7 @@ public final class EvaluatorLagMonitor: Service, Sendable {
     let lag = GaugeFamily(name: "checkin_evaluator_consumer_lag_records")
     let oldestFixAge = Gauge(label: "checkin_evaluator_oldest_unprocessed_fix_age_seconds")
 
-    public init(
+    package init(
         bootstrapServers: String, properties: [String: String] = [:], offsets: OffsetStore, group: String, topic: String,
         interval: Duration = .seconds(10), logger: Logger
     ) {
@@ -62,7 +62,7 @@ public final class EvaluatorLagMonitor: Service, Sendable {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let reader = try KafkaOffsetReader(bootstrapServers: bootstrapServers, properties: properties, logger: logger)
         var failing = false
         while !Task.isCancelled && !Task.isShuttingDownGracefully {

@@ -4,20 +4,20 @@ import Shared
 /// Series of the evaluator that operators alert on, created with the evaluator so that
 /// they are exported (at 0) before anything happened: an alert or a dashboard panel
 /// over a series that does not exist yet would say nothing.
-public struct EvaluatorMetrics: Sendable {
+package struct EvaluatorMetrics: Sendable {
     /// Records sent to `checkin.fixes.dlq` because they are not valid fixes. (Transient
     /// failures, poison records and their dead letters are `ProcessingHealth`'s; stalled
     /// partitions are `PartitionStallWatchdog`'s.)
-    public let invalidFixDeadLetters = Counter(
+    package let invalidFixDeadLetters = Counter(
         label: "checkin_evaluator_dead_letters_total", dimensions: [("reason", "invalid-fix")])
     /// The zones the engine in use was built from.
-    public let zonesLoaded = Gauge(label: "checkin_evaluator_zones_loaded")
-    public let fencesLoaded = Gauge(label: "checkin_evaluator_fences_loaded")
-    public let zonesCatalogVersion = Gauge(label: "checkin_evaluator_zones_catalog_version")
-    public let zonesBuildSeconds = Gauge(label: "checkin_evaluator_zones_build_seconds")
+    package let zonesLoaded = Gauge(label: "checkin_evaluator_zones_loaded")
+    package let fencesLoaded = Gauge(label: "checkin_evaluator_fences_loaded")
+    package let zonesCatalogVersion = Gauge(label: "checkin_evaluator_zones_catalog_version")
+    package let zonesBuildSeconds = Gauge(label: "checkin_evaluator_zones_build_seconds")
     /// Projects whose stored zones do not build, evaluated with their last good zones
     /// (or without zones, if this worker never built good ones): alert on non-zero.
-    public let projectsWithInvalidZones = Gauge(label: "checkin_evaluator_projects_with_invalid_zones")
+    package let projectsWithInvalidZones = Gauge(label: "checkin_evaluator_projects_with_invalid_zones")
 
     /// Builds of a project's stored zones that failed.
     func zoneBuildFailures(projectId: String) -> Counter {
@@ -32,7 +32,7 @@ public struct EvaluatorMetrics: Sendable {
             dimensions: [("outcome", outcome.rawValue), ("reason", reason?.rawValue ?? "none")])
     }
 
-    public init() {
+    package init() {
         projectsWithInvalidZones.record(0)
     }
 

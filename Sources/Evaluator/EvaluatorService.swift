@@ -14,7 +14,7 @@ import Shared
 /// succeeds, never skipped, because skipping would lose check-ins; a record that
 /// fails for any other reason is isolated and dead-lettered, so that one tenant's
 /// record never stops another's.
-public final class EvaluatorService: Service, Sendable {
+package final class EvaluatorService: Service, Sendable {
     let consumer: KafkaConsumer
     let processor: FixBatchProcessor
     let isolator: PoisonIsolator<FixBatchProcessor.Outcome>
@@ -50,7 +50,7 @@ public final class EvaluatorService: Service, Sendable {
             signOfLife: { consumer.noteProgress() })
     }
 
-    public func run() async throws {
+    package func run() async throws {
         for try await batch in consumer.batches.cancelOnGracefulShutdown() {
             let started = DispatchTime.now()
             await gate.enter()

@@ -23,7 +23,7 @@ import Shared
 /// partition never times out its devices; the check-outs go to the outbox with the
 /// states and are published once committed. Rows are claimed with SKIP LOCKED, so a
 /// sweep and a batch never wait on each other.
-public final class StaleCheckOutSweeper: Service, Sendable {
+package final class StaleCheckOutSweeper: Service, Sendable {
     let interval: Duration
     let processor: FixBatchProcessor
     let consumer: KafkaConsumer
@@ -40,7 +40,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 // A sweep waiting on an unreachable database must not hold up a shutdown.
@@ -57,7 +57,7 @@ public final class StaleCheckOutSweeper: Service, Sendable {
     /// Checks out what is due at `now` on the partitions this worker holds; returns how
     /// many devices it looked at.
     @discardableResult
-    public func sweep(now: Date) async throws -> Int {
+    package func sweep(now: Date) async throws -> Int {
         let topic = processor.configuration.topics.fixes
         let held = processor.leases.snapshot.filter { $0.key.topic == topic }
         guard !held.isEmpty else { return 0 }

@@ -9,7 +9,7 @@ import Shared
 /// The engines the evaluator decides with: one per project, each built from that
 /// project's zones alone, so that a change to one project's zones rebuilds its engine
 /// and no other.
-public struct ZoneEngines: Sendable {
+package struct ZoneEngines: Sendable {
     struct Project: Sendable {
         /// The project's zones version the engine was built from.
         var version: Int64
@@ -21,28 +21,28 @@ public struct ZoneEngines: Sendable {
     }
 
     /// The catalog version every project's engine is at least as new as.
-    public let catalogVersion: Int64
+    package let catalogVersion: Int64
     let projects: [String: Project]
     /// For projects without zones: no fence, so a device of theirs is inside nothing.
     let empty: GeofenceEngine
 
     /// The engine of the fix's, or the device's, project.
-    public func engine(for projectId: String) -> GeofenceEngine {
+    package func engine(for projectId: String) -> GeofenceEngine {
         projects[projectId]?.engine ?? empty
     }
 
-    public var configuration: EngineConfiguration { empty.configuration }
-    public var zoneCount: Int { projects.values.reduce(0) { $0 + $1.zones } }
+    package var configuration: EngineConfiguration { empty.configuration }
+    package var zoneCount: Int { projects.values.reduce(0) { $0 + $1.zones } }
     /// Projects whose current zones do not build, evaluated with their last good zones.
-    public var projectsWithInvalidZones: Int { projects.values.reduce(0) { $0 + ($1.zonesInvalid ? 1 : 0) } }
-    public var fenceCount: Int { projects.values.reduce(0) { $0 + $1.fences } }
+    package var projectsWithInvalidZones: Int { projects.values.reduce(0) { $0 + ($1.zonesInvalid ? 1 : 0) } }
+    package var fenceCount: Int { projects.values.reduce(0) { $0 + $1.fences } }
 }
 
 /// The engines built from the zones in Postgres. A project's engine is rebuilt off
 /// the hot path when its zones version changes, and the set is swapped in whole, so
 /// a batch is always evaluated against one consistent set of zones; projects whose
 /// zones did not change keep the engine they have.
-public final class ZoneCatalog: Service, Sendable {
+package final class ZoneCatalog: Service, Sendable {
     let zones: ZoneStore
     let configuration: EngineConfiguration
     let refreshInterval: Duration
@@ -58,7 +58,7 @@ public final class ZoneCatalog: Service, Sendable {
     /// One rebuild at a time: the refresh loop and a first `engines()` call can race at start.
     private let rebuilding = RefreshLock()
 
-    public init(
+    package init(
         zones: ZoneStore, configuration: EngineConfiguration, refreshInterval: Duration,
         loadTimeout: Duration = .seconds(120), logger: Logger, onFirstLoad: @escaping @Sendable () -> Void = {},
         metrics: EvaluatorMetrics = EvaluatorMetrics()
@@ -74,7 +74,7 @@ public final class ZoneCatalog: Service, Sendable {
         self.empty = try! GeofenceEngine(projects: [], configuration: configuration)
     }
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 // A load waiting on an unreachable database must not hold up a shutdown.
@@ -89,7 +89,7 @@ public final class ZoneCatalog: Service, Sendable {
     }
 
     /// Waits until the first engines are in place; false when the process stops first.
-    public func waitUntilLoaded() async -> Bool {
+    package func waitUntilLoaded() async -> Bool {
         while loaded.withLockedValue({ $0 == nil }) {
             if Task.isCancelled || Task.isShuttingDownGracefully { return false }
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: .milliseconds(100)) }
@@ -98,7 +98,7 @@ public final class ZoneCatalog: Service, Sendable {
     }
 
     /// The current engines, loading them first if nothing has been loaded yet.
-    public func engines() async throws -> ZoneEngines {
+    package func engines() async throws -> ZoneEngines {
         if let loaded = loaded.withLockedValue({ $0 }) { return loaded }
         try await refresh()
         guard let loaded = loaded.withLockedValue({ $0 }) else { throw ZoneCatalogError.notLoaded }
@@ -106,7 +106,7 @@ public final class ZoneCatalog: Service, Sendable {
     }
 
     /// Rebuilds the engines of the projects whose zones changed since the last build.
-    public func refresh() async throws {
+    package func refresh() async throws {
         await rebuilding.lock()
         do {
             try await rebuildChangedProjects()

@@ -19,7 +19,7 @@ import ServiceSupport
 /// A known key is cached until its own expiry if that comes sooner (a rotated key stops on
 /// time). A key revoked or rotated through this process is dropped from its cache at once;
 /// other processes notice within `timeToLive` (30 s).
-public final class APIKeyResolver: Sendable {
+package final class APIKeyResolver: Sendable {
     struct Caches: Sendable {
         var known: ExpiringCache<KeyMatch>
         /// What a key that does not match is told: no key at all, or a key of the other kind.
@@ -37,7 +37,7 @@ public final class APIKeyResolver: Sendable {
     let unauthorized = Counter(label: "checkin_ingest_auth_failures_total", dimensions: [("result", "unauthorized")])
     let limited = Counter(label: "checkin_ingest_auth_failures_total", dimensions: [("result", "limited")])
 
-    public init(
+    package init(
         projects: ProjectStore, timeToLive: Duration = .seconds(30), capacity: Int = 10_000,
         failuresPerMinute: Int = IngestConfiguration.defaultAuthFailuresPerMinute, operatorKey: String? = nil,
         usage: KeyUsageRecorder? = nil

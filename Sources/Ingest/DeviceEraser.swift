@@ -12,13 +12,13 @@ import Shared
 /// then the deliveries queued meanwhile are swept. It answers only after all of that, so
 /// from its answer on nothing decided from the device's earlier fixes is sent, and the
 /// fixes still on their way are dropped when the evaluator reaches them.
-public struct DeviceEraser: Sendable {
+package struct DeviceEraser: Sendable {
     let erasures: ErasureStore
     let producer: KafkaProducer
     let fixesTopic: String
     let erased = Counter(label: "checkin_devices_erased_total")
 
-    public init(database: Database, producer: KafkaProducer, fixesTopic: String, logger: Logger) {
+    package init(database: Database, producer: KafkaProducer, fixesTopic: String, logger: Logger) {
         self.erasures = ErasureStore(database: database, logger: logger)
         self.producer = producer
         self.fixesTopic = fixesTopic
@@ -26,7 +26,7 @@ public struct DeviceEraser: Sendable {
 
     /// Erases the device, whether or not anything was stored about it yet; logged and
     /// counted in `checkin_devices_erased_total`.
-    public func erase(projectId: String, deviceId: String, by who: String, logger: Logger) async throws -> DeviceErasure {
+    package func erase(projectId: String, deviceId: String, by who: String, logger: Logger) async throws -> DeviceErasure {
         let id = try await erasures.request(projectId: projectId, deviceId: deviceId)
         let marker = ErasureMarker(erasureId: id, projectId: projectId, deviceId: deviceId)
         let receipt = try await producer.send(

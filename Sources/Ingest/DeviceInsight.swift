@@ -8,17 +8,17 @@ import Shared
 /// Answers "why did this device (not) check in?" from what the evaluator kept: the device
 /// view, its decision records and the event log (docs/evaluation-rules.md#reading-decision-records),
 /// for the management API and the CLI alike.
-public struct DeviceInsight: Sendable {
+package struct DeviceInsight: Sendable {
     let records: DeviceRecords
     let zones: ZoneStore
 
-    public init(records: DeviceRecords, zones: ZoneStore) {
+    package init(records: DeviceRecords, zones: ZoneStore) {
         self.records = records
         self.zones = zones
     }
 
     /// What the device is now; nil when nothing is kept about it (never seen, or erased).
-    public func view(projectId: String, deviceId: String, now: Date = Date()) async throws -> DeviceView? {
+    package func view(projectId: String, deviceId: String, now: Date = Date()) async throws -> DeviceView? {
         guard let row = try await records.state(projectId: projectId, deviceId: deviceId) else { return nil }
         let state = try DeviceState(storedBytes: row.state)
         let retrigger = try await zones.minimumRetriggerTimes(projectId: projectId, zoneIds: state.rememberedZoneIds)
@@ -36,12 +36,12 @@ public struct DeviceInsight: Sendable {
     }
 
     /// A page of the project's event log, newest first, each event with its deliveries.
-    public func events(projectId: String, filter: EventFilter, cursor: Int64?, limit: Int) async throws -> EventPage {
+    package func events(projectId: String, filter: EventFilter, cursor: Int64?, limit: Int) async throws -> EventPage {
         try await records.eventLog.page(projectId: projectId, filter: filter, before: cursor, limit: limit)
     }
 
     /// A page of the device's decision records, newest first.
-    public func decisions(projectId: String, deviceId: String, cursor: Int64?, limit: Int) async throws -> DecisionPage {
+    package func decisions(projectId: String, deviceId: String, cursor: Int64?, limit: Int) async throws -> DecisionPage {
         try await records.decisions(projectId: projectId, deviceId: deviceId, before: cursor, limit: limit)
     }
 }

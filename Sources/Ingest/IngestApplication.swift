@@ -10,23 +10,23 @@ import ServiceSupport
 import Shared
 
 /// What the HTTP API needs from the rest of the process.
-public struct IngestDependencies: Sendable {
-    public var producer: KafkaProducer
-    public var projects: ProjectStore
-    public var zones: ZoneStore
-    public var webhooks: WebhookStore
+package struct IngestDependencies: Sendable {
+    package var producer: KafkaProducer
+    package var projects: ProjectStore
+    package var zones: ZoneStore
+    package var webhooks: WebhookStore
     /// Answers to requests sent with an `Idempotency-Key`.
-    public var idempotency: IdempotencyStore
+    package var idempotency: IdempotencyStore
     /// Device views and decision records.
-    public var insight: DeviceInsight
-    public var readiness: Readiness
-    public var registry: PrometheusCollectorRegistry
+    package var insight: DeviceInsight
+    package var readiness: Readiness
+    package var registry: PrometheusCollectorRegistry
     /// What `GET /v1/status` reads; nil: that route answers 404.
-    public var status: (any PipelineStatusSource)?
+    package var status: (any PipelineStatusSource)?
     /// The database the stores share.
     var database: Database { insight.records.database }
 
-    public init(
+    package init(
         producer: KafkaProducer, projects: ProjectStore, zones: ZoneStore, webhooks: WebhookStore, devices: DeviceRecords,
         idempotency: IdempotencyStore, readiness: Readiness, registry: PrometheusCollectorRegistry,
         status: (any PipelineStatusSource)? = nil
@@ -45,7 +45,7 @@ public struct IngestDependencies: Sendable {
 
 /// Builds the Ingest HTTP application: fixes in, management API, operations routes.
 /// Tests build the same application.
-public func buildIngestApplication(
+package func buildIngestApplication(
     configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger,
     onServerRunning: @escaping @Sendable (Int) async -> Void = { _ in }
 ) -> some ApplicationProtocol {
@@ -66,7 +66,7 @@ public func buildIngestApplication(
 
 /// The Ingest service's routes and middleware, and the recorder of its keys' use (a service
 /// the application runs). On its own so that the routes it registers can be listed.
-public func buildIngestRouter(configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger)
+package func buildIngestRouter(configuration: IngestConfiguration, dependencies: IngestDependencies, logger: Logger)
     -> (router: Router<IngestRequestContext>, keyUsage: KeyUsageRecorder)
 {
     let router = Router(context: IngestRequestContext.self, options: .autoGenerateHeadEndpoints)

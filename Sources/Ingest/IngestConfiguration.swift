@@ -3,40 +3,40 @@ import ServiceSupport
 import Shared
 
 /// Settings of the HTTP ingest service.
-public struct IngestConfiguration: Sendable {
-    public var host: String
-    public var port: Int
+package struct IngestConfiguration: Sendable {
+    package var host: String
+    package var port: Int
     /// Largest batch accepted in one request; larger batches are refused whole (413).
-    public var maximumBatchSize: Int
+    package var maximumBatchSize: Int
     /// Largest request body of any route; larger bodies are answered 413.
-    public var maximumBodyBytes: Int
+    package var maximumBodyBytes: Int
     /// What fixes may hold; the clock skew is set by `CHECKIN_MAX_CLOCK_SKEW`, whether unknown
     /// members are skipped by `CHECKIN_FIXES_IGNORE_UNKNOWN_MEMBERS`.
-    public var limits: InputLimits
+    package var limits: InputLimits
     /// When false, fixes are accepted without an API key (local demos only).
-    public var requireAPIKey: Bool
-    public var topics: Topics
+    package var requireAPIKey: Bool
+    package var topics: Topics
     /// Which webhook URLs the management API accepts.
-    public var webhookURLPolicy: WebhookURLPolicy
+    package var webhookURLPolicy: WebhookURLPolicy
     /// How long an endpoint's previous secret keeps signing after a rotation.
-    public var secretRotationWindow: Duration
+    package var secretRotationWindow: Duration
     /// Failed authentications a client may make per minute before it is answered 429; 0: no limit.
-    public var authFailuresPerMinute: Int
+    package var authFailuresPerMinute: Int
     /// How long an API key's answer (its project, or that it is no key) is cached.
-    public var apiKeyCacheTimeToLive: Duration
+    package var apiKeyCacheTimeToLive: Duration
     /// How many zones, fences and positions a project may have, and how often it may replace them.
-    public var zoneQuota: ZoneQuota
+    package var zoneQuota: ZoneQuota
     /// A map tile URL template (`https://tiles.example/{z}/{x}/{y}.png`) the console draws
     /// under the zones; nil: no tiles, nothing fetched beyond this service.
-    public var consoleTiles: String?
+    package var consoleTiles: String?
     /// The key of the operator routes (`/v1/projects`); nil: those routes answer 404.
-    public var operatorKey: String?
+    package var operatorKey: String?
     /// How often the keys used since are written as used (their `lastUsedAt`).
-    public var keyUsageInterval: Duration = .seconds(60)
+    package var keyUsageInterval: Duration = .seconds(60)
 
-    public static let defaultAuthFailuresPerMinute = 30
+    package static let defaultAuthFailuresPerMinute = 30
 
-    public init(
+    package init(
         host: String = "127.0.0.1", port: Int = 8080, maximumBatchSize: Int = 1000,
         maximumBodyBytes: Int = InputLimits.maximumRequestBodyBytes, limits: InputLimits = InputLimits(),
         requireAPIKey: Bool = true, topics: Topics = Topics(), webhookURLPolicy: WebhookURLPolicy = .strict,
@@ -58,7 +58,7 @@ public struct IngestConfiguration: Sendable {
         self.operatorKey = operatorKey
     }
 
-    public init(environment: EnvironmentReader, topics: Topics) throws {
+    package init(environment: EnvironmentReader, topics: Topics) throws {
         self.init(
             host: environment.string("CHECKIN_HTTP_HOST", default: "127.0.0.1"),
             port: try environment.int("CHECKIN_HTTP_PORT", default: 8080, range: 0...65_535),
@@ -100,7 +100,7 @@ public struct IngestConfiguration: Sendable {
 extension ZoneQuota {
     /// `CHECKIN_PROJECT_MAX_ZONES`, `CHECKIN_PROJECT_MAX_FENCES`, `CHECKIN_PROJECT_MAX_POSITIONS`
     /// and `CHECKIN_ZONES_MIN_REPLACE_INTERVAL` (seconds).
-    public init(environment: EnvironmentReader) throws {
+    package init(environment: EnvironmentReader) throws {
         self.init(
             maximumZones: try environment.int("CHECKIN_PROJECT_MAX_ZONES", default: Self.defaultMaximumZones, range: 1...Int.max),
             maximumFences: try environment.int(

@@ -8,13 +8,13 @@ import ServiceLifecycle
 /// and every `interval` the keys noted since are written in one statement, each with its own
 /// last use (not the time of the write, which may be after the key ended). A key's `lastUsedAt`
 /// is so written at most `interval` late, and no request waits for a write.
-public final class KeyUsageRecorder: Service, Sendable {
+package final class KeyUsageRecorder: Service, Sendable {
     let projects: ProjectStore
     let interval: Duration
     let logger: Logger
     private let noted = NIOLockedValueBox<[String: Date]>([:])
 
-    public init(projects: ProjectStore, interval: Duration = .seconds(60), logger: Logger = Logger(label: "checkin.keys")) {
+    package init(projects: ProjectStore, interval: Duration = .seconds(60), logger: Logger = Logger(label: "checkin.keys")) {
         self.projects = projects
         self.interval = interval
         self.logger = logger
@@ -30,7 +30,7 @@ public final class KeyUsageRecorder: Service, Sendable {
     }
 
     /// Writes the keys noted since the last flush, each as last used when it was.
-    public func flush() async throws {
+    package func flush() async throws {
         let uses = noted.withLockedValue { noted in
             defer { noted.removeAll() }
             return noted
@@ -38,7 +38,7 @@ public final class KeyUsageRecorder: Service, Sendable {
         try await projects.recordUse(uses)
     }
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             try? await cancelWhenGracefulShutdown { try await Task.sleep(for: self.interval) }
             do {

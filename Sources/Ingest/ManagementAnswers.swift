@@ -11,25 +11,25 @@ import Shared
 /// record's members are encoded beside the others, in one object, and read through it, so a
 /// member a record gains is shown without being written twice.
 @dynamicMemberLookup
-public struct APIKeyView: Codable, Sendable {
-    public var record: APIKeyRecord
-    public var key: String?
+package struct APIKeyView: Codable, Sendable {
+    package var record: APIKeyRecord
+    package var key: String?
     /// On a rotation: the key this one replaces, and when that stops working.
-    public var replacedKeyId: String?
-    public var replacedKeyExpiresAt: Date?
+    package var replacedKeyId: String?
+    package var replacedKeyExpiresAt: Date?
 
-    public init(_ record: APIKeyRecord, key: String? = nil) {
+    package init(_ record: APIKeyRecord, key: String? = nil) {
         self.record = record
         self.key = key
     }
 
-    public subscript<Value>(dynamicMember member: KeyPath<APIKeyRecord, Value>) -> Value { record[keyPath: member] }
+    package subscript<Value>(dynamicMember member: KeyPath<APIKeyRecord, Value>) -> Value { record[keyPath: member] }
 
     private enum CodingKeys: String, CodingKey {
         case key, replacedKeyId, replacedKeyExpiresAt
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         record = try APIKeyRecord(from: decoder)
         let container = try decoder.container(keyedBy: CodingKeys.self)
         key = try container.decodeIfPresent(String.self, forKey: .key)
@@ -37,7 +37,7 @@ public struct APIKeyView: Codable, Sendable {
         replacedKeyExpiresAt = try container.decodeIfPresent(Date.self, forKey: .replacedKeyExpiresAt)
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         try record.encode(to: encoder)
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encodeIfPresent(key, forKey: .key)
@@ -47,21 +47,21 @@ public struct APIKeyView: Codable, Sendable {
 }
 
 /// `GET /v1/keys`: every key of the project, oldest first.
-public struct APIKeyList: Codable, Sendable {
-    public var keys: [APIKeyRecord]
+package struct APIKeyList: Codable, Sendable {
+    package var keys: [APIKeyRecord]
 
-    public init(keys: [APIKeyRecord]) { self.keys = keys }
+    package init(keys: [APIKeyRecord]) { self.keys = keys }
 }
 
 /// A project just made, with its two keys (shown in this answer only).
-public struct NewProjectAnswer: Codable, Sendable {
-    public var id: String
-    public var name: String
-    public var createdAt: Date
-    public var managementKey: APIKeyView
-    public var deviceKey: APIKeyView
+package struct NewProjectAnswer: Codable, Sendable {
+    package var id: String
+    package var name: String
+    package var createdAt: Date
+    package var managementKey: APIKeyView
+    package var deviceKey: APIKeyView
 
-    public init(_ created: NewProject) {
+    package init(_ created: NewProject) {
         id = created.project.id
         name = created.project.name
         createdAt = created.project.createdAt
@@ -71,17 +71,17 @@ public struct NewProjectAnswer: Codable, Sendable {
 }
 
 /// An endpoint as the API shows it; `secret` only in the answer that made it.
-public struct WebhookEndpointView: Codable, Sendable {
-    public var id: String
-    public var url: String
-    public var enabled: Bool
-    public var disabledReason: String?
-    public var disabledAt: Date?
-    public var createdAt: Date
-    public var previousSecretExpiresAt: Date?
-    public var secret: String?
+package struct WebhookEndpointView: Codable, Sendable {
+    package var id: String
+    package var url: String
+    package var enabled: Bool
+    package var disabledReason: String?
+    package var disabledAt: Date?
+    package var createdAt: Date
+    package var previousSecretExpiresAt: Date?
+    package var secret: String?
 
-    public init(_ endpoint: WebhookEndpoint, secret: String? = nil) {
+    package init(_ endpoint: WebhookEndpoint, secret: String? = nil) {
         id = endpoint.id
         url = endpoint.url
         enabled = endpoint.enabled
@@ -94,19 +94,19 @@ public struct WebhookEndpointView: Codable, Sendable {
 }
 
 /// `GET /v1/webhooks`: the project's endpoints, all of them.
-public struct WebhookEndpointList: Codable, Sendable {
-    public var webhooks: [WebhookEndpointView]
+package struct WebhookEndpointList: Codable, Sendable {
+    package var webhooks: [WebhookEndpointView]
 
-    public init(webhooks: [WebhookEndpointView]) { self.webhooks = webhooks }
+    package init(webhooks: [WebhookEndpointView]) { self.webhooks = webhooks }
 }
 
 /// The answer to a replay: how many deliveries were queued again, and which of their endpoints
 /// are disabled (their deliveries wait until enabled).
-public struct ReplayAnswer: Codable, Sendable {
-    public var replayed: Int
-    public var disabledEndpoints: [String]
+package struct ReplayAnswer: Codable, Sendable {
+    package var replayed: Int
+    package var disabledEndpoints: [String]
 
-    public init(_ replayed: ReplayedDeliveries) {
+    package init(_ replayed: ReplayedDeliveries) {
         self.replayed = replayed.ids.count
         disabledEndpoints = replayed.disabledEndpoints
     }
@@ -114,13 +114,13 @@ public struct ReplayAnswer: Codable, Sendable {
 
 /// The answer to a zones replacement (or a restore): how many zones, the version they now are,
 /// and the fence lint's warnings (the first 100, and how many there are in all).
-public struct ZonesReplaced: Codable, Sendable {
-    public var zones: Int
-    public var version: Int64
-    public var warnings: [FenceProximity]
-    public var warningCount: Int
+package struct ZonesReplaced: Codable, Sendable {
+    package var zones: Int
+    package var version: Int64
+    package var warnings: [FenceProximity]
+    package var warningCount: Int
 
-    public init(zones: Int, version: Int64, warnings: [FenceProximity], warningCount: Int) {
+    package init(zones: Int, version: Int64, warnings: [FenceProximity], warningCount: Int) {
         self.zones = zones
         self.version = version
         self.warnings = warnings
@@ -130,16 +130,16 @@ public struct ZonesReplaced: Codable, Sendable {
 
 /// The answer to a dry run of a zones replacement: what it would change, zone by zone, and
 /// the fence lint's warnings it would answer; nothing is applied.
-public struct ZonesDryRun: Codable, Sendable {
-    public var dryRun = true
-    public var added: [String]
-    public var removed: [String]
-    public var changed: [String]
-    public var unchanged: Int
-    public var warnings: [FenceProximity]
-    public var warningCount: Int
+package struct ZonesDryRun: Codable, Sendable {
+    package var dryRun = true
+    package var added: [String]
+    package var removed: [String]
+    package var changed: [String]
+    package var unchanged: Int
+    package var warnings: [FenceProximity]
+    package var warningCount: Int
 
-    public init(changes: ZonesChanges, warnings: [FenceProximity], warningCount: Int) {
+    package init(changes: ZonesChanges, warnings: [FenceProximity], warningCount: Int) {
         added = changes.added
         removed = changes.removed
         changed = changes.changed

@@ -6,17 +6,17 @@ import ServiceSupport
 /// refers to (`schemas/fix.schema.json`, …) at `GET /schemas/NAME`, where its relative
 /// references lead. The files (`Contract/`) are compiled into the binary as resources: it
 /// needs no file beside it.
-public enum OpenAPIDocument {
+package enum OpenAPIDocument {
     /// The text of the repository's openapi.yaml.
-    public static let yaml = String(decoding: PackageResources.openapi_yaml, as: UTF8.self)
+    package static let yaml = String(decoding: PackageResources.openapi_yaml, as: UTF8.self)
 
     /// The JSON Schemas the document refers to, by file name (schemas/NAME).
-    public static let schemas: [String: String] = [
+    package static let schemas: [String: String] = [
         "fix.schema.json": String(decoding: PackageResources.fix_schema_json, as: UTF8.self),
         "event.schema.json": String(decoding: PackageResources.event_schema_json, as: UTF8.self),
     ]
 
-    public static func add<Context: RequestContext>(to router: Router<Context>) {
+    package static func add<Context: RequestContext>(to router: Router<Context>) {
         router.get("/openapi.yaml") { _, _ in
             Response(
                 status: .ok, headers: [.contentType: "application/yaml; charset=utf-8"],

@@ -2,19 +2,19 @@ import Persistence
 import Shared
 
 /// What a list's items are called in its pages (`{"events": […], …}`).
-public protocol PageItem: Codable, Sendable {
+package protocol PageItem: Codable, Sendable {
     static var pageKey: String { get }
 }
 
 /// A page of a list as the API (and the command line's `--json`) answers it: the items under
 /// their list's name, and where the next (older) page starts, absent on the last one; `hasMore`
 /// says the same for clients that test a flag.
-public struct PageAnswer<Item: PageItem>: Codable, Sendable {
-    public var items: [Item]
-    public var nextCursor: String?
-    public var hasMore: Bool { nextCursor != nil }
+package struct PageAnswer<Item: PageItem>: Codable, Sendable {
+    package var items: [Item]
+    package var nextCursor: String?
+    package var hasMore: Bool { nextCursor != nil }
 
-    public init(_ items: [Item], nextCursor: String?) {
+    package init(_ items: [Item], nextCursor: String?) {
         self.items = items
         self.nextCursor = nextCursor
     }
@@ -27,13 +27,13 @@ public struct PageAnswer<Item: PageItem>: Codable, Sendable {
         init?(intValue: Int) { nil }
     }
 
-    public init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: Key.self)
         items = try container.decode([Item].self, forKey: Key(Item.pageKey))
         nextCursor = try container.decodeIfPresent(String.self, forKey: Key("nextCursor"))
     }
 
-    public func encode(to encoder: any Encoder) throws {
+    package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: Key.self)
         try container.encode(items, forKey: Key(Item.pageKey))
         try container.encodeIfPresent(nextCursor, forKey: Key("nextCursor"))
@@ -42,27 +42,27 @@ public struct PageAnswer<Item: PageItem>: Codable, Sendable {
 }
 
 extension PageAnswer where Item == LoggedEvent {
-    public init(_ page: EventPage) { self.init(page.events, nextCursor: page.nextCursor.map(String.init)) }
+    package init(_ page: EventPage) { self.init(page.events, nextCursor: page.nextCursor.map(String.init)) }
 }
 
 extension PageAnswer where Item == DeliveryRecord {
-    public init(_ page: DeliveryPage) { self.init(page.deliveries, nextCursor: page.nextCursor.map(String.init)) }
+    package init(_ page: DeliveryPage) { self.init(page.deliveries, nextCursor: page.nextCursor.map(String.init)) }
 }
 
 extension PageAnswer where Item == DecisionRecord {
-    public init(_ page: DecisionPage) { self.init(page.records, nextCursor: page.nextCursor.map(String.init)) }
+    package init(_ page: DecisionPage) { self.init(page.records, nextCursor: page.nextCursor.map(String.init)) }
 }
 
 extension PageAnswer where Item == ZonesVersionSummary {
-    public init(_ page: ZonesVersionPage) { self.init(page.versions, nextCursor: page.nextCursor.map(String.init)) }
+    package init(_ page: ZonesVersionPage) { self.init(page.versions, nextCursor: page.nextCursor.map(String.init)) }
 }
 
 extension PageAnswer where Item == ProjectRecord {
-    public init(_ page: ProjectPage) { self.init(page.projects, nextCursor: page.nextCursor) }
+    package init(_ page: ProjectPage) { self.init(page.projects, nextCursor: page.nextCursor) }
 }
 
-extension LoggedEvent: PageItem { public static let pageKey = "events" }
-extension DeliveryRecord: PageItem { public static let pageKey = "deliveries" }
-extension DecisionRecord: PageItem { public static let pageKey = "decisions" }
-extension ZonesVersionSummary: PageItem { public static let pageKey = "versions" }
-extension ProjectRecord: PageItem { public static let pageKey = "projects" }
+extension LoggedEvent: PageItem { package static let pageKey = "events" }
+extension DeliveryRecord: PageItem { package static let pageKey = "deliveries" }
+extension DecisionRecord: PageItem { package static let pageKey = "decisions" }
+extension ZonesVersionSummary: PageItem { package static let pageKey = "versions" }
+extension ProjectRecord: PageItem { package static let pageKey = "projects" }

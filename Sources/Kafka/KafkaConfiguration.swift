@@ -1,17 +1,17 @@
 /// How a ``KafkaProducer`` connects; the reliability settings (idempotence,
 /// `acks=all`, Java-compatible partitioning) are fixed by the producer itself.
-public struct KafkaProducerConfiguration: Sendable {
+package struct KafkaProducerConfiguration: Sendable {
     /// Comma-separated `host:port` list.
-    public var bootstrapServers: String
-    public var clientId: String
+    package var bootstrapServers: String
+    package var clientId: String
     /// How long librdkafka keeps retrying a record before reporting it failed.
-    public var messageTimeout: Duration
+    package var messageTimeout: Duration
     /// How long librdkafka gathers records into one produce request (`linger.ms`); nil: its own (5 ms).
-    public var linger: Duration?
+    package var linger: Duration?
     /// Any further librdkafka properties (`security.protocol`, `linger.ms`, ...); they win over the defaults.
-    public var properties: [String: String]
+    package var properties: [String: String]
 
-    public init(
+    package init(
         bootstrapServers: String, clientId: String = "kafka-producer", messageTimeout: Duration = .seconds(30),
         linger: Duration? = nil, properties: [String: String] = [:]
     ) {
@@ -40,48 +40,48 @@ public struct KafkaProducerConfiguration: Sendable {
 
 /// How a ``KafkaConsumer`` joins its group. Offsets are committed only by the
 /// application (``KafkaConsumer/commit(_:)``), never automatically.
-public struct KafkaConsumerConfiguration: Sendable {
+package struct KafkaConsumerConfiguration: Sendable {
     /// Where a partition without a committed offset (and without a listener's offset) starts.
-    public enum AutoOffsetReset: String, Sendable {
+    package enum AutoOffsetReset: String, Sendable {
         case earliest
         case latest
     }
 
     /// How the group spreads partitions; `cooperativeSticky` moves only what must move.
-    public enum AssignmentStrategy: String, Sendable {
+    package enum AssignmentStrategy: String, Sendable {
         case range
         case roundRobin = "roundrobin"
         case cooperativeSticky = "cooperative-sticky"
     }
 
-    public var bootstrapServers: String
-    public var groupId: String
-    public var clientId: String
-    public var topics: [String]
-    public var autoOffsetReset: AutoOffsetReset
+    package var bootstrapServers: String
+    package var groupId: String
+    package var clientId: String
+    package var topics: [String]
+    package var autoOffsetReset: AutoOffsetReset
     /// `nil` keeps librdkafka's defaults (right for Apache Kafka); Tansu needs short ones (6 s / 1 s / 10 s).
-    public var sessionTimeout: Duration?
-    public var heartbeatInterval: Duration?
-    public var maxPollInterval: Duration?
-    public var assignmentStrategy: AssignmentStrategy
+    package var sessionTimeout: Duration?
+    package var heartbeatInterval: Duration?
+    package var maxPollInterval: Duration?
+    package var assignmentStrategy: AssignmentStrategy
     /// The largest batch ``KafkaConsumer/batches`` yields.
-    public var maxBatchSize: Int
+    package var maxBatchSize: Int
     /// The most bytes of records the consumer holds for the application, fetched ahead and
     /// in batches not yet taken, whatever the records' sizes: a quarter in librdkafka's queue,
     /// the rest in batches of at most an eighth each (a record larger than that is a batch
     /// of its own). With about two batches in the application's hands the process holds
     /// about this much of records. Nil: bounded by record counts only.
-    public var bufferBytes: Int?
+    package var bufferBytes: Int?
     /// How often the offsets handed to ``KafkaConsumer/commit(_:)`` go to the group: nil, at
     /// once; otherwise at most once an interval (the latest of each partition), when the
     /// consumer closes, and when its partitions are revoked if the group still takes commits
     /// then (a partition's next owner may start up to an interval earlier: at least once).
     /// Each commit is a write to the broker, which a consumer of many small batches pays for.
-    public var commitInterval: Duration?
+    package var commitInterval: Duration?
     /// Any further librdkafka properties; they win over the defaults.
-    public var properties: [String: String]
+    package var properties: [String: String]
 
-    public init(
+    package init(
         bootstrapServers: String, groupId: String, clientId: String = "kafka-consumer", topics: [String],
         autoOffsetReset: AutoOffsetReset = .earliest, sessionTimeout: Duration? = nil,
         heartbeatInterval: Duration? = nil, maxPollInterval: Duration? = nil,

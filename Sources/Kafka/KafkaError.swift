@@ -2,11 +2,11 @@
 /// error code and text when librdkafka reported it, so a log line is enough
 /// to tell a missing topic from an unreachable broker, and a caller can tell
 /// them apart by ``code`` without reading any text.
-public struct KafkaError: Error, Sendable, CustomStringConvertible {
+package struct KafkaError: Error, Sendable, CustomStringConvertible {
     /// Which librdkafka error it is, for callers to branch on: ``KafkaError/code`` equals one
     /// of the named codes (`.messageSizeTooLarge`, `.unknownTopicOrPartition`, ...) or none.
     /// A code without a name here is still carried, and logged under librdkafka's name.
-    public struct Code: Hashable, Sendable, CustomStringConvertible {
+    package struct Code: Hashable, Sendable, CustomStringConvertible {
         /// librdkafka's number for it: negative for the client's own errors, positive for the
         /// broker's. Only the RDKafka wrapper reads it.
         let rawValue: Int32
@@ -16,21 +16,21 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         }
 
         /// librdkafka's symbolic name, e.g. `_MSG_TIMED_OUT` or `UNKNOWN_TOPIC_OR_PART`: for logs.
-        public var description: String { name }
+        package var description: String { name }
     }
 
     /// What failed, in this module's words.
-    public var message: String
+    package var message: String
     /// librdkafka's error, when it reported one.
-    public var code: Code?
+    package var code: Code?
     /// librdkafka's human-readable text for the error or its detailed reason.
-    public var reason: String?
+    package var reason: String?
     /// The client can no longer be used (e.g. a fatal idempotent producer error).
-    public var isFatal: Bool
+    package var isFatal: Bool
     /// Trying the same operation again may succeed.
-    public var isRetriable: Bool
+    package var isRetriable: Bool
 
-    public init(
+    package init(
         message: String, code: Code? = nil, reason: String? = nil, isFatal: Bool = false, isRetriable: Bool = false
     ) {
         self.message = message
@@ -40,7 +40,7 @@ public struct KafkaError: Error, Sendable, CustomStringConvertible {
         self.isRetriable = isRetriable
     }
 
-    public var description: String {
+    package var description: String {
         var text = message
         if let code {
             text += ": \(code.name)"

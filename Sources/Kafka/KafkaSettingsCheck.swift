@@ -1,24 +1,24 @@
 import Foundation
 
 /// One librdkafka property a deployment set (or left out) that no client could work with.
-public struct KafkaSettingProblem: Error, Sendable, Equatable, CustomStringConvertible {
+package struct KafkaSettingProblem: Error, Sendable, Equatable, CustomStringConvertible {
     /// The librdkafka property at fault, e.g. `sasl.username`.
-    public var property: String
-    public var problem: String
+    package var property: String
+    package var problem: String
 
-    public init(property: String, problem: String) {
+    package init(property: String, problem: String) {
         self.property = property
         self.problem = problem
     }
 
-    public var description: String { "\(property): \(problem)" }
+    package var description: String { "\(property): \(problem)" }
 }
 
 /// Checks the librdkafka properties a deployment gives every client before any starts, so that
 /// a cluster behind TLS or SASL that cannot be reached as configured is refused at once, naming
 /// the property, rather than failing later as a connection that never succeeds. It also keeps
 /// the producers' guarantees (`acks=all`, idempotence) from being configured away.
-public enum KafkaSettingsCheck {
+package enum KafkaSettingsCheck {
     /// The security protocols librdkafka speaks.
     static let protocols: Set<String> = ["plaintext", "ssl", "sasl_plaintext", "sasl_ssl"]
     /// The SASL mechanisms this build supports (GSSAPI is not built in).
@@ -30,7 +30,7 @@ public enum KafkaSettingsCheck {
 
     /// Every problem of `properties` at once; empty when a client can be configured with them.
     /// - Parameter isReadableFile: whether a path names a file this process can read.
-    public static func problems(
+    package static func problems(
         in properties: [String: String],
         isReadableFile: (String) -> Bool = { FileManager.default.isReadableFile(atPath: $0) }
     ) -> [KafkaSettingProblem] {

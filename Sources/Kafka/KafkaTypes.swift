@@ -1,24 +1,24 @@
 import struct Foundation.Date
 
 /// A partition of a topic: the unit of ordering, assignment and committed offsets.
-public struct KafkaTopicPartition: Sendable, Hashable, CustomStringConvertible {
-    public var topic: String
-    public var partition: Int32
+package struct KafkaTopicPartition: Sendable, Hashable, CustomStringConvertible {
+    package var topic: String
+    package var partition: Int32
 
-    public init(topic: String, partition: Int32) {
+    package init(topic: String, partition: Int32) {
         self.topic = topic
         self.partition = partition
     }
 
-    public var description: String { "\(topic)[\(partition)]" }
+    package var description: String { "\(topic)[\(partition)]" }
 }
 
 /// A record header; Kafka allows a key without a value (`nil`), distinct from an empty value.
-public struct KafkaHeader: Sendable, Hashable {
-    public var key: String
-    public var value: [UInt8]?
+package struct KafkaHeader: Sendable, Hashable {
+    package var key: String
+    package var value: [UInt8]?
 
-    public init(key: String, value: [UInt8]?) {
+    package init(key: String, value: [UInt8]?) {
         self.key = key
         self.value = value
     }
@@ -26,17 +26,17 @@ public struct KafkaHeader: Sendable, Hashable {
 
 /// A record to produce. Records with the same key go to the same partition
 /// (Java-compatible murmur2), which is what keeps per-key order.
-public struct KafkaRecord: Sendable {
-    public var topic: String
-    public var key: [UInt8]?
-    public var value: [UInt8]
-    public var headers: [KafkaHeader]
+package struct KafkaRecord: Sendable {
+    package var topic: String
+    package var key: [UInt8]?
+    package var value: [UInt8]
+    package var headers: [KafkaHeader]
     /// `nil` lets the partitioner choose from the key.
-    public var partition: Int32?
+    package var partition: Int32?
     /// The record's create time; `nil` stamps it with the producer's clock when it is sent.
-    public var timestamp: Date?
+    package var timestamp: Date?
 
-    public init(
+    package init(
         topic: String, key: [UInt8]? = nil, value: [UInt8], headers: [KafkaHeader] = [], partition: Int32? = nil,
         timestamp: Date? = nil
     ) {
@@ -50,12 +50,12 @@ public struct KafkaRecord: Sendable {
 }
 
 /// Where the broker stored an acknowledged record.
-public struct KafkaDeliveryReceipt: Sendable, Hashable {
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
+package struct KafkaDeliveryReceipt: Sendable, Hashable {
+    package var topic: String
+    package var partition: Int32
+    package var offset: Int64
 
-    public init(topic: String, partition: Int32, offset: Int64) {
+    package init(topic: String, partition: Int32, offset: Int64) {
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -63,22 +63,22 @@ public struct KafkaDeliveryReceipt: Sendable, Hashable {
 }
 
 /// A record read by a ``KafkaConsumer``, copied out of librdkafka's buffers.
-public struct KafkaConsumerMessage: Sendable {
+package struct KafkaConsumerMessage: Sendable {
     /// What the record takes in memory, near enough: its value, key and headers.
-    public var byteCount: Int {
+    package var byteCount: Int {
         value.count + (key?.count ?? 0) + headers.reduce(0) { $0 + $1.key.utf8.count + ($1.value?.count ?? 0) }
     }
 
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
-    public var key: [UInt8]?
-    public var value: [UInt8]
-    public var headers: [KafkaHeader]
+    package var topic: String
+    package var partition: Int32
+    package var offset: Int64
+    package var key: [UInt8]?
+    package var value: [UInt8]
+    package var headers: [KafkaHeader]
     /// The record's timestamp (create or log-append time), when the broker gave one.
-    public var timestamp: Date?
+    package var timestamp: Date?
 
-    public init(
+    package init(
         topic: String, partition: Int32, offset: Int64, key: [UInt8]? = nil, value: [UInt8],
         headers: [KafkaHeader] = [], timestamp: Date? = nil
     ) {
@@ -91,5 +91,5 @@ public struct KafkaConsumerMessage: Sendable {
         self.timestamp = timestamp
     }
 
-    public var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
+    package var topicPartition: KafkaTopicPartition { KafkaTopicPartition(topic: topic, partition: partition) }
 }

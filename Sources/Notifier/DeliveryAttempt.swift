@@ -7,18 +7,18 @@ import Shared
 /// secrets unsealed and its body at hand. The claim's fields (`id`, `url`, `attempt`, …) read
 /// through it.
 @dynamicMemberLookup
-public struct DeliveryAttempt: Sendable {
-    public var claimed: ClaimedDelivery
-    public var secrets: [String]
-    public var payload: String
+package struct DeliveryAttempt: Sendable {
+    package var claimed: ClaimedDelivery
+    package var secrets: [String]
+    package var payload: String
 
-    public init(claimed: ClaimedDelivery, secrets: [String], payload: String) {
+    package init(claimed: ClaimedDelivery, secrets: [String], payload: String) {
         self.claimed = claimed
         self.secrets = secrets
         self.payload = payload
     }
 
-    public init(
+    package init(
         id: Int64, endpointId: String, projectId: String, url: String, secrets: [String], eventId: String,
         deviceId: String, sequence: Int?, payload: String, attempt: Int, skippedGap: Bool = false, queuedAt: Date? = nil,
         fixAcceptedAt: Date? = nil
@@ -31,7 +31,7 @@ public struct DeliveryAttempt: Sendable {
             secrets: secrets, payload: payload)
     }
 
-    public subscript<Value>(dynamicMember field: KeyPath<ClaimedDelivery, Value>) -> Value { claimed[keyPath: field] }
+    package subscript<Value>(dynamicMember field: KeyPath<ClaimedDelivery, Value>) -> Value { claimed[keyPath: field] }
 }
 
 /// Opens claimed deliveries for sending, with this process's key. A delivery that cannot be
@@ -39,7 +39,7 @@ public struct DeliveryAttempt: Sendable {
 /// retry after `unsignableRetryDelay`, until an operator starts the notifier with that key;
 /// one whose event's body is not kept is failed (replayable), rather than failing every claim
 /// that takes it.
-public struct DeliveryOpener: Sendable {
+package struct DeliveryOpener: Sendable {
     let sealer: SecretSealer
     let webhooks: WebhookStore
     let owner: String
@@ -48,7 +48,7 @@ public struct DeliveryOpener: Sendable {
     static let unsignableRetryDelay: Duration = .seconds(300)
 
     /// - Parameter owner: the notifier whose leases the claimed deliveries are.
-    public init(sealer: SecretSealer, webhooks: WebhookStore, owner: String, logger: Logger) {
+    package init(sealer: SecretSealer, webhooks: WebhookStore, owner: String, logger: Logger) {
         self.sealer = sealer
         self.webhooks = webhooks
         self.owner = owner
@@ -57,7 +57,7 @@ public struct DeliveryOpener: Sendable {
 
     /// The claimed deliveries that can be sent, opened; the others are recorded as not sent
     /// (their leases lapse and they are claimed again should that fail).
-    public func open(_ claimed: [ClaimedDelivery]) async -> [DeliveryAttempt] {
+    package func open(_ claimed: [ClaimedDelivery]) async -> [DeliveryAttempt] {
         let (opened, unsendable) = Self.open(claimed, with: sealer)
         guard !unsendable.isEmpty else { return opened }
         logger.error(
@@ -71,7 +71,7 @@ public struct DeliveryOpener: Sendable {
         return opened
     }
 
-    public static func open(_ claimed: [ClaimedDelivery], with sealer: SecretSealer)
+    package static func open(_ claimed: [ClaimedDelivery], with sealer: SecretSealer)
         -> (opened: [DeliveryAttempt], unsendable: [DeliveryResult])
     {
         var opened: [DeliveryAttempt] = []

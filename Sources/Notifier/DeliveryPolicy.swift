@@ -3,13 +3,13 @@ import Persistence
 
 /// What an endpoint answered to one attempt: a status and the headers that matter, or
 /// the error that kept the request from being answered.
-public struct WebhookResponse: Sendable, Equatable {
-    public var statusCode: Int?
-    public var retryAfter: String?
-    public var location: String?
-    public var error: String?
+package struct WebhookResponse: Sendable, Equatable {
+    package var statusCode: Int?
+    package var retryAfter: String?
+    package var location: String?
+    package var error: String?
 
-    public init(statusCode: Int? = nil, retryAfter: String? = nil, location: String? = nil, error: String? = nil) {
+    package init(statusCode: Int? = nil, retryAfter: String? = nil, location: String? = nil, error: String? = nil) {
         self.statusCode = statusCode
         self.retryAfter = retryAfter
         self.location = location

@@ -14,7 +14,7 @@ import Shared
 /// a redelivered event meets the (endpoint, event) unique key and is dropped. A
 /// record that is not an event goes, unchanged, to the events' dead-letter topic
 /// (acknowledged before the offsets move on) and stops nothing.
-public final class EventIntake: Service, Sendable {
+package final class EventIntake: Service, Sendable {
     let consumer: KafkaConsumer
     let producer: KafkaProducer
     let deadLetterTopic: String
@@ -48,7 +48,7 @@ public final class EventIntake: Service, Sendable {
         self.attemptTimeout = attemptTimeout
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let isolator = PoisonIsolator<Void>(
             attemptTimeout: attemptTimeout, health: health, logger: logger,
             attempt: { try await self.accept($0) },

@@ -9,13 +9,13 @@ import Shared
 
 /// Why the notifier did not connect to an endpoint: its URL or the address its host
 /// resolved to is not allowed (see `WebhookURLPolicy`).
-public struct WebhookConnectionRefused: Error, CustomStringConvertible {
-    public var problem: WebhookURLProblem
-    public var description: String { "not connecting: \(problem.reason)" }
+package struct WebhookConnectionRefused: Error, CustomStringConvertible {
+    package var problem: WebhookURLProblem
+    package var description: String { "not connecting: \(problem.reason)" }
 }
 
-public struct WebhookResponseError: Error, CustomStringConvertible {
-    public var description: String
+package struct WebhookResponseError: Error, CustomStringConvertible {
+    package var description: String
 }
 
 /// Sends webhook requests over HTTP/1.1 to addresses it has checked itself: it resolves
@@ -28,8 +28,8 @@ public struct WebhookResponseError: Error, CustomStringConvertible {
 /// Connections are kept alive and reused for the same scheme, host and port (a pooled
 /// connection stays bound to the address that was checked when it was opened), at most
 /// `maximumIdlePerHost` idle per host (the notifier's `idleConnectionsPerHost`).
-public struct GuardedWebhookClient: Sendable {
-    public let policy: WebhookURLPolicy
+package struct GuardedWebhookClient: Sendable {
+    package let policy: WebhookURLPolicy
     let resolver: any WebhookHostResolver
     let group: any EventLoopGroup
     let tlsContext: NIOSSLContext
@@ -46,7 +46,7 @@ public struct GuardedWebhookClient: Sendable {
     /// Connections opened to partners; far fewer than deliveries while connections are reused.
     let openedCounter = Counter(label: "checkin_notifier_connections_opened_total")
 
-    public init(
+    package init(
         policy: WebhookURLPolicy, resolver: any WebhookHostResolver = SystemHostResolver(),
         tlsConfiguration: TLSConfiguration = .makeClientConfiguration(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
@@ -60,7 +60,7 @@ public struct GuardedWebhookClient: Sendable {
     }
 
     /// Sends `request` and returns the partner's answer, whatever its status.
-    public func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws -> HTTPClientResponse {
+    package func execute(_ request: HTTPClientRequest, timeout: TimeAmount) async throws -> HTTPClientResponse {
         let deadline = NIODeadline.now() + timeout
         let target = try allowedTarget(request.url)
         var body = ByteBuffer()
@@ -116,7 +116,7 @@ public struct GuardedWebhookClient: Sendable {
     }
 
     /// Closes the idle connections.
-    public func shutdown() {
+    package func shutdown() {
         pool.closeAll()
     }
 

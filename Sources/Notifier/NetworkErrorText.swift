@@ -4,8 +4,8 @@ import NIOPosix
 
 /// What went wrong on the network, in words an operator reads: "connection refused",
 /// not `connection reset (error set): Connection refused) (errno: 111)`.
-public enum NetworkErrorText {
-    public static func describe(_ error: any Error) -> String {
+package enum NetworkErrorText {
+    package static func describe(_ error: any Error) -> String {
         switch error {
         case let error as IOError:
             return describe(errno: error.errnoCode)

@@ -9,17 +9,17 @@ import Shared
 /// The notifier's services, in start order. Stopping in reverse: the dispatcher
 /// finishes its attempts, the intake its batch, then the consumer leaves the group.
 /// The producer (for the events' dead-letter topic) is the caller's, like the evaluator's.
-public struct Notifier: Sendable {
-    public let intake: EventIntake
-    public let consumer: KafkaConsumer
-    public let dispatcher: WebhookDispatcher
-    public let monitor: NotifierMonitor
+package struct Notifier: Sendable {
+    package let intake: EventIntake
+    package let consumer: KafkaConsumer
+    package let dispatcher: WebhookDispatcher
+    package let monitor: NotifierMonitor
     /// Deletes delivered deliveries past their retention; nil when they are kept for ever.
-    public let retention: RetentionService?
+    package let retention: RetentionService?
     /// Moves the notifier to the group's next incarnation when its coordinator wedged it; nil when disabled.
     let groupRecovery: GroupRecovery?
 
-    public init(
+    package init(
         configuration: NotifierConfiguration, consumerConfiguration: KafkaConsumerConfiguration, database: Database,
         producer: KafkaProducer, sealer: SecretSealer, hostResolver: any WebhookHostResolver = SystemHostResolver(),
         readiness: Readiness? = nil, logger: Logger
@@ -65,7 +65,7 @@ public struct Notifier: Sendable {
             dispatcher: dispatcher, database: database, readiness: readiness, logger: logger)
     }
 
-    public var services: [any Service] {
+    package var services: [any Service] {
         [consumer, intake, dispatcher, monitor] + (retention.map { [$0] } ?? []) + (groupRecovery.map { [$0] } ?? [])
     }
 

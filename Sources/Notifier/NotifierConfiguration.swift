@@ -2,51 +2,51 @@ import ServiceSupport
 import Shared
 
 /// Settings of the webhook notifier.
-public struct NotifierConfiguration: Sendable {
-    public var groupId: String
+package struct NotifierConfiguration: Sendable {
+    package var groupId: String
     /// How long a rebalance of the consumer group may last before the group is taken to be
     /// wedged by its coordinator and its members move to its next incarnation (see
     /// `GroupRecovery`); zero: never.
-    public var rebalanceLimit: Duration = .seconds(60)
-    public var topics: Topics
+    package var rebalanceLimit: Duration = .seconds(60)
+    package var topics: Topics
     /// Attempts in flight at once, across all endpoints.
-    public var concurrency: Int
+    package var concurrency: Int
     /// Attempts in flight at once to one endpoint (also its HTTP connections), so that no
     /// endpoint can take every slot and slow the others.
-    public var endpointConcurrency: Int
-    public var requestTimeout: Duration
+    package var endpointConcurrency: Int
+    package var requestTimeout: Duration
     /// Delay before the first retry; each later retry waits twice as long, up to
     /// `maximumRetryDelay`, less a random part of up to half (jitter).
-    public var initialRetryDelay: Duration
+    package var initialRetryDelay: Duration
     /// Also the cap on a `Retry-After` an endpoint asks for.
-    public var maximumRetryDelay: Duration
+    package var maximumRetryDelay: Duration
     /// After this many attempts a delivery is marked failed (it can still be replayed).
-    public var maximumAttempts: Int
+    package var maximumAttempts: Int
     /// How long a claimed delivery is reserved for this notifier; renewed while its attempt
     /// runs, so a notifier that dies leaves its work to the others within one lease.
-    public var attemptLease: Duration
+    package var attemptLease: Duration
     /// How long a device's event waits for the device's previous one to be queued (it comes
     /// from the other event topic) before it goes without it.
-    public var gapHold: Duration
-    public var pollInterval: Duration
+    package var gapHold: Duration
+    package var pollInterval: Duration
     /// Claim a device's next delivery in the statement that records its predecessor's
     /// result, instead of releasing it for a later claim (one row update fewer per
     /// delivery). Off only to measure what it saves.
-    public var claimsSuccessorsWithResults: Bool
+    package var claimsSuccessorsWithResults: Bool
     /// Claim the deliveries that may go at once in the transaction that queues them, instead
     /// of leaving them to the next claim (no claim query, no wait for one). Off only to
     /// measure what it saves.
-    public var claimsWhenQueued: Bool
+    package var claimsWhenQueued: Bool
     /// Which endpoint URLs and resolved addresses deliveries may connect to.
-    public var webhookURLPolicy: WebhookURLPolicy
+    package var webhookURLPolicy: WebhookURLPolicy
     /// Delivered deliveries (and their attempt log) are deleted this long after delivery;
     /// zero keeps them for ever. Pending and failed ones are always kept.
-    public var deliveryRetention: Duration
+    package var deliveryRetention: Duration
     /// Most attempt results written in one statement. While this many wait to be written,
     /// no more deliveries are claimed: their leases are renewed until they are written.
-    public var resultBatch: Int = 2000
+    package var resultBatch: Int = 2000
 
-    public init(
+    package init(
         groupId: String = "checkin-notifier", topics: Topics = Topics(), concurrency: Int = 64, endpointConcurrency: Int = 16,
         requestTimeout: Duration = .seconds(10), initialRetryDelay: Duration = .seconds(5),
         maximumRetryDelay: Duration = .seconds(3600), maximumAttempts: Int = 12, attemptLease: Duration = .seconds(10),
@@ -71,7 +71,7 @@ public struct NotifierConfiguration: Sendable {
         self.claimsWhenQueued = claimsWhenQueued
     }
 
-    public init(environment: EnvironmentReader, topics: Topics) throws {
+    package init(environment: EnvironmentReader, topics: Topics) throws {
         self.init(
             groupId: environment.string("CHECKIN_NOTIFIER_GROUP", default: "checkin-notifier"), topics: topics,
             concurrency: try environment.int("CHECKIN_WEBHOOK_CONCURRENCY", default: 64, range: 1...4096),
@@ -93,7 +93,7 @@ public struct NotifierConfiguration: Sendable {
     /// partner's endpoints), each with its own share in flight; kept to one share, the
     /// connections beyond it were closed after each answer and opened again for the next
     /// request, a new connection every few deliveries.
-    public var idleConnectionsPerHost: Int { concurrency }
+    package var idleConnectionsPerHost: Int { concurrency }
 
     /// The back-off before attempt `attempt + 1`, after `attempt` failed, without jitter.
     func retryDelay(afterAttempt attempt: Int) -> Duration {

@@ -2,11 +2,11 @@ import Metrics
 
 /// Series of the notifier that operators alert on, created with the notifier so that
 /// they are exported (at 0) before anything happened.
-public struct NotifierMetrics: Sendable {
+package struct NotifierMetrics: Sendable {
     /// Records sent to `checkin.events.dlq` because they are not events. (Poison records
     /// and their dead letters are `ProcessingHealth`'s.)
-    public let notAnEventDeadLetters = Counter(
+    package let notAnEventDeadLetters = Counter(
         label: "checkin_notifier_dead_letters_total", dimensions: [("reason", "not-an-event")])
 
-    public init() {}
+    package init() {}
 }

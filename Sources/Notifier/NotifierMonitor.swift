@@ -21,7 +21,7 @@ import Synchronization
 /// of a million takes seconds of a Postgres process: it is read again only once
 /// `backlogReadingSpacing` times what its last reading took has passed (every 33 s when it
 /// took 1.65 s), so that counting a backlog never takes more than a twentieth of a process.
-public final class NotifierMonitor: Service, Sendable {
+package final class NotifierMonitor: Service, Sendable {
     /// How many times its last reading's duration passes, at least, between two readings of
     /// the delivery backlog.
     static let backlogReadingSpacing = 20
@@ -41,7 +41,7 @@ public final class NotifierMonitor: Service, Sendable {
     /// `<group>~<n>`, and the lag is that group's, not the one they left.
     let groups: ConsumerGroupStore
 
-    public init(
+    package init(
         bootstrapServers: String, properties: [String: String] = [:], group: String, topics: [String],
         operations: OperationsStore, groups: ConsumerGroupStore, interval: Duration = .seconds(10), logger: Logger
     ) {
@@ -55,7 +55,7 @@ public final class NotifierMonitor: Service, Sendable {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         let readers = OffsetReaders(bootstrapServers: bootstrapServers, properties: properties, logger: logger)
         var failing: Set<String> = []
         func attempt(_ what: String, _ body: @escaping @Sendable () async throws -> Void) async {

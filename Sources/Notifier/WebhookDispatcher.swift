@@ -16,7 +16,7 @@ import Shared
 /// another. Claims are short leases renewed while held; results are written in batches.
 /// A device's deliveries to an endpoint go in `sequence` order: the claim query lets the
 /// next one out only once the previous one is delivered or failed.
-public final class WebhookDispatcher: Service, Sendable {
+package final class WebhookDispatcher: Service, Sendable {
     let configuration: NotifierConfiguration
     let webhooks: WebhookStore
     let logger: Logger
@@ -44,7 +44,7 @@ public final class WebhookDispatcher: Service, Sendable {
     let latency = Metrics.Timer(label: "checkin_notifier_delivery_seconds")
 
     /// `webhookClient` connects only to addresses the URL policy allows (see `GuardedWebhookClient`).
-    public init(
+    package init(
         configuration: NotifierConfiguration, webhooks: WebhookStore, webhookClient: GuardedWebhookClient, logger: Logger
     ) {
         self.configuration = configuration
@@ -79,7 +79,7 @@ public final class WebhookDispatcher: Service, Sendable {
     /// slots. A freed slot finds the next one at hand, and the intake's batch is taken as it
     /// is queued: an event to ten endpoints is ten deliveries at once, and with twice its
     /// slots a quarter of them waited for later claims (`wait` p99 0.8 s at 1,500 a second).
-    public static func capacity(_ configuration: NotifierConfiguration) -> Int { configuration.concurrency * 8 }
+    package static func capacity(_ configuration: NotifierConfiguration) -> Int { configuration.concurrency * 8 }
 
     /// The claim that the intake makes as it queues deliveries, or nil when the loop has no
     /// room for more (they wait for a claim then).
@@ -94,11 +94,11 @@ public final class WebhookDispatcher: Service, Sendable {
     }
 
     /// Asks for a look at the queue now rather than at the next poll.
-    public func wake() {
+    package func wake() {
         if case .wakeDispatchLoop = state.withLockedValue({ $0.wake() }) { signal.yield() }
     }
 
-    public func run() async throws {
+    package func run() async throws {
         state.withLockedValue { $0.startRunning() }
         // Known to renew before its first claim, so that its claims are looked for if it stops.
         await renewLeases()

@@ -10,26 +10,26 @@ import NIOPosix
 /// Turns a webhook's host name into the addresses to connect to. The notifier checks
 /// every address it gets and connects only to those, so a name cannot be re-pointed
 /// (DNS rebinding) between the check and the connection. Tests inject their own.
-public protocol WebhookHostResolver: Sendable {
+package protocol WebhookHostResolver: Sendable {
     func addresses(of host: String, port: Int) async throws -> [SocketAddress]
 }
 
-public struct HostResolutionError: Error, CustomStringConvertible {
-    public var host: String
-    public var reason: String
-    public init(host: String, reason: String) {
+package struct HostResolutionError: Error, CustomStringConvertible {
+    package var host: String
+    package var reason: String
+    package init(host: String, reason: String) {
         self.host = host
         self.reason = reason
     }
-    public var description: String { "cannot resolve \(host): \(reason)" }
+    package var description: String { "cannot resolve \(host): \(reason)" }
 }
 
 /// The system resolver (`getaddrinfo`, so /etc/hosts and the configured DNS), run on
 /// NIO's blocking-IO thread pool, never on the cooperative pool.
-public struct SystemHostResolver: WebhookHostResolver {
-    public init() {}
+package struct SystemHostResolver: WebhookHostResolver {
+    package init() {}
 
-    public func addresses(of host: String, port: Int) async throws -> [SocketAddress] {
+    package func addresses(of host: String, port: Int) async throws -> [SocketAddress] {
         try await NIOThreadPool.singleton.runIfActive { try Self.lookup(host: host, port: port) }
     }
 

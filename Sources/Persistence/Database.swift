@@ -6,13 +6,13 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// The one Postgres connection pool of a process, run as a `Service`.
-public final class Database: Service, Sendable {
-    public let client: PostgresClient
-    public let logger: Logger
+package final class Database: Service, Sendable {
+    package let client: PostgresClient
+    package let logger: Logger
 
-    public let configuration: DatabaseConfiguration
+    package let configuration: DatabaseConfiguration
 
-    public init(configuration: DatabaseConfiguration, logger: Logger) {
+    package init(configuration: DatabaseConfiguration, logger: Logger) {
         self.configuration = configuration
         // The pool's own chatter (including a harmless warning when a service queries in
         // the instant before `run()` started) is for debugging, not for operators.
@@ -22,7 +22,7 @@ public final class Database: Service, Sendable {
         self.logger = logger
     }
 
-    public func run() async throws {
+    package func run() async throws {
         // The pool runs until cancelled; a graceful shutdown is turned into that cancellation.
         await cancelWhenGracefulShutdown { await self.client.run() }
     }
@@ -30,7 +30,7 @@ public final class Database: Service, Sendable {
     /// Runs `body` in a transaction, retrying it when Postgres reports a
     /// serialization failure or a deadlock, which are expected under concurrency.
     /// `settings` (such as `work_mem = '32MB'`) hold for this transaction alone (SET LOCAL).
-    public func withTransaction<Result: Sendable>(
+    package func withTransaction<Result: Sendable>(
         attempts: Int = 5,
         settings: [String] = [],
         _ body: (PostgresConnection) async throws -> Result
@@ -63,7 +63,7 @@ public final class Database: Service, Sendable {
     /// (the address, never the password, and why) instead of a pool's time-out when it is not
     /// there. Each try is a connection of its own, given up at the deadline: the pool keeps
     /// trying for a minute before it says anything.
-    public func waitUntilReachable(timeout: Duration) async throws {
+    package func waitUntilReachable(timeout: Duration) async throws {
         let deadline = ContinuousClock.now + timeout
         while true {
             let left = deadline - ContinuousClock.now
@@ -87,8 +87,8 @@ public final class Database: Service, Sendable {
 }
 
 /// Postgres did not answer: where it was looked for and why, in words an operator acts on.
-public struct DatabaseUnreachableError: Error, CustomStringConvertible {
-    public enum Cause: Sendable, Equatable {
+package struct DatabaseUnreachableError: Error, CustomStringConvertible {
+    package enum Cause: Sendable, Equatable {
         case refused
         case timedOut
         case authentication(String)
@@ -116,9 +116,9 @@ public struct DatabaseUnreachableError: Error, CustomStringConvertible {
         }
     }
 
-    public var address: String
-    public var cause: Cause
-    public var description: String {
+    package var address: String
+    package var cause: Cause
+    package var description: String {
         "Postgres at \(address) is not reachable (check CHECKIN_DATABASE_URL): \(cause.text)"
     }
 
@@ -162,7 +162,7 @@ extension Database {
     /// Runs `body` with a database whose pool lives only for the call: for
     /// command-line tools and for start-up work before a process's services run.
     @discardableResult
-    public static func withTemporaryClient<Result: Sendable>(
+    package static func withTemporaryClient<Result: Sendable>(
         configuration: DatabaseConfiguration, logger: Logger, _ body: @Sendable (Database) async throws -> Result
     ) async throws -> Result {
         let database = Database(configuration: configuration, logger: logger)
@@ -185,7 +185,7 @@ extension PostgresConnection {
     /// reader of its rows. Unread, the failure is lost while its transaction is aborted all the
     /// same, and the next statement fails instead with 25P02, which names no cause and which
     /// no retry of deadlocks recognises.
-    public func perform(_ statement: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
+    package func perform(_ statement: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
         async throws
     {
         for try await _ in try await query(statement, logger: logger, file: file, line: line) {}
@@ -195,7 +195,7 @@ extension PostgresConnection {
 extension PostgresClient {
     /// Runs a statement on a pooled connection, reading its rows to the end so that a failure
     /// met while it runs is thrown (see `PostgresConnection.perform`).
-    public func perform(_ statement: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
+    package func perform(_ statement: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line)
         async throws
     {
         for try await _ in try await query(statement, logger: logger, file: file, line: line) {}

@@ -5,21 +5,21 @@ import PostgresNIO
 
 /// Where the database is, given as the URL operators already know
 /// (`postgres://user:password@host:port/database?sslmode=disable`).
-public struct DatabaseConfiguration: Sendable, Equatable {
-    public var host: String
-    public var port: Int
-    public var username: String
-    public var password: String?
-    public var database: String
-    public var requireTLS: Bool
-    public var maximumConnections: Int
+package struct DatabaseConfiguration: Sendable, Equatable {
+    package var host: String
+    package var port: Int
+    package var username: String
+    package var password: String?
+    package var database: String
+    package var requireTLS: Bool
+    package var maximumConnections: Int
     /// Postgres ends a session left idle inside a transaction this long (releasing its
     /// locks): a worker frozen mid-batch cannot hold device rows for ever.
-    public var idleInTransactionTimeout: Duration?
+    package var idleInTransactionTimeout: Duration?
 
-    public static let defaultURL = "postgres://checkin@127.0.0.1:5433/checkin"
+    package static let defaultURL = "postgres://checkin@127.0.0.1:5433/checkin"
 
-    public init(url: String, maximumConnections: Int = 10, idleInTransactionTimeout: Duration? = .seconds(15)) throws {
+    package init(url: String, maximumConnections: Int = 10, idleInTransactionTimeout: Duration? = .seconds(15)) throws {
         guard let components = URLComponents(string: url),
             ["postgres", "postgresql"].contains(components.scheme ?? ""),
             let host = components.host, !host.isEmpty
@@ -39,7 +39,7 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     }
 
     /// Where the database is, as messages name it: never with the password.
-    public var address: String { "\(username)@\(host):\(port)/\(database)" }
+    package var address: String { "\(username)@\(host):\(port)/\(database)" }
 
     /// One connection of its own, for probing whether the database answers, given up after `connectTimeout`.
     func probeConfiguration(connectTimeout: Duration) throws -> PostgresConnection.Configuration {
@@ -67,9 +67,9 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     }
 }
 
-public struct DatabaseConfigurationError: Error, CustomStringConvertible {
-    public var url: String
-    public var description: String {
+package struct DatabaseConfigurationError: Error, CustomStringConvertible {
+    package var url: String
+    package var description: String {
         "CHECKIN_DATABASE_URL '\(url)' is not a postgres://user[:password]@host[:port]/database URL"
     }
 }

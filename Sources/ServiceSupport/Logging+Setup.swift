@@ -3,10 +3,10 @@ import Logging
 
 /// Process-wide logging: plain text for people, JSON lines for log pipelines
 /// (`CHECKIN_LOG_FORMAT=json`), level from `CHECKIN_LOG_LEVEL`.
-public enum LoggingSetup {
+package enum LoggingSetup {
     /// Refuses a level or format it does not know, naming the variable: a misspelt
     /// `CHECKIN_LOG_FORMAT=jsno` must not leave a log pipeline reading text.
-    public static func bootstrap(environment: EnvironmentReader = EnvironmentReader()) throws {
+    package static func bootstrap(environment: EnvironmentReader = EnvironmentReader()) throws {
         let levelText = environment.string("CHECKIN_LOG_LEVEL", default: "info")
         guard let level = Logger.Level(rawValue: levelText.lowercased()) else {
             throw ConfigurationError(
@@ -28,21 +28,21 @@ public enum LoggingSetup {
 }
 
 /// One JSON object per line on standard error.
-public struct JSONLogHandler: LogHandler {
-    public var metadata: Logger.Metadata = [:]
-    public var logLevel: Logger.Level = .info
+package struct JSONLogHandler: LogHandler {
+    package var metadata: Logger.Metadata = [:]
+    package var logLevel: Logger.Level = .info
     let label: String
 
-    public init(label: String) {
+    package init(label: String) {
         self.label = label
     }
 
-    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+    package subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
         set { metadata[key] = newValue }
     }
 
-    public func log(event: LogEvent) {
+    package func log(event: LogEvent) {
         var object: [String: String] = [
             "time": ISO8601DateFormatter().string(from: Date()), "level": event.level.rawValue, "logger": label,
             "message": event.message.description,

@@ -3,8 +3,8 @@
 /// the migrations follow the compatibility policy of `docs/releases.md`: within a major
 /// version they only grow. (The commit a build was made from is the executable's to say:
 /// `checkin --version`.)
-public enum Release {
-    public static let version = "0.9.0"
+package enum Release {
+    package static let version = "0.9.0"
     /// What webhook requests say they come from.
-    public static var webhookUserAgent: String { "checkin-webhooks/\(version)" }
+    package static var webhookUserAgent: String { "checkin-webhooks/\(version)" }
 }

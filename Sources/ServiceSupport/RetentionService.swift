@@ -7,7 +7,7 @@ import ServiceLifecycle
 /// one pass of `purge` (which works in small statements with pauses between), counted in
 /// `counter`. Every process of the service runs one; passes side by side skip each
 /// other's rows, so the work is never done twice over.
-public final class RetentionService: Service, Sendable {
+package final class RetentionService: Service, Sendable {
     let name: String
     let interval: Duration
     let counter: Counter
@@ -15,7 +15,7 @@ public final class RetentionService: Service, Sendable {
     /// One pass at `now`; returns how many rows it deleted.
     let purge: @Sendable (_ now: Date) async throws -> Int
 
-    public init(
+    package init(
         name: String, metric: String, interval: Duration = .seconds(600), logger: Logger,
         purge: @escaping @Sendable (_ now: Date) async throws -> Int
     ) {
@@ -26,7 +26,7 @@ public final class RetentionService: Service, Sendable {
         self.purge = purge
     }
 
-    public func run() async throws {
+    package func run() async throws {
         while !Task.isCancelled && !Task.isShuttingDownGracefully {
             do {
                 // A pass waiting on an unreachable database must not hold up a shutdown.
@@ -42,7 +42,7 @@ public final class RetentionService: Service, Sendable {
 
     /// One pass at `now`, counted; returns how many rows it deleted.
     @discardableResult
-    public func pass(now: Date) async throws -> Int {
+    package func pass(now: Date) async throws -> Int {
         let purged = try await purge(now)
         if purged > 0 {
             counter.increment(by: purged)

@@ -1,13 +1,13 @@
 import Logging
 
 /// What a service does before it starts: wait for the broker, make sure its topics exist.
-public enum KafkaAdmin {
+package enum KafkaAdmin {
     /// Creates the topics that do not exist yet (existing ones are left as they are).
     /// - Parameters:
     ///   - replicationFactor: copies of each partition; -1: the broker's default.
     ///   - topicConfiguration: topic-level settings, such as `min.insync.replicas`.
     ///   - properties: the connection's librdkafka properties (TLS, SASL), as the other clients have them.
-    public static func createTopics(
+    package static func createTopics(
         _ topics: [(name: String, partitions: Int32)], replicationFactor: Int32 = -1,
         topicConfiguration: [String: String] = [:], bootstrapServers: String, properties: [String: String] = [:],
         timeout: Duration, logger: Logger
@@ -32,7 +32,7 @@ public enum KafkaAdmin {
 
     /// Returns once the broker answers a metadata request; throws a ``KafkaError``
     /// naming the address when it has not within `timeout`.
-    public static func waitUntilReachable(
+    package static func waitUntilReachable(
         bootstrapServers: String, properties: [String: String] = [:], timeout: Duration, logger: Logger
     ) async throws {
         // Refused connections are expected while the broker starts; they are logged at debug level.

@@ -4,7 +4,7 @@ import ServiceLifecycle
 /// Asks the broker for its metadata every `interval` and reports each change between
 /// answering and not answering, so that a readiness check follows the broker for as
 /// long as the process runs, not only at start-up.
-public final class KafkaBrokerProbe: Service, Sendable {
+package final class KafkaBrokerProbe: Service, Sendable {
     let bootstrapServers: String
     /// The connection's librdkafka properties (TLS, SASL).
     let properties: [String: String]
@@ -13,7 +13,7 @@ public final class KafkaBrokerProbe: Service, Sendable {
     let logger: Logger
     let onChange: @Sendable (_ reachable: Bool) -> Void
 
-    public init(
+    package init(
         bootstrapServers: String, properties: [String: String] = [:], interval: Duration = .seconds(5), timeout: Duration = .seconds(2), logger: Logger,
         onChange: @escaping @Sendable (_ reachable: Bool) -> Void
     ) {
@@ -25,7 +25,7 @@ public final class KafkaBrokerProbe: Service, Sendable {
         self.onChange = onChange
     }
 
-    public func run() async throws {
+    package func run() async throws {
         // One client for the process's life: librdkafka keeps its connection and reconnects by itself.
         let client = try KafkaAdmin.adminClient(
             bootstrapServers: bootstrapServers, properties: properties, quietLogs: true, logger: logger)

@@ -3,11 +3,11 @@ import Logging
 
 /// The low and high watermarks of a partition: the first offset still stored and
 /// the offset the next record will get (the end of the log).
-public struct KafkaWatermarks: Sendable, Hashable {
-    public var low: Int64
-    public var high: Int64
+package struct KafkaWatermarks: Sendable, Hashable {
+    package var low: Int64
+    package var high: Int64
 
-    public init(low: Int64, high: Int64) {
+    package init(low: Int64, high: Int64) {
         self.low = low
         self.high = high
     }
@@ -20,14 +20,14 @@ public struct KafkaWatermarks: Sendable, Hashable {
 /// Every call is a blocking librdkafka request; they run on Dispatch threads, never on
 /// the cooperative pool. One handle is kept for the reader's life, so its connections
 /// are reused from one reading to the next.
-public final class KafkaOffsetReader: Sendable {
+package final class KafkaOffsetReader: Sendable {
     let client: RDKafkaClient
     /// The group whose committed offsets ``committedOffsets(topic:partitions:timeout:)`` reads, if any.
-    public let group: String?
+    package let group: String?
 
     /// - Parameter group: the consumer group to read committed offsets of; `nil` when only
     ///   end offsets and record timestamps are wanted.
-    public init(bootstrapServers: String, group: String? = nil, properties: [String: String] = [:], logger: Logger) throws {
+    package init(bootstrapServers: String, group: String? = nil, properties: [String: String] = [:], logger: Logger) throws {
         var settings: [String: String] = [
             "bootstrap.servers": bootstrapServers, "client.id": "checkin-offset-reader", "log.queue": "true",
             "enable.auto.commit": "false", "enable.auto.offset.store": "false",
@@ -43,7 +43,7 @@ public final class KafkaOffsetReader: Sendable {
     }
 
     /// The partition ids of `topic`; throws when the broker does not answer or knows no such topic.
-    public func partitions(of topic: String, timeout: Duration = .seconds(5)) async throws(KafkaError) -> [Int32] {
+    package func partitions(of topic: String, timeout: Duration = .seconds(5)) async throws(KafkaError) -> [Int32] {
         let client = self.client
         return try await Blocking.run { () throws(KafkaError) -> [Int32] in
             try client.partitionIds(of: topic, timeout: timeout)
@@ -51,7 +51,7 @@ public final class KafkaOffsetReader: Sendable {
     }
 
     /// Each partition's watermarks, asked of the partition's leader.
-    public func watermarks(
+    package func watermarks(
         topic: String, partitions: [Int32], timeout: Duration = .seconds(5)
     ) async throws(KafkaError) -> [Int32: KafkaWatermarks] {
         let client = self.client
@@ -66,7 +66,7 @@ public final class KafkaOffsetReader: Sendable {
     }
 
     /// The group's committed offsets (the next offset to read) of the partitions that have one.
-    public func committedOffsets(
+    package func committedOffsets(
         topic: String, partitions: [Int32], timeout: Duration = .seconds(5)
     ) async throws(KafkaError) -> [Int32: Int64] {
         guard group != nil else { throw KafkaError(message: "committed offsets need a group: the reader was made without one") }
@@ -78,7 +78,7 @@ public final class KafkaOffsetReader: Sendable {
 
     /// Per partition, the offset of the first record stamped at or after `time`
     /// (the end offset when there is none).
-    public func offsets(
+    package func offsets(
         topic: String, partitions: [Int32], at time: Date, timeout: Duration = .seconds(5)
     ) async throws(KafkaError) -> [Int32: Int64] {
         let client = self.client
@@ -90,7 +90,7 @@ public final class KafkaOffsetReader: Sendable {
     /// The records of a partition from `offset` up to `end` (exclusive), in order: fewer when
     /// the log ends first or `timeout` passes. For tools and tests that read what a topic
     /// holds without joining a group (nothing to wait for, nothing left behind in the broker).
-    public func records(
+    package func records(
         topic: String, partition: Int32, from offset: Int64, to end: Int64, timeout: Duration = .seconds(10)
     ) async throws(KafkaError) -> [KafkaConsumerMessage] {
         guard end > offset else { return [] }
@@ -118,7 +118,7 @@ public final class KafkaOffsetReader: Sendable {
 
     /// The timestamp (create or log-append time) of the record at `offset`, or nil when
     /// there is no record there (yet) or it carries no timestamp.
-    public func timestamp(
+    package func timestamp(
         topic: String, partition: Int32, offset: Int64, timeout: Duration = .seconds(5)
     ) async throws(KafkaError) -> Date? {
         try await records(topic: topic, partition: partition, from: offset, to: offset + 1, timeout: timeout).first?.timestamp
@@ -126,13 +126,13 @@ public final class KafkaOffsetReader: Sendable {
 }
 
 /// How far a consumer group is behind, per partition.
-public struct KafkaPartitionLag: Sendable, Hashable {
-    public var partition: KafkaTopicPartition
+package struct KafkaPartitionLag: Sendable, Hashable {
+    package var partition: KafkaTopicPartition
     /// The next offset the group will read; `nil` when it has committed nothing.
-    public var committed: Int64?
-    public var watermarks: KafkaWatermarks
+    package var committed: Int64?
+    package var watermarks: KafkaWatermarks
 
-    public init(partition: KafkaTopicPartition, committed: Int64?, watermarks: KafkaWatermarks) {
+    package init(partition: KafkaTopicPartition, committed: Int64?, watermarks: KafkaWatermarks) {
         self.partition = partition
         self.committed = committed
         self.watermarks = watermarks
@@ -140,20 +140,20 @@ public struct KafkaPartitionLag: Sendable, Hashable {
 
     /// Records in the log not yet processed: the end offset minus the committed offset.
     /// A group that committed nothing starts at the earliest record still stored.
-    public var records: Int64 {
+    package var records: Int64 {
         let start = max(committed ?? watermarks.low, watermarks.low)
         return max(watermarks.high - start, 0)
     }
 
     /// The offset of the oldest unprocessed record, when there is one.
-    public var firstUnprocessedOffset: Int64? {
+    package var firstUnprocessedOffset: Int64? {
         records > 0 ? max(committed ?? watermarks.low, watermarks.low) : nil
     }
 }
 
 extension KafkaOffsetReader {
     /// Lag of every partition of `topic` against the given committed offsets.
-    public func lag(topic: String, committed: (_ partitions: [Int32]) async throws -> [Int32: Int64]) async throws
+    package func lag(topic: String, committed: (_ partitions: [Int32]) async throws -> [Int32: Int64]) async throws
         -> [KafkaPartitionLag]
     {
         let partitions = try await partitions(of: topic)

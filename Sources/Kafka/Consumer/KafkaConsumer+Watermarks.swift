@@ -1,14 +1,14 @@
 extension KafkaConsumer {
     /// The partition's low and high watermarks as last reported in fetch responses: no
     /// request is made, so it may lag the broker a little; nil until a fetch reported them.
-    public func cachedWatermarks(of partition: KafkaTopicPartition) -> (low: Int64, high: Int64)? {
+    package func cachedWatermarks(of partition: KafkaTopicPartition) -> (low: Int64, high: Int64)? {
         guard let marks = client.cachedWatermarks(of: partition), marks.high >= 0 else { return nil }
         return (max(marks.low, 0), marks.high)
     }
 
     /// Each partition's high watermark, asked of its leader now. Unlike the cached one it
     /// counts every record the broker had when asked, even while fetching is paused.
-    public func highWatermarks(
+    package func highWatermarks(
         of partitions: [KafkaTopicPartition], timeout: Duration = .seconds(2)
     ) async throws(KafkaError) -> [KafkaTopicPartition: Int64] {
         let client = self.client

@@ -13,7 +13,7 @@ import ServiceLifecycle
 /// while) costs neither the membership nor a rebalance of the others, as long as the
 /// application says it is working (`noteProgress`). One that says nothing for half
 /// `maxPollInterval` is taken as hung: polling stops and the group moves its partitions.
-public final class KafkaConsumer: Service, Sendable {
+package final class KafkaConsumer: Service, Sendable {
     /// The handle in use: a new one after each move to another group.
     private let clients: NIOLockedValueBox<(client: RDKafkaClient, groupId: String)>
     private let configuration: KafkaConsumerConfiguration
@@ -24,9 +24,9 @@ public final class KafkaConsumer: Service, Sendable {
 
     /// Batches of messages (each non-empty, at most `maxBatchSize`, per-partition order preserved),
     /// finished when the consumer has closed.
-    public let batches: KafkaMessageBatches
+    package let batches: KafkaMessageBatches
 
-    public init(
+    package init(
         configuration: KafkaConsumerConfiguration, rebalanceListener: (any KafkaRebalanceListener)? = nil, logger: Logger
     ) throws {
         var logger = logger
@@ -51,7 +51,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// Polls until graceful shutdown (or cancellation), then leaves the group
     /// (revoking through the listener) and finishes `batches`. Throws when the
     /// consumer stopped on an error (a fatal client error, a failing listener).
-    public func run() async throws {
+    package func run() async throws {
         try state.withLockedValue { $0.startRunning() }.get()
         let (poller, clients, configuration, logger) = (self.poller, self.clients, self.configuration, self.logger)
         await withTaskCancellationHandler {
@@ -94,17 +94,17 @@ public final class KafkaConsumer: Service, Sendable {
     var client: RDKafkaClient { clients.withLockedValue { $0.client } }
 
     /// The consumer group this member belongs to now (its configured one until a move).
-    public var groupId: String { clients.withLockedValue { $0.groupId } }
+    package var groupId: String { clients.withLockedValue { $0.groupId } }
 
     /// How long the rebalance under way has lasted; nil while the group is stable (or this
     /// member is out of it). A rebalance that never ends is a group its coordinator wedged.
-    public var rebalanceInProgressFor: Duration? {
+    package var rebalanceInProgressFor: Duration? {
         poller.rebalanceStartedAt.withLockedValue { $0 }.map { ContinuousClock.now - $0 }
     }
 
     /// Whether this member has taken up an assignment since it started: before, records
     /// produced now wait for the group to form (seconds, on a first start).
-    public var hasJoinedGroup: Bool {
+    package var hasJoinedGroup: Bool {
         poller.assignmentsCompleted.withLockedValue { $0 } > 0
     }
 
@@ -112,7 +112,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// start at the listener's offsets, else at `offsets` in the new group's first assignment
     /// (the old group's commits, for instance), else at the new group's committed offsets
     /// or `autoOffsetReset`. For recovering from a group its coordinator wedged.
-    public func moveToGroup(_ groupId: String, startingAt offsets: [KafkaTopicPartition: Int64] = [:]) {
+    package func moveToGroup(_ groupId: String, startingAt offsets: [KafkaTopicPartition: Int64] = [:]) {
         poller.requestedMove.withLockedValue { $0 = (groupId, offsets) }
         gate.nudge()
     }
@@ -124,7 +124,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// ever move. The outcome is not awaited: the next commit of the same partitions
     /// supersedes one that was lost, and closing the consumer waits for those in flight.
     /// With a `commitInterval`, the poll thread sends them, merged with those still waiting.
-    public func commit(_ offsets: [KafkaTopicPartition: Int64]) throws {
+    package func commit(_ offsets: [KafkaTopicPartition: Int64]) throws {
         guard !offsets.isEmpty else { return }
         guard state.withLockedValue({ $0.lifecycle }) != .closed else { throw KafkaError.shutDown("commit") }
         if configuration.commitInterval != nil {
@@ -137,7 +137,7 @@ public final class KafkaConsumer: Service, Sendable {
     /// Tells the consumer the application is working on what it took (an attempt started,
     /// a retry, an attempt still within its time limit). An application with enough batches
     /// keeps its membership only while it says so at least every half `maxPollInterval`.
-    public func noteProgress() {
+    package func noteProgress() {
         poller.lastSignOfLife.withLockedValue { $0 = .now }
     }
 
@@ -145,24 +145,24 @@ public final class KafkaConsumer: Service, Sendable {
     /// hands them to the other members; this member takes none until ``rejoinGroup()``.
     /// For a worker that cannot process what it would be given (a dependency of its own
     /// out of reach) while its peers can.
-    public func leaveGroup() {
+    package func leaveGroup() {
         poller.wantsMembership.withLockedValue { $0 = false }
         gate.nudge()
     }
 
     /// Joins the group again after ``leaveGroup()``.
-    public func rejoinGroup() {
+    package func rejoinGroup() {
         poller.wantsMembership.withLockedValue { $0 = true }
         gate.nudge()
     }
 
     /// Whether this member means to be in the group (false between ``leaveGroup()`` and ``rejoinGroup()``).
-    public var isInGroup: Bool {
+    package var isInGroup: Bool {
         poller.wantsMembership.withLockedValue { $0 }
     }
 
     /// The partitions this member holds now (for metrics and tests).
-    public var assignment: Set<KafkaTopicPartition> {
+    package var assignment: Set<KafkaTopicPartition> {
         state.withLockedValue { $0.assignment }
     }
 }

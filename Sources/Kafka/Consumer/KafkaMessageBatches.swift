@@ -10,8 +10,8 @@ struct PolledBatch: Sendable {
 /// The consumer's messages in batches, with backpressure: when the
 /// application falls behind, the consumer stops polling until it catches up.
 /// Messages of partitions revoked after they were polled are left out.
-public struct KafkaMessageBatches: AsyncSequence, Sendable {
-    public typealias Element = [KafkaConsumerMessage]
+package struct KafkaMessageBatches: AsyncSequence, Sendable {
+    package typealias Element = [KafkaConsumerMessage]
     typealias Wrapped = NIOThrowingAsyncSequenceProducer<
         PolledBatch, any Error, NIOAsyncSequenceProducerBackPressureStrategies.HighLowWatermark, BatchDemand
     >
@@ -34,15 +34,15 @@ public struct KafkaMessageBatches: AsyncSequence, Sendable {
         return (KafkaMessageBatches(wrapped: sequence.sequence, state: state), sequence.source)
     }
 
-    public func makeAsyncIterator() -> AsyncIterator {
+    package func makeAsyncIterator() -> AsyncIterator {
         AsyncIterator(wrapped: wrapped.makeAsyncIterator(), state: state)
     }
 
-    public struct AsyncIterator: AsyncIteratorProtocol {
+    package struct AsyncIterator: AsyncIteratorProtocol {
         var wrapped: Wrapped.AsyncIterator
         let state: NIOLockedValueBox<ConsumerStateMachine>
 
-        public mutating func next() async throws -> [KafkaConsumerMessage]? {
+        package mutating func next() async throws -> [KafkaConsumerMessage]? {
             while let batch = try await wrapped.next() {
                 let current = state.withLockedValue { state in
                     batch.generations.filter { state.isCurrent($0.key, generation: $0.value) }

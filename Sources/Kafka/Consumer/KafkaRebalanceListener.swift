@@ -7,7 +7,7 @@
 /// `partitionsRevoked` is called from the rebalance callback, which waits for it, so it
 /// must return well within `maxPollInterval`. An assignment that a revocation overtook
 /// before its `partitionsAssigned` returned is followed by `partitionsRevoked`.
-public protocol KafkaRebalanceListener: Sendable {
+package protocol KafkaRebalanceListener: Sendable {
     /// Returns the offset to start each newly assigned partition at (the NEXT offset to read),
     /// or none for a partition to start at the group's committed offset / `auto.offset.reset`.
     /// Throwing stops the consumer: `run()` then throws the error.

@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// `run()` must be running for sends to complete: it serves delivery reports
 /// and librdkafka's logs on a dedicated thread, and on graceful shutdown
 /// waits for everything queued to be acknowledged before it returns.
-public final class KafkaProducer: Service, Sendable {
+package final class KafkaProducer: Service, Sendable {
     private let client: RDKafkaClient
     private let mainQueue: RDKafkaQueue
     private typealias Report = Result<KafkaDeliveryReceipt, KafkaError>
@@ -21,9 +21,9 @@ public final class KafkaProducer: Service, Sendable {
     private let logger: Logger
     /// The largest record this producer sends (`message.max.bytes`, librdkafka's default
     /// 1,000,000 unless configured): a larger one is refused without reaching the broker.
-    public let maximumMessageBytes: Int
+    package let maximumMessageBytes: Int
 
-    public init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
+    package init(configuration: KafkaProducerConfiguration, logger: Logger) throws {
         var logger = logger
         logger[metadataKey: "kafka.client"] = "\(configuration.clientId)"
         self.logger = logger
@@ -49,7 +49,7 @@ public final class KafkaProducer: Service, Sendable {
 
     /// Serves delivery reports and logs until graceful shutdown (or cancellation),
     /// then waits for every queued record's report before returning.
-    public func run() async throws {
+    package func run() async throws {
         try state.withLockedValue { $0.startRunning() }.get()
         await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
@@ -65,14 +65,14 @@ public final class KafkaProducer: Service, Sendable {
     /// Resolves when the broker acknowledged the record, throws ``KafkaError`` when it failed
     /// (after librdkafka's retries, within `messageTimeout`). A full local queue is waited out,
     /// never dropped. Cancelling the caller does not recall an enqueued record.
-    public func send(_ record: KafkaRecord) async throws -> KafkaDeliveryReceipt {
+    package func send(_ record: KafkaRecord) async throws -> KafkaDeliveryReceipt {
         let id = try allocateId()
         try await enqueue(record, id: id)
         return try await report(for: id).get()
     }
 
     /// Sends all and waits until every one is acknowledged; throws the first failure.
-    public func sendAll(_ records: [KafkaRecord]) async throws {
+    package func sendAll(_ records: [KafkaRecord]) async throws {
         guard !records.isEmpty else { return }
         for result in await send(records) {
             if case .failure(let error) = result { throw error }
@@ -80,7 +80,7 @@ public final class KafkaProducer: Service, Sendable {
     }
 
     /// Enqueues all, then awaits all reports: one result per record, in order.
-    public func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
+    package func send(_ records: [KafkaRecord]) async -> [Result<KafkaDeliveryReceipt, KafkaError>] {
         var enqueued: [Result<UInt, KafkaError>] = []
         enqueued.reserveCapacity(records.count)
         for record in records {

@@ -18,43 +18,43 @@ extension KafkaError.Code {
     // About the record itself: no retry makes the broker take it.
 
     /// Larger than the producer's `message.max.bytes` or the topic's `max.message.bytes`.
-    public static let messageSizeTooLarge = Self(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
+    package static let messageSizeTooLarge = Self(RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE)
     /// The broker found the record invalid (its checks of content, keys or timestamps).
-    public static let invalidRecord = Self(RD_KAFKA_RESP_ERR_INVALID_RECORD)
+    package static let invalidRecord = Self(RD_KAFKA_RESP_ERR_INVALID_RECORD)
     /// The batch the record went in is larger than the broker takes.
-    public static let recordListTooLarge = Self(RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
+    package static let recordListTooLarge = Self(RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE)
     /// The record failed its checksum or could not be parsed (`INVALID_MSG`, also named `CORRUPT_MESSAGE`).
-    public static let invalidMessage = Self(RD_KAFKA_RESP_ERR_INVALID_MSG)
+    package static let invalidMessage = Self(RD_KAFKA_RESP_ERR_INVALID_MSG)
     /// The record's size field does not match its bytes.
-    public static let invalidMessageSize = Self(RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE)
+    package static let invalidMessageSize = Self(RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE)
     /// The client refused a value it was given (`_INVALID_ARG`).
-    public static let invalidArgument = Self(RD_KAFKA_RESP_ERR__INVALID_ARG)
+    package static let invalidArgument = Self(RD_KAFKA_RESP_ERR__INVALID_ARG)
     /// The client could not encode or decode the record (`_BAD_MSG`).
-    public static let badMessage = Self(RD_KAFKA_RESP_ERR__BAD_MSG)
+    package static let badMessage = Self(RD_KAFKA_RESP_ERR__BAD_MSG)
     /// The producer asked for an acknowledgement the broker does not offer.
-    public static let invalidRequiredAcks = Self(RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS)
+    package static let invalidRequiredAcks = Self(RD_KAFKA_RESP_ERR_INVALID_REQUIRED_ACKS)
 
     // About the topic or the cluster.
 
     /// The broker knows no such topic or partition.
-    public static let unknownTopicOrPartition = Self(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
+    package static let unknownTopicOrPartition = Self(RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART)
     /// The client knows no such partition of the topic (`_UNKNOWN_PARTITION`).
-    public static let unknownPartition = Self(RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
+    package static let unknownPartition = Self(RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION)
     /// The client may not write to (or read) the topic.
-    public static let topicAuthorizationFailed = Self(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
+    package static let topicAuthorizationFailed = Self(RD_KAFKA_RESP_ERR_TOPIC_AUTHORIZATION_FAILED)
     /// The partition has no leader at the moment (an election is under way).
-    public static let leaderNotAvailable = Self(RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
+    package static let leaderNotAvailable = Self(RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE)
     /// The broker asked no longer leads the partition.
-    public static let notLeaderForPartition = Self(RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION)
+    package static let notLeaderForPartition = Self(RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION)
 
     // About the client.
 
     /// librdkafka gave up on the record within `message.timeout.ms` (`_MSG_TIMED_OUT`).
-    public static let messageTimedOut = Self(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
+    package static let messageTimedOut = Self(RD_KAFKA_RESP_ERR__MSG_TIMED_OUT)
     /// The connection to the broker failed (`_TRANSPORT`).
-    public static let transport = Self(RD_KAFKA_RESP_ERR__TRANSPORT)
+    package static let transport = Self(RD_KAFKA_RESP_ERR__TRANSPORT)
     /// The client hit an error it cannot go on from; its fatal error says which (`_FATAL`).
-    public static let fatal = Self(RD_KAFKA_RESP_ERR__FATAL)
+    package static let fatal = Self(RD_KAFKA_RESP_ERR__FATAL)
 }
 
 extension KafkaError {

@@ -3,9 +3,9 @@ import Logging
 /// An in-process Kafka cluster (librdkafka's mock brokers) with fault
 /// injection, so code using this module can be tested without a broker.
 /// Not for production use.
-public final class KafkaMockCluster: Sendable {
+package final class KafkaMockCluster: Sendable {
     /// Errors the mock can answer a request with.
-    public enum InjectedError: Sendable {
+    package enum InjectedError: Sendable {
         /// Permanent: the record fails.
         case topicAuthorizationFailed
         /// Retriable: the producer retries and succeeds later.
@@ -23,26 +23,26 @@ public final class KafkaMockCluster: Sendable {
     }
 
     /// `bootstrap.servers` of the mock brokers.
-    public var bootstrapServers: String { cluster.bootstrapServers }
+    package var bootstrapServers: String { cluster.bootstrapServers }
     private let cluster: RDKafkaMockCluster
 
-    public init(brokers: Int = 1, logger: Logger = Logger(label: "kafka-mock-cluster")) throws {
+    package init(brokers: Int = 1, logger: Logger = Logger(label: "kafka-mock-cluster")) throws {
         self.cluster = try RDKafkaMockCluster(brokers: brokers, logger: logger)
     }
 
-    public func createTopic(_ name: String, partitions: Int32) throws {
+    package func createTopic(_ name: String, partitions: Int32) throws {
         try cluster.createTopic(name, partitions: partitions)
     }
 
     /// The next `count` produce requests fail with `error`.
-    public func failProduceRequests(_ error: InjectedError, count: Int = 1) {
+    package func failProduceRequests(_ error: InjectedError, count: Int = 1) {
         cluster.failProduceRequests(with: error.code, count: count)
     }
 
     /// Takes a broker (ids start at 1) down or brings it back. Bringing it back binds its old
     /// port again, and librdkafka aborts the process if another socket took that port meanwhile:
     /// a test that only needs the broker gone leaves it down.
-    public func setBroker(_ id: Int32, up: Bool) {
+    package func setBroker(_ id: Int32, up: Bool) {
         cluster.setBroker(id, up: up)
     }
 }

@@ -2,16 +2,16 @@ import Foundation
 
 /// One numbered, immutable schema change. Once a migration has landed it is never
 /// edited: a change to the schema is a new migration.
-public struct Migration: Sendable {
-    public var version: Int
-    public var name: String
-    public var sql: String
+package struct Migration: Sendable {
+    package var version: Int
+    package var name: String
+    package var sql: String
     /// What the migration removes or changes in place that an older release read: each one
     /// named, with the newest release that read it (`MigrationPolicy`). Empty for a migration
     /// that only adds, which is what a migration normally does.
-    public var contracts: [Contraction]
+    package var contracts: [Contraction]
 
-    public init(version: Int, name: String, sql: String, contracts: [Contraction] = []) {
+    package init(version: Int, name: String, sql: String, contracts: [Contraction] = []) {
         self.version = version
         self.name = name
         self.sql = sql
@@ -22,16 +22,16 @@ public struct Migration: Sendable {
 extension Migration {
     /// A table, column, index or constraint that a migration drops, renames or changes in
     /// place, declared because no release that still reads it runs beside this one.
-    public struct Contraction: Sendable, Hashable {
+    package struct Contraction: Sendable, Hashable {
         /// What goes, as `MigrationPolicy` names it: a table or index by its name
         /// (`device_erasures`), a column or constraint after its table's
         /// (`deliveries.payload`, `deliveries.deliveries_status_check`).
-        public var subject: String
+        package var subject: String
         /// The newest release, `MAJOR.MINOR`, that reads it: older than the release the
         /// migration's release runs beside during an upgrade.
-        public var lastReadBy: String
+        package var lastReadBy: String
 
-        public init(_ subject: String, lastReadBy: String) {
+        package init(_ subject: String, lastReadBy: String) {
             self.subject = subject
             self.lastReadBy = lastReadBy
         }
@@ -40,7 +40,7 @@ extension Migration {
 
 extension Migration {
     /// Every migration, in order.
-    public static let all: [Migration] = [
+    package static let all: [Migration] = [
         initialSchema, partitionOwnership, orderedDeliveries, webhookEndpointSecurity, undeliveredIndex, dueDeliveriesOrder,
         staleCheckOutByStream, projectZoneVersions, eventOutbox, binaryDeviceState, pipelineStageTimes,
         consumerGroupIncarnations, decisionRecords, eventLog, deviceErasure, decisionRecordRuns, zoneDocumentVersions,

@@ -8,12 +8,12 @@
 /// release that reads it, older than the release in `Release.swift` (the one the tree's next
 /// release runs beside). A statement the check does not recognise is refused too, and so is one
 /// that cannot run inside the transaction each migration is applied in.
-public struct MigrationPolicy: Sendable {
+package struct MigrationPolicy: Sendable {
     /// The migrations that landed before the policy was checked, whose contracting statements
     /// are accepted as they are: all shipped by 0.9.0, the first versioned release, so none
     /// ever ran beside a predecessor under the policy. A landed migration is never edited, so
     /// the reasons stay here. No migration after `grandfatheredThrough` can join them.
-    public static let grandfathered: [Int: String] = [
+    package static let grandfathered: [Int: String] = [
         4: "drops webhook_endpoints.secrets, moved into webhook_secrets",
         7: "drops deliveries_due and deliveries_undelivered for their replacements in claim order",
         9: "drops device_states_stale_at for the index by partition",
@@ -29,15 +29,15 @@ public struct MigrationPolicy: Sendable {
         33: "replaces deliveries_project with the index in id order, under the same name",
         36: "replaces deliveries_due_order with the index by endpoint, under the same name",
     ]
-    public static let grandfatheredThrough = 37
+    package static let grandfatheredThrough = 37
 
     /// A release line, `MAJOR.MINOR`: what runs side by side is told apart by these two.
-    public struct ReleaseLine: Comparable, Sendable, CustomStringConvertible {
-        public var major: Int
-        public var minor: Int
+    package struct ReleaseLine: Comparable, Sendable, CustomStringConvertible {
+        package var major: Int
+        package var minor: Int
 
         /// From `MAJOR.MINOR` or `MAJOR.MINOR.PATCH`.
-        public init?(_ text: String) {
+        package init?(_ text: String) {
             let parts = text.split(separator: ".", omittingEmptySubsequences: false)
             guard parts.count == 2 || parts.count == 3, let major = Int(parts[0]), let minor = Int(parts[1]),
                 parts.count == 2 || Int(parts[2]) != nil
@@ -46,19 +46,19 @@ public struct MigrationPolicy: Sendable {
             self.minor = minor
         }
 
-        public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
-        public var description: String { "\(major).\(minor)" }
+        package static func < (lhs: Self, rhs: Self) -> Bool { (lhs.major, lhs.minor) < (rhs.major, rhs.minor) }
+        package var description: String { "\(major).\(minor)" }
     }
 
     /// One thing the policy refuses, naming the migration and the statement.
-    public struct Violation: Sendable, CustomStringConvertible {
-        public var version: Int
-        public var name: String
+    package struct Violation: Sendable, CustomStringConvertible {
+        package var version: Int
+        package var name: String
         /// The statement, on one line (empty when the violation is about the migration as a whole).
-        public var statement: String
-        public var reason: String
+        package var statement: String
+        package var reason: String
 
-        public var description: String {
+        package var description: String {
             "migration \(version) (\(name)) \(reason)" + (statement.isEmpty ? "" : ": \(statement)")
         }
     }
@@ -69,18 +69,18 @@ public struct MigrationPolicy: Sendable {
     }
 
     /// The release that the tree's next release runs beside.
-    public let release: ReleaseLine
+    package let release: ReleaseLine
     let grandfathered: [Int: String]
 
     /// - Parameter release: the version in `Release.swift`.
-    public init(release: String, grandfathered: [Int: String] = Self.grandfathered) throws {
+    package init(release: String, grandfathered: [Int: String] = Self.grandfathered) throws {
         guard let line = ReleaseLine(release) else { throw InvalidRelease(text: release) }
         self.release = line
         self.grandfathered = grandfathered
     }
 
     /// Everything the policy refuses in `migrations`, in their order; empty when they keep it.
-    public func violations(in migrations: [Migration]) -> [Violation] {
+    package func violations(in migrations: [Migration]) -> [Violation] {
         var violations: [Violation] = []
         var previous: Int?
         for migration in migrations {

@@ -6,14 +6,14 @@ import PostgresNIO
 ///
 /// Versions the database has that it was not given are left alone: a newer release
 /// applied them, and this one runs against its schema during a rolling upgrade.
-public struct Migrator: Sendable {
+package struct Migrator: Sendable {
     /// An arbitrary constant naming this project's migration lock.
     static let advisoryLockKey: Int64 = 0x6368_6563_6b69_6e
 
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
@@ -21,7 +21,7 @@ public struct Migrator: Sendable {
     /// Applies those of `migrations` the database lacks, in version order (a test gives it
     /// `Migration.all` and one more, as the next release would). Returns the versions it applied.
     @discardableResult
-    public func migrate(_ migrations: [Migration] = Migration.all) async throws -> [Int] {
+    package func migrate(_ migrations: [Migration] = Migration.all) async throws -> [Int] {
         try await database.client.withConnection { connection in
             try await connection.perform("SELECT pg_advisory_lock(\(Self.advisoryLockKey))", logger: logger)
             do {

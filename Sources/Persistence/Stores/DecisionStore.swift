@@ -5,17 +5,17 @@ import Shared
 
 /// One fix's decision record as the evaluator hands it over, written out (as the JSON the
 /// decisions API returns) by the recorder, off the batch loop.
-public struct NewDecisionRecord: Sendable {
-    public var key: DeviceKey
-    public var record: DecisionRecord
+package struct NewDecisionRecord: Sendable {
+    package var key: DeviceKey
+    package var record: DecisionRecord
     /// Where its fix was on the fixes topic: an erasure at a later position of the same
     /// partition erases it, whenever it is written.
-    public var partition: Int32?
-    public var offset: Int64?
+    package var partition: Int32?
+    package var offset: Int64?
     /// When the batch that decided it committed (the evaluator's clock).
-    public var evaluatedAt: Date { record.evaluatedAt ?? .distantPast }
+    package var evaluatedAt: Date { record.evaluatedAt ?? .distantPast }
 
-    public init(key: DeviceKey, record: DecisionRecord, partition: Int32? = nil, offset: Int64? = nil) {
+    package init(key: DeviceKey, record: DecisionRecord, partition: Int32? = nil, offset: Int64? = nil) {
         self.key = key
         self.record = record
         self.partition = partition
@@ -24,10 +24,10 @@ public struct NewDecisionRecord: Sendable {
 }
 
 /// A page of a device's decision records, newest first.
-public struct DecisionPage: Sendable {
-    public var records: [DecisionRecord]
+package struct DecisionPage: Sendable {
+    package var records: [DecisionRecord]
     /// Where the next (older) page starts; nil when this one is the last.
-    public var nextCursor: Int64?
+    package var nextCursor: Int64?
 }
 
 /// The decision records (docs/evaluation-rules.md#decision-records), written by the evaluator
@@ -37,15 +37,15 @@ public struct DecisionPage: Sendable {
 /// A row holds a run of one device's records written together, oldest first, one JSON
 /// object per line: Postgres then stores one tuple and one index entry for the run and
 /// parses no column of a record.
-public struct DecisionStore: Sendable {
+package struct DecisionStore: Sendable {
     /// Each device's newest records are kept whatever their age.
-    public static let keptPerDevice = 100
+    package static let keptPerDevice = 100
     /// At most this many records share a row, so that purging, a row at a time, keeps
     /// fewer than `keptPerDevice + recordsPerRow` of a device past the retention.
-    public static let recordsPerRow = 50
+    package static let recordsPerRow = 50
     let logger: Logger
 
-    public init(logger: Logger) {
+    package init(logger: Logger) {
         self.logger = logger
     }
 
@@ -56,7 +56,7 @@ public struct DecisionStore: Sendable {
     /// position, so a row holding any record from before the marker goes whole, with the
     /// records of the device's new start beside it, rather than keep a position it was asked
     /// to forget. The caller holds the position locks of the records' partitions (`ErasureStore`).
-    public func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
+    package func append(_ records: [NewDecisionRecord], on connection: PostgresConnection) async throws {
         guard !records.isEmpty else { return }
         var runs: [DeviceKey: [NewDecisionRecord]] = [:]
         var devices: [DeviceKey] = []
@@ -138,7 +138,7 @@ public struct DecisionStore: Sendable {
     ///
     /// A cursor is a row's id times 2¹⁶ plus how many of that row's records (its oldest) are
     /// still to come; rows hold far fewer than 2¹⁶.
-    public func page(
+    package func page(
         projectId: String, deviceId: String, before cursor: Int64?, limit: Int, on client: PostgresClient
     ) async throws -> DecisionPage {
         let (cursorRow, cursorRemaining) = cursor.map { ($0 >> 16, Int($0 & 0xFFFF)) } ?? (Int64.max >> 16, Int.max)
@@ -174,7 +174,7 @@ public struct DecisionStore: Sendable {
     /// newest `keep`, `batchSize` rows per statement; returns how many records it deleted.
     /// A row goes whole: once its newer rows hold `keep` records (its nearest `keep` newer
     /// rows suffice to tell, each holding one or more).
-    public func purge(
+    package func purge(
         olderThan retention: Duration, keep: Int, now: Date, batchSize: Int = 5000, pause: Duration = .milliseconds(50),
         on client: PostgresClient
     ) async throws -> Int {

@@ -4,23 +4,23 @@ import PostgresNIO
 import Shared
 
 /// One event to send to one endpoint.
-public struct NewDelivery: Sendable {
-    public var endpointId: String
-    public var projectId: String
-    public var eventId: String
-    public var eventType: String
-    public var deviceId: String
+package struct NewDelivery: Sendable {
+    package var endpointId: String
+    package var projectId: String
+    package var eventId: String
+    package var eventType: String
+    package var deviceId: String
     /// When the check-in or check-out happened, for operators reading the queue.
-    public var eventTime: Date
+    package var eventTime: Date
     /// The event's per-device `sequence`: a device's deliveries to an endpoint go out in
     /// this order. Nil for events from before events were numbered; those wait for nothing.
-    public var sequence: Int?
+    package var sequence: Int?
     /// The exact body to send, fixed when the event is accepted so every attempt signs the same bytes.
-    public var payload: String
+    package var payload: String
     /// When the fix that decided the event was accepted, if known: its webhook is timed from it.
-    public var fixAcceptedAt: Date?
+    package var fixAcceptedAt: Date?
 
-    public init(
+    package init(
         endpointId: String, projectId: String, eventId: String, eventType: String, deviceId: String, eventTime: Date,
         sequence: Int?, payload: String, fixAcceptedAt: Date? = nil
     ) {
@@ -39,29 +39,29 @@ public struct NewDelivery: Sendable {
 /// A delivery claimed for one attempt and leased to its notifier, as the database holds it:
 /// its endpoint's secrets still sealed, for the notifier to open (``WebhookStore`` never
 /// decides what a delivery that cannot be signed becomes).
-public struct ClaimedDelivery: Sendable {
-    public var id: Int64
-    public var endpointId: String
-    public var projectId: String
-    public var url: String
+package struct ClaimedDelivery: Sendable {
+    package var id: Int64
+    package var endpointId: String
+    package var projectId: String
+    package var url: String
     /// The endpoint's current secrets, newest first, sealed under the deployment's key.
-    public var sealedSecrets: [String]
-    public var eventId: String
-    public var deviceId: String
-    public var sequence: Int?
+    package var sealedSecrets: [String]
+    package var eventId: String
+    package var deviceId: String
+    package var sequence: Int?
     /// The event's body; nil were it not kept (never for a delivery that is not erased).
-    public var payload: String?
+    package var payload: String?
     /// Attempts so far, including this one.
-    public var attempt: Int
+    package var attempt: Int
     /// Claimed although the device's previous event never reached this endpoint's queue
     /// within the gap hold.
-    public var skippedGap: Bool
+    package var skippedGap: Bool
     /// When it was queued, and when the fix that decided its event was accepted: the
     /// pipeline's stages are timed from them.
-    public var queuedAt: Date?
-    public var fixAcceptedAt: Date?
+    package var queuedAt: Date?
+    package var fixAcceptedAt: Date?
 
-    public init(
+    package init(
         id: Int64, endpointId: String, projectId: String, url: String, sealedSecrets: [String], eventId: String,
         deviceId: String, sequence: Int?, payload: String?, attempt: Int, skippedGap: Bool = false, queuedAt: Date? = nil,
         fixAcceptedAt: Date? = nil
@@ -83,8 +83,8 @@ public struct ClaimedDelivery: Sendable {
 }
 
 /// What one attempt came to, as the dispatcher records it.
-public struct DeliveryResult: Sendable {
-    public enum Outcome: Sendable, Equatable {
+package struct DeliveryResult: Sendable {
+    package enum Outcome: Sendable, Equatable {
         case delivered
         /// Try again after this long.
         case retry(after: Duration)
@@ -92,15 +92,15 @@ public struct DeliveryResult: Sendable {
         case failed
     }
 
-    public var deliveryId: Int64
-    public var attempt: Int
-    public var startedAt: Date
-    public var latency: Duration
-    public var statusCode: Int?
-    public var error: String?
-    public var outcome: Outcome
+    package var deliveryId: Int64
+    package var attempt: Int
+    package var startedAt: Date
+    package var latency: Duration
+    package var statusCode: Int?
+    package var error: String?
+    package var outcome: Outcome
 
-    public init(
+    package init(
         deliveryId: Int64, attempt: Int, startedAt: Date, latency: Duration, statusCode: Int?, error: String?,
         outcome: Outcome
     ) {
@@ -114,7 +114,7 @@ public struct DeliveryResult: Sendable {
     }
 }
 
-public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
+package enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
     case pending, delivered, failed
     /// Never to be sent: its device was erased before it was delivered.
     case cancelled
@@ -122,12 +122,12 @@ public enum DeliveryStatus: String, Sendable, Codable, CaseIterable {
 
 /// Which deliveries a list shows: one status, or the pending ones attempted at least once
 /// (`retrying`, as `checkin status` and the metrics count them).
-public enum DeliveryListFilter: Sendable, Equatable {
+package enum DeliveryListFilter: Sendable, Equatable {
     case status(DeliveryStatus)
     case retrying
 
     /// `pending`, `retrying`, `delivered`, `failed` or `cancelled`; nil for anything else.
-    public init?(_ text: String) {
+    package init?(_ text: String) {
         if text == "retrying" {
             self = .retrying
         } else if let status = DeliveryStatus(rawValue: text) {
@@ -137,31 +137,31 @@ public enum DeliveryListFilter: Sendable, Equatable {
         }
     }
 
-    public static let names = "pending, retrying, delivered, failed or cancelled"
+    package static let names = "pending, retrying, delivered, failed or cancelled"
 }
 
 /// A page of a project's deliveries, newest first.
-public struct DeliveryPage: Sendable {
-    public var deliveries: [DeliveryRecord]
+package struct DeliveryPage: Sendable {
+    package var deliveries: [DeliveryRecord]
     /// Where the next (older) page starts; nil when this one is the last.
-    public var nextCursor: Int64?
+    package var nextCursor: Int64?
 }
 
 /// A delivery as listed to operators.
-public struct DeliveryRecord: Sendable, Codable, Equatable {
+package struct DeliveryRecord: Sendable, Codable, Equatable {
     /// Written as its identifier, `dlv_42`.
-    @DeliveryIdentifierCoded public var id: Int64
-    public var endpointId: String
-    public var eventId: String
-    public var eventType: String
-    public var deviceId: String
-    public var sequence: Int?
-    public var status: DeliveryStatus
-    public var attempts: Int
-    public var lastStatusCode: Int?
-    public var lastError: String?
-    public var createdAt: Date
-    public var deliveredAt: Date?
+    @DeliveryIdentifierCoded package var id: Int64
+    package var endpointId: String
+    package var eventId: String
+    package var eventType: String
+    package var deviceId: String
+    package var sequence: Int?
+    package var status: DeliveryStatus
+    package var attempts: Int
+    package var lastStatusCode: Int?
+    package var lastError: String?
+    package var createdAt: Date
+    package var deliveredAt: Date?
 
     static let columns = """
         id, endpoint_id, event_id, event_type, device_id, sequence, status, attempts, last_status_code, last_error,
@@ -187,20 +187,20 @@ public struct DeliveryRecord: Sendable, Codable, Equatable {
 }
 
 /// One attempt of a delivery, as kept for operators.
-public struct DeliveryAttemptRecord: Sendable, Codable, Equatable {
+package struct DeliveryAttemptRecord: Sendable, Codable, Equatable {
     /// 1 until the delivery is replayed, 2 after its first replay, and so on: a replay counts
     /// the attempts from 1 again (the back-off starts over), so `attempt` alone repeats.
-    public var round: Int
+    package var round: Int
     /// Its number within the round.
-    public var attempt: Int
-    public var startedAt: Date
-    public var latencyMilliseconds: Double
-    public var statusCode: Int?
-    public var error: String?
+    package var attempt: Int
+    package var startedAt: Date
+    package var latencyMilliseconds: Double
+    package var statusCode: Int?
+    package var error: String?
 }
 
 /// What a pending delivery waits for before its next attempt.
-public enum DeliveryWait: String, Sendable, Codable {
+package enum DeliveryWait: String, Sendable, Codable {
     /// Its time, `nextAttemptAt`: the first attempt, a retry's back-off, or a gap's hold.
     case nextAttempt
     /// The attempt being made now.
@@ -213,34 +213,34 @@ public enum DeliveryWait: String, Sendable, Codable {
 
 /// A delivery with what it sends, where, what it waits for, its replays and every attempt
 /// made so far (oldest first): what an operator asks about one delivery.
-public struct DeliveryDetail: Sendable, Codable, Equatable {
-    public var delivery: DeliveryRecord
-    public var endpointUrl: String
+package struct DeliveryDetail: Sendable, Codable, Equatable {
+    package var delivery: DeliveryRecord
+    package var endpointUrl: String
     /// The exact body every attempt sends; nil once the device's data was erased.
-    public var payload: String?
+    package var payload: String?
     /// For a pending delivery only.
-    public var waitingFor: DeliveryWait?
+    package var waitingFor: DeliveryWait?
     /// When it is due (with `waitingFor` `nextAttempt`).
-    public var nextAttemptAt: Date?
+    package var nextAttemptAt: Date?
     /// When it was queued again, oldest first: round `n + 1` of the attempt log began at `replays[n - 1]`.
-    public var replays: [Date]
-    public var attemptLog: [DeliveryAttemptRecord]
+    package var replays: [Date]
+    package var attemptLog: [DeliveryAttemptRecord]
 }
 
 
 /// Deliveries queued again.
-public struct ReplayedDeliveries: Sendable, Equatable {
-    public var ids: [Int64]
+package struct ReplayedDeliveries: Sendable, Equatable {
+    package var ids: [Int64]
     /// The disabled endpoints among the deliveries': what is queued for them waits until they
     /// are enabled again, which whoever replays them should be told.
-    public var disabledEndpoints: [String]
+    package var disabledEndpoints: [String]
     /// Deliveries asked for by id that the project does not have; when any are, none was
     /// queued again.
-    public var missing: [Int64] = []
+    package var missing: [Int64] = []
     /// Deliveries asked for by id that were erased with their device: their rows are kept
     /// (without the payload), so they cannot be sent again; when any are, none was queued again.
-    public var erased: [Int64] = []
+    package var erased: [Int64] = []
     /// Deliveries asked for by id that are still pending (queued, in flight or retrying);
     /// when any are, none was queued again.
-    public var pending: [Int64] = []
+    package var pending: [Int64] = []
 }

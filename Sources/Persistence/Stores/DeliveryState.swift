@@ -20,7 +20,7 @@ import PostgresNIO
 /// The database refuses a lease that is half there (an owner without an end, or the other way
 /// round) and a lease on a delivery that is no longer pending (`deliveries_lease_whole`,
 /// `deliveries_lease_pending`).
-public enum DeliveryState: String, Sendable, Codable, CaseIterable {
+package enum DeliveryState: String, Sendable, Codable, CaseIterable {
     case queued
     case inFlight = "in-flight"
     case retrying
@@ -32,7 +32,7 @@ public enum DeliveryState: String, Sendable, Codable, CaseIterable {
 
 extension WebhookStore {
     /// The state of each of these deliveries that exists, as `delivery_states` names it.
-    public func states(of ids: [Int64]) async throws -> [Int64: DeliveryState] {
+    package func states(of ids: [Int64]) async throws -> [Int64: DeliveryState] {
         guard !ids.isEmpty else { return [:] }
         let rows = try await database.client.query(
             "SELECT id, state FROM delivery_states WHERE id = ANY(\(ids)::bigint[])", logger: logger)
@@ -48,7 +48,7 @@ extension WebhookStore {
 }
 
 /// The database named a state this build does not know: a newer release's view.
-public struct DeliveryStateUnknown: Error, CustomStringConvertible {
-    public var name: String
-    public var description: String { "the database names a delivery state this release does not know: \(name)" }
+package struct DeliveryStateUnknown: Error, CustomStringConvertible {
+    package var name: String
+    package var description: String { "the database names a delivery state this release does not know: \(name)" }
 }

@@ -6,28 +6,28 @@ import Shared
 /// What is kept about one device, for those who ask why it did or did not check in: its
 /// state as the evaluator last wrote it and its decision records
 /// (docs/evaluation-rules.md#decision-records).
-public struct DeviceRecords: Sendable {
-    public let database: Database
+package struct DeviceRecords: Sendable {
+    package let database: Database
     let logger: Logger
     let decisions: DecisionStore
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
         self.decisions = DecisionStore(logger: logger)
     }
 
     /// The project's event log, which the device's events are part of.
-    public var eventLog: EventLogStore { EventLogStore(database: database, logger: logger) }
+    package var eventLog: EventLogStore { EventLogStore(database: database, logger: logger) }
 
     /// The device's stored state row; nil when the device has none (never seen, or purged).
-    public struct StateRow: Sendable {
-        public var state: [UInt8]
-        public var staleAt: Date?
-        public var lastFixAt: Date?
+    package struct StateRow: Sendable {
+        package var state: [UInt8]
+        package var staleAt: Date?
+        package var lastFixAt: Date?
     }
 
-    public func state(projectId: String, deviceId: String) async throws -> StateRow? {
+    package func state(projectId: String, deviceId: String) async throws -> StateRow? {
         let rows = try await database.client.query(
             """
             SELECT \(unescaped: DeviceStateStore.storedState), s.stale_at, s.last_fix_at
@@ -40,12 +40,12 @@ public struct DeviceRecords: Sendable {
     }
 
     /// A page of the device's decision records, newest first.
-    public func decisions(projectId: String, deviceId: String, before cursor: Int64?, limit: Int) async throws -> DecisionPage {
+    package func decisions(projectId: String, deviceId: String, before cursor: Int64?, limit: Int) async throws -> DecisionPage {
         try await decisions.page(projectId: projectId, deviceId: deviceId, before: cursor, limit: limit, on: database.client)
     }
 
     /// The newest entry about each of `zoneIds` among the device's last `scanning` records.
-    public func latestEntries(
+    package func latestEntries(
         projectId: String, deviceId: String, zoneIds: Set<String>, scanning: Int = 200
     ) async throws -> [String: DecisionEntry] {
         guard !zoneIds.isEmpty else { return [:] }

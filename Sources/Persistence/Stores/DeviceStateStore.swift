@@ -3,22 +3,22 @@ import Logging
 import PostgresNIO
 
 /// Identifies one device of one project: the unit of evaluation state.
-public struct DeviceKey: Sendable, Hashable, Comparable {
-    public var projectId: String
-    public var deviceId: String
+package struct DeviceKey: Sendable, Hashable, Comparable {
+    package var projectId: String
+    package var deviceId: String
 
-    public init(projectId: String, deviceId: String) {
+    package init(projectId: String, deviceId: String) {
         self.projectId = projectId
         self.deviceId = deviceId
     }
 
-    public static func < (lhs: DeviceKey, rhs: DeviceKey) -> Bool {
+    package static func < (lhs: DeviceKey, rhs: DeviceKey) -> Bool {
         (lhs.projectId, lhs.deviceId) < (rhs.projectId, rhs.deviceId)
     }
 
     /// A 64-bit FNV-1a digest of the project and the device, by which the device's decision
     /// records are indexed (stable across processes and versions: it is stored).
-    public var recordKey: Int64 {
+    package var recordKey: Int64 {
         var hash: UInt64 = 0xcbf2_9ce4_8422_2325
         func add(_ byte: UInt8) {
             hash ^= UInt64(byte)
@@ -33,17 +33,17 @@ public struct DeviceKey: Sendable, Hashable, Comparable {
 
 /// A device's engine state as stored: the bytes the engine wrote (its binary encoding,
 /// or JSON in rows from before it), plus the columns the stale check-out sweep queries by.
-public struct StoredDeviceState: Sendable {
-    public var key: DeviceKey
-    public var state: [UInt8]
-    public var lastFixAt: Date?
+package struct StoredDeviceState: Sendable {
+    package var key: DeviceKey
+    package var state: [UInt8]
+    package var lastFixAt: Date?
     /// When a stale check-out is due; nil when the device is checked into nothing that can time out.
-    public var staleAt: Date?
+    package var staleAt: Date?
     /// The fixes topic's partition the device's fixes come from: its owner judges the
     /// stale check-out, against how far that partition has been consumed.
-    public var partition: Int32?
+    package var partition: Int32?
 
-    public init(key: DeviceKey, state: [UInt8], lastFixAt: Date?, staleAt: Date?, partition: Int32? = nil) {
+    package init(key: DeviceKey, state: [UInt8], lastFixAt: Date?, staleAt: Date?, partition: Int32? = nil) {
         self.key = key
         self.state = state
         self.lastFixAt = lastFixAt
@@ -54,16 +54,16 @@ public struct StoredDeviceState: Sendable {
 
 /// Device states, read and written inside the caller's transaction so that the
 /// state, the consumer offsets and the decision they led to commit together.
-public struct DeviceStateStore: Sendable {
+package struct DeviceStateStore: Sendable {
     let logger: Logger
 
-    public init(logger: Logger) {
+    package init(logger: Logger) {
         self.logger = logger
     }
 
     /// Loads and row-locks the states of these devices (absent: never seen). Locks are
     /// taken in key order so that concurrent batches cannot deadlock.
-    public func lockStates(_ keys: Set<DeviceKey>, on connection: PostgresConnection) async throws -> [DeviceKey: [UInt8]] {
+    package func lockStates(_ keys: Set<DeviceKey>, on connection: PostgresConnection) async throws -> [DeviceKey: [UInt8]] {
         let sorted = keys.sorted()
         let projects = sorted.map(\.projectId)
         let devices = sorted.map(\.deviceId)
@@ -87,7 +87,7 @@ public struct DeviceStateStore: Sendable {
     /// not rewritten since states were stored in binary.
     static let storedState = "COALESCE(s.state_binary, convert_to(s.state::text, 'UTF8'))"
 
-    public func save(_ states: [StoredDeviceState], on connection: PostgresConnection) async throws {
+    package func save(_ states: [StoredDeviceState], on connection: PostgresConnection) async throws {
         guard !states.isEmpty else { return }
         let sorted = states.sorted { $0.key < $1.key }
         let epoch = Date(timeIntervalSince1970: 0)
@@ -114,7 +114,7 @@ public struct DeviceStateStore: Sendable {
     /// One step of a walk through every state in key order: the next `limit` devices after
     /// `cursor`, each with its state when it was last written before `cutoff` (a candidate
     /// for deletion). `last` is where the next step starts; nil when the walk is over.
-    public func scanSilent(after cursor: DeviceKey?, cutoff: Date, limit: Int, on connection: PostgresConnection) async throws
+    package func scanSilent(after cursor: DeviceKey?, cutoff: Date, limit: Int, on connection: PostgresConnection) async throws
         -> (candidates: [(key: DeviceKey, state: [UInt8])], last: DeviceKey?)
     {
         let rows = try await connection.query(
@@ -139,7 +139,7 @@ public struct DeviceStateStore: Sendable {
 
     /// Deletes these devices' states if they are still unwritten since before `cutoff` (a
     /// device heard from meanwhile stays); rows a batch holds are skipped, never waited for.
-    public func delete(_ keys: [DeviceKey], writtenBefore cutoff: Date, on connection: PostgresConnection) async throws -> Int {
+    package func delete(_ keys: [DeviceKey], writtenBefore cutoff: Date, on connection: PostgresConnection) async throws -> Int {
         guard !keys.isEmpty else { return 0 }
         let rows = try await connection.query(
             """
@@ -167,7 +167,7 @@ public struct DeviceStateStore: Sendable {
     /// `partitions` (those the caller owns) are claimed, and devices whose partition is
     /// not known yet (rows older than the column) once every partition has been consumed
     /// past their deadline.
-    public func claimStale(
+    package func claimStale(
         dueBy now: Date, group: String, topic: String, partitions: [Int32], limit: Int, on connection: PostgresConnection
     ) async throws -> [StoredDeviceState] {
         let rows = try await connection.query(

@@ -5,12 +5,12 @@ import Shared
 
 /// Where an erasure marker landed on the fixes topic: the device's fixes at lower offsets of
 /// this partition were accepted before the erasure, the ones after it start the device afresh.
-public struct ErasurePosition: Sendable, Hashable {
-    public var topic: String
-    public var partition: Int32
-    public var offset: Int64
+package struct ErasurePosition: Sendable, Hashable {
+    package var topic: String
+    package var partition: Int32
+    package var offset: Int64
 
-    public init(topic: String, partition: Int32, offset: Int64) {
+    package init(topic: String, partition: Int32, offset: Int64) {
         self.topic = topic
         self.partition = partition
         self.offset = offset
@@ -18,20 +18,20 @@ public struct ErasurePosition: Sendable, Hashable {
 }
 
 /// What erasing a device removed.
-public struct DeviceErasure: Sendable, Codable, Equatable {
-    public var deviceId: String
+package struct DeviceErasure: Sendable, Codable, Equatable {
+    package var deviceId: String
     /// 1 when the device had a state.
-    public var states: Int
-    public var decisionRecords: Int
-    public var loggedEvents: Int
+    package var states: Int
+    package var decisionRecords: Int
+    package var loggedEvents: Int
     /// Events decided but not yet published, which now never will be.
-    public var unpublishedEvents: Int
+    package var unpublishedEvents: Int
     /// Deliveries whose payload was erased: delivered or failed ones keep their status,
     /// undelivered ones are cancelled.
-    public var deliveriesErased: Int
-    public var deliveriesCancelled: Int
+    package var deliveriesErased: Int
+    package var deliveriesCancelled: Int
 
-    public init(
+    package init(
         deviceId: String, states: Int = 0, decisionRecords: Int = 0, loggedEvents: Int = 0, unpublishedEvents: Int = 0,
         deliveriesErased: Int = 0, deliveriesCancelled: Int = 0
     ) {
@@ -47,23 +47,23 @@ public struct DeviceErasure: Sendable, Codable, Equatable {
 
 /// The erasures carried out at positions an evaluator's batch is about to pass, by device:
 /// a fix of one of these devices at a lower offset of the same partition is not evaluated.
-public struct ErasureMarks: Sendable {
+package struct ErasureMarks: Sendable {
     /// The highest marker offset per device (`DeviceKey.recordKey`) and partition.
     var markers: [Int64: [Int32: Int64]] = [:]
 
-    public init() {}
+    package init() {}
 
-    public mutating func add(deviceKey: Int64, partition: Int32, offset: Int64) {
+    package mutating func add(deviceKey: Int64, partition: Int32, offset: Int64) {
         markers[deviceKey, default: [:]][partition] = max(markers[deviceKey]?[partition] ?? offset, offset)
     }
 
     /// Whether the fix of `key` at `offset` of `partition` was accepted before an erasure of its device.
-    public func erases(_ key: DeviceKey, partition: Int32, offset: Int64) -> Bool {
+    package func erases(_ key: DeviceKey, partition: Int32, offset: Int64) -> Bool {
         guard !markers.isEmpty, let marker = markers[key.recordKey]?[partition] else { return false }
         return offset < marker
     }
 
-    public var isEmpty: Bool { markers.isEmpty }
+    package var isEmpty: Bool { markers.isEmpty }
 }
 
 /// Erasing a device exactly (docs/evaluation-rules.md#device-erasure): what was accepted before
@@ -82,18 +82,18 @@ public struct ErasureMarks: Sendable {
 ///   erased with the rest, or sees its marker, and drops the device's earlier fixes);
 /// - the intake lock of a project, held shared by the notifier's queueing, exclusively by the
 ///   sweep that follows an erasure (so a delivery queued while the erasure ran is cancelled).
-public struct ErasureStore: Sendable {
+package struct ErasureStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
     /// How long erasures and erased event ids are kept: longer than the topics keep records
     /// (Kafka's default retention is 7 days), so that a replay of the topics honours them.
-    public static let retention: Duration = .seconds(30 * 86_400)
+    package static let retention: Duration = .seconds(30 * 86_400)
 
     /// The first advisory lock key of a project's intake lock; the position locks use the
     /// topic's `hashtext`.
@@ -102,7 +102,7 @@ public struct ErasureStore: Sendable {
     // MARK: Requesting and carrying out
 
     /// Records that the device is to be erased; the marker written next carries the id.
-    public func request(projectId: String, deviceId: String) async throws -> Int64 {
+    package func request(projectId: String, deviceId: String) async throws -> Int64 {
         let key = DeviceKey(projectId: projectId, deviceId: deviceId).recordKey
         let rows = try await database.client.query(
             "INSERT INTO erasures (project_id, device_key) VALUES (\(projectId), \(key)) RETURNING id", logger: logger)
@@ -113,7 +113,7 @@ public struct ErasureStore: Sendable {
     /// Carries out the erasure at its marker's position, unless the evaluator reached the
     /// marker first and did; either way returns what carrying it out removed, or nil when
     /// there is no such erasure of this device.
-    public func carryOut(id: Int64, projectId: String, deviceId: String, at position: ErasurePosition) async throws
+    package func carryOut(id: Int64, projectId: String, deviceId: String, at position: ErasurePosition) async throws
         -> DeviceErasure?
     {
         try await database.withTransaction { connection in
@@ -143,7 +143,7 @@ public struct ErasureStore: Sendable {
     ///
     /// It first holds the position lock of the marker's partition exclusively: a batch of
     /// that partition, or a write of its decision records, commits first and is erased too.
-    public func carryOut(
+    package func carryOut(
         id: Int64, projectId: String, deviceId: String, at position: ErasurePosition, on connection: PostgresConnection
     ) async throws -> DeviceErasure? {
         let key = DeviceKey(projectId: projectId, deviceId: deviceId).recordKey
@@ -213,7 +213,7 @@ public struct ErasureStore: Sendable {
     /// Cancels the deliveries of the erased events that were queued while the erasure ran
     /// (their queueing began before it committed), after every queueing of the project that
     /// began before it has committed. Returns how many it erased and cancelled.
-    public func sweep(id: Int64, projectId: String, deviceId: String) async throws -> (erased: Int, cancelled: Int) {
+    package func sweep(id: Int64, projectId: String, deviceId: String) async throws -> (erased: Int, cancelled: Int) {
         try await database.withTransaction { connection in
             try await connection.perform(
                 "SELECT pg_advisory_xact_lock(\(Self.intakeLockClass), hashtext(\(projectId)))", logger: logger)
@@ -287,7 +287,7 @@ public struct ErasureStore: Sendable {
 
     /// Holds the position locks of these fixes partitions (shared) until the caller's
     /// transaction ends: an erasure at one of them waits for it, or it for the erasure.
-    public static func holdPositions(topic: String, partitions: some Collection<Int32>, on connection: PostgresConnection, logger: Logger)
+    package static func holdPositions(topic: String, partitions: some Collection<Int32>, on connection: PostgresConnection, logger: Logger)
         async throws
     {
         guard !partitions.isEmpty else { return }
@@ -311,7 +311,7 @@ public struct ErasureStore: Sendable {
 
     /// The erasures carried out at positions past `firstOffsets` (the first offset of each
     /// partition a batch holds), in the caller's transaction, after `holdPositions`.
-    public func marks(topic: String, from firstOffsets: [Int32: Int64], on connection: PostgresConnection) async throws
+    package func marks(topic: String, from firstOffsets: [Int32: Int64], on connection: PostgresConnection) async throws
         -> ErasureMarks
     {
         var marks = ErasureMarks()
@@ -334,7 +334,7 @@ public struct ErasureStore: Sendable {
     }
 
     /// Removes erasures and erased event ids past their retention, and requests never carried out.
-    public func purge(before cutoff: Date) async throws -> Int {
+    package func purge(before cutoff: Date) async throws -> Int {
         try await database.withTransaction { connection in
             var purged: [Int64] = []
             for try await id in try await connection.query(

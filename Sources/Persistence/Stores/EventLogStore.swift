@@ -4,15 +4,15 @@ import PostgresNIO
 import Shared
 
 /// Which events of a project to list (every filter optional).
-public struct EventFilter: Sendable {
-    public var deviceId: String?
-    public var zoneId: String?
-    public var type: EventType?
+package struct EventFilter: Sendable {
+    package var deviceId: String?
+    package var zoneId: String?
+    package var type: EventType?
     /// The check-in or check-out happened at or after `from`, and before `until`.
-    public var from: Date?
-    public var until: Date?
+    package var from: Date?
+    package var until: Date?
 
-    public init(deviceId: String? = nil, zoneId: String? = nil, type: EventType? = nil, from: Date? = nil, until: Date? = nil) {
+    package init(deviceId: String? = nil, zoneId: String? = nil, type: EventType? = nil, from: Date? = nil, until: Date? = nil) {
         self.deviceId = deviceId
         self.zoneId = zoneId
         self.type = type
@@ -22,41 +22,41 @@ public struct EventFilter: Sendable {
 }
 
 /// Where one event stands with one endpoint.
-public struct EventDeliveryState: Sendable, Codable, Equatable {
-    public var endpointId: String
+package struct EventDeliveryState: Sendable, Codable, Equatable {
+    package var endpointId: String
     /// Written as its identifier, `dlv_42`.
-    @DeliveryIdentifierCoded public var deliveryId: Int64
-    public var status: String
-    public var attempts: Int
-    public var lastStatusCode: Int?
-    public var lastError: String?
-    public var deliveredAt: Date?
+    @DeliveryIdentifierCoded package var deliveryId: Int64
+    package var status: String
+    package var attempts: Int
+    package var lastStatusCode: Int?
+    package var lastError: String?
+    package var deliveredAt: Date?
 }
 
 /// An event of the log with the state of its deliveries.
-public struct LoggedEvent: Sendable, Codable, Equatable {
-    public var event: CheckEvent
-    public var decidedAt: Date
-    public var deliveries: [EventDeliveryState]
+package struct LoggedEvent: Sendable, Codable, Equatable {
+    package var event: CheckEvent
+    package var decidedAt: Date
+    package var deliveries: [EventDeliveryState]
 }
 
-public struct EventPage: Sendable {
-    public var events: [LoggedEvent]
-    public var nextCursor: Int64?
+package struct EventPage: Sendable {
+    package var events: [LoggedEvent]
+    package var nextCursor: Int64?
 }
 
 /// The event log (docs/evaluation-rules.md#reading-decision-records): events as decided, newest first, each with its
 /// deliveries per endpoint. Written by `EventOutboxStore.add`; purged past a retention.
-public struct EventLogStore: Sendable {
+package struct EventLogStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
-    public func page(projectId: String, filter: EventFilter, before cursor: Int64?, limit: Int) async throws -> EventPage {
+    package func page(projectId: String, filter: EventFilter, before cursor: Int64?, limit: Int) async throws -> EventPage {
         let rows = try await database.client.query(
             """
             SELECT id, event, decided_at FROM event_log
@@ -113,7 +113,7 @@ public struct EventLogStore: Sendable {
     }
 
     /// Deletes events decided before `now - retention`, `batchSize` per statement.
-    public func purge(olderThan retention: Duration, now: Date, batchSize: Int = 5000) async throws -> Int {
+    package func purge(olderThan retention: Duration, now: Date, batchSize: Int = 5000) async throws -> Int {
         let cutoff = now.addingTimeInterval(-retention.seconds)
         var purged = 0
         while true {

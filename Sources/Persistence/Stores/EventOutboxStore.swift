@@ -4,14 +4,14 @@ import PostgresNIO
 
 /// An event decided and committed with its device state, waiting to be published.
 /// What the event log files an event under (the rest is in its JSON).
-public struct EventLogKeys: Sendable, Equatable {
-    public var projectId: String
-    public var zoneId: String
+package struct EventLogKeys: Sendable, Equatable {
+    package var projectId: String
+    package var zoneId: String
     /// When the check-in or check-out happened.
-    public var eventTime: Date
-    public var sequence: Int
+    package var eventTime: Date
+    package var sequence: Int
 
-    public init(projectId: String, zoneId: String, eventTime: Date, sequence: Int) {
+    package init(projectId: String, zoneId: String, eventTime: Date, sequence: Int) {
         self.projectId = projectId
         self.zoneId = zoneId
         self.eventTime = eventTime
@@ -19,27 +19,27 @@ public struct EventLogKeys: Sendable, Equatable {
     }
 }
 
-public struct OutboxEvent: Sendable, Equatable {
+package struct OutboxEvent: Sendable, Equatable {
     /// Set once stored.
-    public var id: Int64
+    package var id: Int64
     /// The fixes topic's partition the deciding fix came from (-1 when unknown).
-    public var sourcePartition: Int32
+    package var sourcePartition: Int32
     /// The event topic it goes to.
-    public var topic: String
-    public var deviceId: String
-    public var eventId: String
-    public var eventType: String
+    package var topic: String
+    package var deviceId: String
+    package var eventId: String
+    package var eventType: String
     /// The encoded event, exactly as published.
-    public var event: String
+    package var event: String
     /// When the fix that decided it was accepted (its record's time), if known.
-    public var fixAcceptedAt: Date?
+    package var fixAcceptedAt: Date?
     /// When it was decided (written to the outbox); set once stored.
-    public var decidedAt: Date?
+    package var decidedAt: Date?
     /// What the event log keeps it by; an event without a project (as in tests of the relay
     /// alone) is not logged.
-    public var log: EventLogKeys?
+    package var log: EventLogKeys?
 
-    public init(
+    package init(
         id: Int64 = 0, sourcePartition: Int32, topic: String, deviceId: String, eventId: String, eventType: String,
         event: String, fixAcceptedAt: Date? = nil, decidedAt: Date? = nil, log: EventLogKeys? = nil
     ) {
@@ -58,17 +58,17 @@ public struct OutboxEvent: Sendable, Equatable {
 
 /// The evaluator's outbox (`event_outbox`): events are added in the transaction that
 /// saves the states deciding them and removed once the broker has them.
-public struct EventOutboxStore: Sendable {
+package struct EventOutboxStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
     /// Adds events, in order, in the caller's transaction.
-    public func add(
+    package func add(
         _ events: [OutboxEvent], group: String, sourceTopic: String, on connection: PostgresConnection
     ) async throws {
         guard !events.isEmpty else { return }
@@ -104,7 +104,7 @@ public struct EventOutboxStore: Sendable {
     /// most `limit` of each, each partition's in the order they were decided. Each partition
     /// is read on its own in id order from the index, so that one partition's backlog
     /// neither crowds the others out nor costs a sort.
-    public func waiting(group: String, sourceTopic: String, partitions: [Int32], limit: Int) async throws
+    package func waiting(group: String, sourceTopic: String, partitions: [Int32], limit: Int) async throws
         -> [OutboxEvent]
     {
         let rows = try await database.client.query(
@@ -132,7 +132,7 @@ public struct EventOutboxStore: Sendable {
     }
 
     /// Removes events the broker has (or that were set aside).
-    public func remove(ids: [Int64]) async throws {
+    package func remove(ids: [Int64]) async throws {
         guard !ids.isEmpty else { return }
         try await database.client.perform("DELETE FROM event_outbox WHERE id = ANY(\(ids)::int8[])", logger: logger)
     }

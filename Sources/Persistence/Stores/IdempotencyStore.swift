@@ -12,17 +12,17 @@ import Shared
 /// runs (`holding`): it is taken over only after `abandonedAfter` without a renewal, when its
 /// process is gone, however long the request itself has been running. A request whose claim
 /// was taken over all the same (its renewals failed) stores and releases nothing of the new one.
-public struct IdempotencyStore: Sendable {
+package struct IdempotencyStore: Sendable {
     /// An answer as it is replayed: the status, the headers that say what the body is, where
     /// the new resource is and which version of it the answer made, and the body.
-    public struct Answer: Sendable, Equatable {
-        public var status: Int
-        public var contentType: String?
-        public var location: String?
-        public var entityTag: String?
-        public var body: [UInt8]
+    package struct Answer: Sendable, Equatable {
+        package var status: Int
+        package var contentType: String?
+        package var location: String?
+        package var entityTag: String?
+        package var body: [UInt8]
 
-        public init(status: Int, contentType: String?, location: String?, entityTag: String? = nil, body: [UInt8]) {
+        package init(status: Int, contentType: String?, location: String?, entityTag: String? = nil, body: [UInt8]) {
             self.status = status
             self.contentType = contentType
             self.location = location
@@ -32,14 +32,14 @@ public struct IdempotencyStore: Sendable {
     }
 
     /// The request that first used a key, as far as a resend must match it.
-    public struct Fingerprint: Sendable, Equatable {
-        public var method: String
-        public var path: String
+    package struct Fingerprint: Sendable, Equatable {
+        package var method: String
+        package var path: String
         /// The version the request was guarded by: with another one it is another request.
-        public var ifMatch: String?
-        public var bodyHash: String
+        package var ifMatch: String?
+        package var bodyHash: String
 
-        public init(method: String, path: String, ifMatch: String? = nil, bodyHash: String) {
+        package init(method: String, path: String, ifMatch: String? = nil, bodyHash: String) {
             self.method = method
             self.path = path
             self.ifMatch = ifMatch
@@ -49,14 +49,14 @@ public struct IdempotencyStore: Sendable {
 
     /// A key as one request holds it: what it renews, answers and releases, as long as the
     /// claim is still its own.
-    public struct ClaimedKey: Sendable, Equatable {
-        public var scope: String
-        public var key: String
+    package struct ClaimedKey: Sendable, Equatable {
+        package var scope: String
+        package var key: String
         /// New at every claim, so that a claim taken over is told from the one before.
-        public var token: UUID
+        package var token: UUID
     }
 
-    public enum Claim: Sendable, Equatable {
+    package enum Claim: Sendable, Equatable {
         /// The key is this request's: run it (`holding` the claim), then `complete` or `release` it.
         case claimed(ClaimedKey)
         /// The same request was answered before: answer this again.
@@ -68,25 +68,25 @@ public struct IdempotencyStore: Sendable {
     }
 
     /// How long an answer is kept (and a key stays taken).
-    public static let retention: Duration = .seconds(86_400)
+    package static let retention: Duration = .seconds(86_400)
     /// A claim not renewed for this long was abandoned (its process died) and may be taken over.
-    public static let abandonedAfter: Duration = .seconds(120)
+    package static let abandonedAfter: Duration = .seconds(120)
     /// How often a running request renews its claim: a quarter of `abandonedAfter`, so that
     /// a claim is taken over only after several renewals in a row were missed, never while a
     /// slow request (a large replay, a restore waiting for a lock) still runs.
-    public static let renewalInterval: Duration = .seconds(30)
+    package static let renewalInterval: Duration = .seconds(30)
 
     let database: Database
     let logger: Logger
     let sealer: SecretSealer
 
-    public init(database: Database, logger: Logger, sealer: SecretSealer) {
+    package init(database: Database, logger: Logger, sealer: SecretSealer) {
         self.database = database
         self.logger = logger
         self.sealer = sealer
     }
 
-    public func claim(scope: String, key: String, fingerprint: Fingerprint) async throws -> Claim {
+    package func claim(scope: String, key: String, fingerprint: Fingerprint) async throws -> Claim {
         let retentionSeconds = Double(Self.retention.components.seconds)
         let abandonedSeconds = Double(Self.abandonedAfter.components.seconds)
         // A row deleted by the purge between the two statements is tried again.
@@ -135,7 +135,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Runs `body`, the request that holds `claimed`, renewing the claim every `interval`
     /// until it returns, so that a resend is refused for as long as it runs.
-    public func holding<Result>(
+    package func holding<Result>(
         _ claimed: ClaimedKey, renewingEvery interval: Duration = renewalInterval, _ body: () async throws -> Result
     ) async throws -> Result {
         try await withThrowingTaskGroup(of: Void.self) { group in
@@ -161,7 +161,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Marks the claim as still running; false when it is no longer this request's (taken
     /// over, or answered).
-    public func renew(_ claimed: ClaimedKey) async throws -> Bool {
+    package func renew(_ claimed: ClaimedKey) async throws -> Bool {
         let rows = try await database.client.query(
             """
             UPDATE idempotency_keys SET renewed_at = now()
@@ -174,7 +174,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Stores the answer of a claimed key (its body is text: the API answers JSON), while the
     /// claim is still this request's.
-    public func complete(_ claimed: ClaimedKey, answer: Answer) async throws {
+    package func complete(_ claimed: ClaimedKey, answer: Answer) async throws {
         try await database.client.perform(
             """
             UPDATE idempotency_keys
@@ -186,7 +186,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Gives a claimed key up (its answer is not kept), so that a resend runs again; a claim
     /// another request took over meanwhile is that one's and stays.
-    public func release(_ claimed: ClaimedKey) async throws {
+    package func release(_ claimed: ClaimedKey) async throws {
         try await database.client.perform(
             """
             DELETE FROM idempotency_keys
@@ -196,7 +196,7 @@ public struct IdempotencyStore: Sendable {
 
     /// Deletes the keys used before `cutoff`, but a claim its request still renews, a thousand
     /// at a time; returns how many.
-    public func purge(before cutoff: Date) async throws -> Int {
+    package func purge(before cutoff: Date) async throws -> Int {
         var deleted = 0
         while true {
             let rows = try await database.client.query(

@@ -4,17 +4,17 @@ import PostgresNIO
 
 /// Consumer offsets kept in Postgres, written in the same transaction as the work
 /// they cover, so that a restart resumes exactly after what was committed.
-public struct OffsetStore: Sendable {
+package struct OffsetStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
     /// The next offset to read, per (topic, partition) that has one.
-    public func nextOffsets(group: String, topic: String, partitions: [Int32]) async throws -> [Int32: Int64] {
+    package func nextOffsets(group: String, topic: String, partitions: [Int32]) async throws -> [Int32: Int64] {
         let rows = try await database.client.query(
             """
             SELECT partition, next_offset FROM consumer_offsets
@@ -28,7 +28,7 @@ public struct OffsetStore: Sendable {
     /// Saves the next offsets and, for the partitions given in `consumedUntil`, the latest
     /// record time the work covered (capped at the database's clock, so that a producer's
     /// clock running ahead cannot carry a partition's stream time into the future).
-    public func save(
+    package func save(
         group: String, offsets: [(topic: String, partition: Int32, nextOffset: Int64)],
         consumedUntil: [OwnedPartition: Date] = [:], on connection: PostgresConnection
     ) async throws {
@@ -52,7 +52,7 @@ public struct OffsetStore: Sendable {
     /// Records that these partitions had nothing waiting at `instant`: their stream is
     /// consumed up to it. Only their owner knows, so the caller verifies its epochs in
     /// the same transaction.
-    public func markConsumed(
+    package func markConsumed(
         group: String, topic: String, partitions: [Int32], until instant: Date, on connection: PostgresConnection
     ) async throws {
         guard !partitions.isEmpty else { return }

@@ -3,21 +3,21 @@ import Logging
 import PostgresNIO
 
 /// One webhook endpoint and the deliveries it has not received, as operators watch them.
-public struct EndpointBacklog: Sendable, Codable, Equatable {
-    public var projectId: String
-    public var endpointId: String
-    public var url: String
-    public var enabled: Bool
+package struct EndpointBacklog: Sendable, Codable, Equatable {
+    package var projectId: String
+    package var endpointId: String
+    package var url: String
+    package var enabled: Bool
     /// Queued and not yet attempted.
-    public var pending: Int
+    package var pending: Int
     /// Attempted at least once, failed, and due again.
-    public var retrying: Int
+    package var retrying: Int
     /// Out of attempts; waiting for a replay.
-    public var failed: Int
+    package var failed: Int
     /// When the oldest delivery still pending or retrying was queued.
-    public var oldestUndeliveredAt: Date?
+    package var oldestUndeliveredAt: Date?
 
-    public init(
+    package init(
         projectId: String, endpointId: String, url: String, enabled: Bool, pending: Int, retrying: Int, failed: Int,
         oldestUndeliveredAt: Date?
     ) {
@@ -33,11 +33,11 @@ public struct EndpointBacklog: Sendable, Codable, Equatable {
 }
 
 /// Read-only queries for metrics and `checkin status`: what is waiting where.
-public struct OperationsStore: Sendable {
+package struct OperationsStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
@@ -45,7 +45,7 @@ public struct OperationsStore: Sendable {
     /// Every endpoint, with its undelivered deliveries by state (an endpoint with none
     /// is listed with zeros). Reads only undelivered rows: the pending ones through
     /// `deliveries_pending_heads`, the failed ones through `deliveries_failed`.
-    public func deliveryBacklog() async throws -> [EndpointBacklog] {
+    package func deliveryBacklog() async throws -> [EndpointBacklog] {
         let rows = try await database.client.query(Self.backlogStatement, logger: logger)
         var result: [EndpointBacklog] = []
         for try await (project, endpoint, url, enabled, pending, retrying, failed, oldest) in rows.decode(

@@ -2,11 +2,11 @@ import Logging
 import PostgresNIO
 
 /// A partition of a consumer group's topic, as the database knows it.
-public struct OwnedPartition: Sendable, Hashable {
-    public var topic: String
-    public var partition: Int32
+package struct OwnedPartition: Sendable, Hashable {
+    package var topic: String
+    package var partition: Int32
 
-    public init(topic: String, partition: Int32) {
+    package init(topic: String, partition: Int32) {
         self.topic = topic
         self.partition = partition
     }
@@ -14,14 +14,14 @@ public struct OwnedPartition: Sendable, Hashable {
 
 /// A worker's batch touched a partition whose epoch moved on: another worker owns it
 /// now, and the batch's transaction must not commit.
-public struct PartitionOwnershipLost: Error, Sendable, CustomStringConvertible {
-    public var partitions: [OwnedPartition]
+package struct PartitionOwnershipLost: Error, Sendable, CustomStringConvertible {
+    package var partitions: [OwnedPartition]
 
-    public init(partitions: [OwnedPartition]) {
+    package init(partitions: [OwnedPartition]) {
         self.partitions = partitions
     }
 
-    public var description: String {
+    package var description: String {
         "partitions owned by another worker now: \(partitions.map { "\($0.topic)[\($0.partition)]" }.joined(separator: ", "))"
     }
 }
@@ -29,11 +29,11 @@ public struct PartitionOwnershipLost: Error, Sendable, CustomStringConvertible {
 /// Fences partition ownership in Postgres. Taking a partition bumps its epoch under a
 /// row lock, which waits for any older owner's batch that is committing; every batch
 /// then checks, in its own transaction, that its epochs are still current.
-public struct PartitionOwnershipStore: Sendable {
+package struct PartitionOwnershipStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
@@ -41,7 +41,7 @@ public struct PartitionOwnershipStore: Sendable {
     /// Takes these partitions for `owner`: returns each one's new epoch and the next
     /// offset recorded for it (absent when nothing was committed yet), read after the
     /// epoch moved, so that it includes everything the previous owner committed.
-    public func acquire(group: String, topic: String, partitions: [Int32], owner: String) async throws
+    package func acquire(group: String, topic: String, partitions: [Int32], owner: String) async throws
         -> (epochs: [Int32: Int64], nextOffsets: [Int32: Int64])
     {
         let sorted = partitions.sorted().map(Int.init)
@@ -70,7 +70,7 @@ public struct PartitionOwnershipStore: Sendable {
     /// Throws ``PartitionOwnershipLost`` unless every epoch is still current, and holds
     /// the rows (FOR SHARE) until the caller's transaction ends, so that no new owner
     /// can take a partition between this check and the commit.
-    public func verify(
+    package func verify(
         group: String, epochs: [OwnedPartition: Int64], on connection: PostgresConnection
     ) async throws {
         guard !epochs.isEmpty else { return }

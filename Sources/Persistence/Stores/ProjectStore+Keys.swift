@@ -3,24 +3,24 @@ import PostgresNIO
 
 /// A key that authenticated: its project, its id (to record its use and to forget it when
 /// it is revoked) and when it stops working, if it does.
-public struct KeyMatch: Sendable, Equatable {
-    public var projectId: String
-    public var keyId: String
-    public var expiresAt: Date?
+package struct KeyMatch: Sendable, Equatable {
+    package var projectId: String
+    package var keyId: String
+    package var expiresAt: Date?
 }
 
 /// An API key as it is listed: never the key, only its first characters.
-public struct APIKeyRecord: Sendable, Codable, Equatable {
-    public var id: String
+package struct APIKeyRecord: Sendable, Codable, Equatable {
+    package var id: String
     /// Nil for keys made before prefixes were kept.
-    public var prefix: String?
-    public var kind: ProjectStore.KeyKind
+    package var prefix: String?
+    package var kind: ProjectStore.KeyKind
     /// What its holders call it; nil when it was made without a name.
-    public var name: String?
-    public var createdAt: Date
-    public var lastUsedAt: Date?
-    public var expiresAt: Date?
-    public var revokedAt: Date?
+    package var name: String?
+    package var createdAt: Date
+    package var lastUsedAt: Date?
+    package var expiresAt: Date?
+    package var revokedAt: Date?
 
     static let columns = "id, prefix, kind, name, created_at, last_used_at, expires_at, revoked_at"
 
@@ -39,31 +39,31 @@ public struct APIKeyRecord: Sendable, Codable, Equatable {
 }
 
 /// A key just made: the only moment the key itself is known.
-public struct IssuedKey: Sendable {
-    public var record: APIKeyRecord
-    public var key: String
+package struct IssuedKey: Sendable {
+    package var record: APIKeyRecord
+    package var key: String
 }
 
-public struct ProjectRecord: Sendable, Codable, Equatable {
-    public var id: String
-    public var name: String
-    public var createdAt: Date
+package struct ProjectRecord: Sendable, Codable, Equatable {
+    package var id: String
+    package var name: String
+    package var createdAt: Date
 }
 
 /// A project just created, with its first keys.
-public struct NewProject: Sendable {
-    public var project: ProjectRecord
-    public var managementKey: IssuedKey
-    public var deviceKey: IssuedKey
+package struct NewProject: Sendable {
+    package var project: ProjectRecord
+    package var managementKey: IssuedKey
+    package var deviceKey: IssuedKey
 }
 
 /// Projects in id order; `nextCursor` is the last id of the page when there are more.
-public struct ProjectPage: Sendable {
-    public var projects: [ProjectRecord]
-    public var nextCursor: String?
+package struct ProjectPage: Sendable {
+    package var projects: [ProjectRecord]
+    package var nextCursor: String?
 }
 
-public enum KeyRevocation: Sendable, Equatable {
+package enum KeyRevocation: Sendable, Equatable {
     /// Revoked now, or already before (revoking again changes nothing).
     case revoked(APIKeyRecord)
     case notFound
@@ -72,7 +72,7 @@ public enum KeyRevocation: Sendable, Equatable {
     case lastManagementKey
 }
 
-public enum KeyRotation: Sendable {
+package enum KeyRotation: Sendable {
     /// The new key, and the old one with the expiry it was given.
     case rotated(new: IssuedKey, old: APIKeyRecord)
     case notFound
@@ -83,13 +83,13 @@ public enum KeyRotation: Sendable {
 /// The life of a project's keys: issue, list, revoke, rotate, and coarse records of their use.
 extension ProjectStore {
     /// How long a rotated key keeps working when the rotation does not say (24 h).
-    public static let defaultRotationOverlapSeconds = 86_400
+    package static let defaultRotationOverlapSeconds = 86_400
     /// The longest overlap a rotation may ask for (30 days).
-    public static let maximumRotationOverlapSeconds = 2_592_000
+    package static let maximumRotationOverlapSeconds = 2_592_000
 
     /// Creates the project with a management key and a device key, all or nothing; nil when
     /// the project exists (its keys are not touched).
-    public func createProjectWithKeys(id: String, name: String) async throws -> NewProject? {
+    package func createProjectWithKeys(id: String, name: String) async throws -> NewProject? {
         try await database.withTransaction { connection in
             let rows = try await connection.query(
                 "INSERT INTO projects (id, name) VALUES (\(id), \(name)) ON CONFLICT (id) DO NOTHING RETURNING created_at",
@@ -104,7 +104,7 @@ extension ProjectStore {
         }
     }
 
-    public func project(id: String) async throws -> ProjectRecord? {
+    package func project(id: String) async throws -> ProjectRecord? {
         let rows = try await database.client.query("SELECT id, name, created_at FROM projects WHERE id = \(id)", logger: logger)
         for try await (id, name, createdAt) in rows.decode((String, String, Date).self) {
             return ProjectRecord(id: id, name: name, createdAt: createdAt)
@@ -112,7 +112,7 @@ extension ProjectStore {
         return nil
     }
 
-    public func projects(after cursor: String?, limit: Int) async throws -> ProjectPage {
+    package func projects(after cursor: String?, limit: Int) async throws -> ProjectPage {
         let rows = try await database.client.query(
             """
             SELECT id, name, created_at FROM projects WHERE id > \(cursor ?? "") ORDER BY id LIMIT \(limit + 1)
@@ -127,7 +127,7 @@ extension ProjectStore {
     }
 
     /// Every key of the project, revoked and expired ones too, oldest first.
-    public func keys(projectId: String) async throws -> [APIKeyRecord] {
+    package func keys(projectId: String) async throws -> [APIKeyRecord] {
         let rows = try await database.client.query(
             """
             SELECT \(unescaped: APIKeyRecord.columns) FROM api_keys
@@ -139,7 +139,7 @@ extension ProjectStore {
     }
 
     /// A new key of the project, named `name` if given; only its hash is kept.
-    public func issueKey(projectId: String, kind: KeyKind, name: String? = nil) async throws -> IssuedKey {
+    package func issueKey(projectId: String, kind: KeyKind, name: String? = nil) async throws -> IssuedKey {
         try await database.withTransaction { connection in
             try await insertKey(projectId: projectId, kind: kind, name: name, on: connection)
         }
@@ -148,7 +148,7 @@ extension ProjectStore {
     /// Revokes the key at once. A working management key is refused when no other management
     /// key without an expiry is left, so that a project cannot lock itself out: a rotated key
     /// in its overlap works now but stops by itself, so it does not keep the project reachable.
-    public func revokeKey(id: String, projectId: String) async throws -> KeyRevocation {
+    package func revokeKey(id: String, projectId: String) async throws -> KeyRevocation {
         try await database.withTransaction { connection in
             // Locking the project's management keys serializes two revocations that would
             // each leave the other's key as the last one.
@@ -184,7 +184,7 @@ extension ProjectStore {
 
     /// A new key of the same kind; the old one keeps working for `overlap` (not beyond an
     /// expiry it already had), so that clients can move to the new one without a gap.
-    public func rotateKey(id: String, projectId: String, overlap: Duration) async throws -> KeyRotation {
+    package func rotateKey(id: String, projectId: String, overlap: Duration) async throws -> KeyRotation {
         let overlapSeconds = Double(overlap.components.seconds)
         return try await database.withTransaction { connection in
             let rows = try await connection.query(
@@ -212,7 +212,7 @@ extension ProjectStore {
     /// Records when each key was last used (key id → time); called in batches, never per
     /// request. A use is never recorded after the key's expiry: a process's clock may run ahead
     /// of the one that judged the key still valid.
-    public func recordUse(_ uses: [String: Date]) async throws {
+    package func recordUse(_ uses: [String: Date]) async throws {
         guard !uses.isEmpty else { return }
         let keyIds = Array(uses.keys)
         let times = keyIds.map { uses[$0]! }

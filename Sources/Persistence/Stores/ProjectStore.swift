@@ -5,8 +5,8 @@ import PostgresNIO
 
 /// Tenants and their API keys. Keys are shown once at creation and stored only as
 /// SHA-256 hashes, so a database leak does not leak working keys.
-public struct ProjectStore: Sendable {
-    public enum KeyKind: String, Sendable, Codable, CaseIterable {
+package struct ProjectStore: Sendable {
+    package enum KeyKind: String, Sendable, Codable, CaseIterable {
         /// Sends fixes for the project's devices.
         case device
         /// Changes the project's zones and webhook endpoints.
@@ -16,12 +16,12 @@ public struct ProjectStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
-    public func createProject(id: String, name: String) async throws {
+    package func createProject(id: String, name: String) async throws {
         try await database.client.perform(
             """
             INSERT INTO projects (id, name) VALUES (\(id), \(name))
@@ -29,14 +29,14 @@ public struct ProjectStore: Sendable {
             """, logger: logger)
     }
 
-    public func projectExists(_ id: String) async throws -> Bool {
+    package func projectExists(_ id: String) async throws -> Bool {
         let rows = try await database.client.query("SELECT 1 FROM projects WHERE id = \(id)", logger: logger)
         for try await _ in rows { return true }
         return false
     }
 
     /// Registers a key chosen by the caller (used to provision known keys in local set-ups).
-    public func addKey(_ key: String, projectId: String, kind: KeyKind) async throws {
+    package func addKey(_ key: String, projectId: String, kind: KeyKind) async throws {
         try await database.client.perform(
             """
             INSERT INTO api_keys (key_hash, id, prefix, project_id, kind)
@@ -46,7 +46,7 @@ public struct ProjectStore: Sendable {
     }
 
     /// The project and id of a key of that kind that is neither revoked nor expired.
-    public func match(forKey key: String, kind: KeyKind) async throws -> KeyMatch? {
+    package func match(forKey key: String, kind: KeyKind) async throws -> KeyMatch? {
         let rows = try await database.client.query(
             """
             SELECT project_id, id, expires_at FROM api_keys
@@ -61,7 +61,7 @@ public struct ProjectStore: Sendable {
     }
 
     /// The project a key belongs to, when it is a working key of that kind.
-    public func project(forKey key: String, kind: KeyKind) async throws -> String? {
+    package func project(forKey key: String, kind: KeyKind) async throws -> String? {
         try await match(forKey: key, kind: kind)?.projectId
     }
 

@@ -4,7 +4,7 @@ import PostgresNIO
 import Shared
 
 /// Where the key that seals webhook secrets comes from when `CHECKIN_SECRET_KEY` is unset.
-public enum SecretKeyFallback: Sendable {
+package enum SecretKeyFallback: Sendable {
     /// Production services (`ingest`, `evaluator`, `notifier`): none; the key is required.
     case required
     /// `checkin dev` and `checkin demo`: a key generated once and kept in the local
@@ -14,9 +14,9 @@ public enum SecretKeyFallback: Sendable {
     case existingLocal
 }
 
-public struct SecretKeyMissingError: Error, CustomStringConvertible {
-    public init() {}
-    public var description: String {
+package struct SecretKeyMissingError: Error, CustomStringConvertible {
+    package init() {}
+    package var description: String {
         "\(SecretEncryptionKey.variable) is not set: webhook secrets are encrypted with it. "
             + "Set it to the base64 of 32 random bytes (openssl rand -base64 32) and keep it: "
             + "the stored secrets cannot be read without it. (checkin dev and demo make a local one.)"
@@ -24,16 +24,16 @@ public struct SecretKeyMissingError: Error, CustomStringConvertible {
 }
 
 /// Finds the key that seals webhook secrets: the configured one, or the local one.
-public struct SecretKeyStore: Sendable {
+package struct SecretKeyStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
 
-    public func sealer(configured: SecretEncryptionKey?, fallback: SecretKeyFallback) async throws -> SecretSealer {
+    package func sealer(configured: SecretEncryptionKey?, fallback: SecretKeyFallback) async throws -> SecretSealer {
         if let configured { return SecretSealer(key: configured) }
         switch fallback {
         case .required:

@@ -22,7 +22,7 @@ extension WebhookStore {
     /// A claim reads nothing of what waits behind the deliveries it takes: a late predecessor
     /// of one in flight (sent past the gap hold) is never due while that one is out (see
     /// `anotherOfItsDeviceInFlight`).
-    public func claimDue(
+    package func claimDue(
         limit: Int, perEndpoint: Int, owner: String, lease: Duration, gapHold: Duration, excluding: [String] = []
     ) async throws -> [ClaimedDelivery] {
         try await database.withTransaction(settings: Self.claimSettings) { connection in

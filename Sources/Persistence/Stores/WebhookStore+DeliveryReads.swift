@@ -9,7 +9,7 @@ extension WebhookStore {
     /// A page of the project's deliveries, newest first: `limit` of them older than `cursor`
     /// (a page's `nextCursor`, the id of its last delivery), of one endpoint and of one device
     /// when given (an endpoint the project does not have: an empty page).
-    public func deliveries(
+    package func deliveries(
         projectId: String, filter: DeliveryListFilter?, endpointId: String? = nil, deviceId: String? = nil, before cursor: Int64?,
         limit: Int
     ) async throws -> DeliveryPage {
@@ -90,7 +90,7 @@ extension WebhookStore {
 
     /// One delivery of the project with its endpoint, payload, what it waits for, replays and
     /// attempt log; nil if the project has no such delivery.
-    public func delivery(id: Int64, projectId: String) async throws -> DeliveryDetail? {
+    package func delivery(id: Int64, projectId: String) async throws -> DeliveryDetail? {
         let rows = try await database.client.query(
             """
             SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, \(unescaped: Self.payloadOf("d")),
@@ -185,7 +185,7 @@ extension WebhookStore {
     /// project's), was erased with its device, or is pending, none is queued again and
     /// `missing`, `erased` or `pending` names those, so that a request half done is never taken
     /// for a request done.
-    public func replay(deliveryIds: [Int64], projectId: String) async throws -> ReplayedDeliveries {
+    package func replay(deliveryIds: [Int64], projectId: String) async throws -> ReplayedDeliveries {
         let requested = Array(Set(deliveryIds))
         guard !requested.isEmpty else { return ReplayedDeliveries(ids: [], disabledEndpoints: []) }
         let replayed = try await Self.replayed(
@@ -220,7 +220,7 @@ extension WebhookStore {
     }
 
     /// Queues every failed delivery of the project again (of one endpoint, if given).
-    public func replayFailed(projectId: String, endpointId: String? = nil) async throws -> ReplayedDeliveries {
+    package func replayFailed(projectId: String, endpointId: String? = nil) async throws -> ReplayedDeliveries {
         try await Self.replayed(
             try await database.client.query(Self.replayFailedStatement(projectId: projectId, endpointId: endpointId), logger: logger))
     }

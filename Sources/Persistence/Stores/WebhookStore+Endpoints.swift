@@ -5,28 +5,28 @@ import Shared
 
 /// A partner URL that receives a project's events, as listed to operators: its
 /// state, never its secrets (they are shown once, when created or rotated).
-public struct WebhookEndpoint: Sendable, Equatable, Codable {
-    public var id: String
-    public var projectId: String
-    public var url: String
-    public var enabled: Bool
+package struct WebhookEndpoint: Sendable, Equatable, Codable {
+    package var id: String
+    package var projectId: String
+    package var url: String
+    package var enabled: Bool
     /// Why and when it was disabled (by an operator, or by a partner answering 410).
-    public var disabledReason: String?
-    public var disabledAt: Date?
-    public var createdAt: Date
+    package var disabledReason: String?
+    package var disabledAt: Date?
+    package var createdAt: Date
     /// While a rotation is under way, when the previous secret stops signing.
-    public var previousSecretExpiresAt: Date?
+    package var previousSecretExpiresAt: Date?
 }
 
 /// The answer to a rotation: the new secret, shown this once.
-public struct SecretRotation: Sendable, Equatable {
-    public var endpoint: WebhookEndpoint
-    public var secret: String
+package struct SecretRotation: Sendable, Equatable {
+    package var endpoint: WebhookEndpoint
+    package var secret: String
 }
 
 extension WebhookStore {
     /// Adds an endpoint; `secrets` are stored sealed, the first one current.
-    public func addEndpoint(projectId: String, url: String, secrets: [String]) async throws -> WebhookEndpoint {
+    package func addEndpoint(projectId: String, url: String, secrets: [String]) async throws -> WebhookEndpoint {
         let id = "we_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: "").prefix(20)
         let sealed = secrets.map(sealer.seal)
         return try await database.withTransaction { connection in
@@ -45,7 +45,7 @@ extension WebhookStore {
 
     /// Deletes the endpoint (its deliveries go with it); false when the project has no such endpoint.
     @discardableResult
-    public func removeEndpoint(id: String, projectId: String) async throws -> Bool {
+    package func removeEndpoint(id: String, projectId: String) async throws -> Bool {
         try await database.withTransaction { connection in
             // Its deliveries are locked first, in id order, as queueing, recording and lease
             // renewal lock them. Deleted by the cascade alone, they would be taken in storage
@@ -72,13 +72,13 @@ extension WebhookStore {
         }
     }
 
-    public func endpoints(projectId: String) async throws -> [WebhookEndpoint] {
+    package func endpoints(projectId: String) async throws -> [WebhookEndpoint] {
         try await listEndpoints(projectId: projectId, id: nil)
     }
 
     /// The ids of every endpoint (enabled or not) of these projects, by project: what an
     /// event is queued for.
-    public func endpointIds(projectIds: Set<String>) async throws -> [String: [String]] {
+    package func endpointIds(projectIds: Set<String>) async throws -> [String: [String]] {
         guard !projectIds.isEmpty else { return [:] }
         let rows = try await database.client.query(
             """
@@ -90,7 +90,7 @@ extension WebhookStore {
         return result
     }
 
-    public func endpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
+    package func endpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
         try await listEndpoints(projectId: projectId, id: id).first
     }
 
@@ -98,7 +98,7 @@ extension WebhookStore {
     /// when it is already disabled. `projectId` nil: whatever the project (the notifier,
     /// on a partner's 410). Returns the endpoint, or nil if there is none.
     @discardableResult
-    public func disableEndpoint(id: String, projectId: String? = nil, reason: String) async throws -> WebhookEndpoint? {
+    package func disableEndpoint(id: String, projectId: String? = nil, reason: String) async throws -> WebhookEndpoint? {
         let rows = try await database.client.query(
             """
             WITH disabled AS (
@@ -124,7 +124,7 @@ extension WebhookStore {
     /// Its waiting deliveries are let go only once the endpoint is found to be the project's:
     /// another project's endpoint id must not make Postgres go through that project's backlog.
     @discardableResult
-    public func enableEndpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
+    package func enableEndpoint(id: String, projectId: String) async throws -> WebhookEndpoint? {
         let rows = try await database.client.query(
             """
             UPDATE webhook_endpoints SET enabled = true, disabled_reason = NULL, disabled_at = NULL
@@ -141,7 +141,7 @@ extension WebhookStore {
     /// Adds `newSecret` as the endpoint's current secret. The secret that was current keeps
     /// signing for `window`, while the partner switches over; a secret still in the window
     /// of an earlier rotation keeps its own end, and expired ones are dropped.
-    public func rotateSecret(id: String, projectId: String, newSecret: String, window: Duration) async throws -> SecretRotation? {
+    package func rotateSecret(id: String, projectId: String, newSecret: String, window: Duration) async throws -> SecretRotation? {
         let sealed = sealer.seal(newSecret)
         let found = try await database.withTransaction { connection in
             let rows = try await connection.query(
@@ -169,7 +169,7 @@ extension WebhookStore {
     /// when a secret was sealed with another key than the configured one, rather than
     /// leaving the notifier unable to sign. Returns how many it sealed.
     @discardableResult
-    public func sealStoredSecrets() async throws -> Int {
+    package func sealStoredSecrets() async throws -> Int {
         try await database.withTransaction { connection in
             try await connection.perform("DELETE FROM webhook_secrets WHERE expires_at <= now()", logger: logger)
             let rows = try await connection.query("SELECT id, sealed FROM webhook_secrets FOR UPDATE", logger: logger)

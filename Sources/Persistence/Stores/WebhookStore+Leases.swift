@@ -13,7 +13,7 @@ extension WebhookStore {
     /// updates the row in its page without touching the indexes (a heap-only update), as
     /// it does when a result claims the device's next delivery (`record`). The claims of a
     /// notifier that stops renewing are made due again by `releaseLapsedLeases`.
-    public func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
+    package func renewLeases(ids: [Int64], owner: String, lease: Duration) async throws {
         try await database.withTransaction(settings: Self.renewalSettings) { connection in
             try await connection.perform(Self.renewalStatement(ids: ids, owner: owner, lease: lease), logger: logger)
         }
@@ -54,7 +54,7 @@ extension WebhookStore {
     /// save under a backlog. A lease that runs out while its notifier still renews (which
     /// renews every claim it holds) waits for the mend pass's sweep to reach its device.
     @discardableResult
-    public func releaseLapsedLeases(lease: Duration, gapHold: Duration) async throws -> Int {
+    package func releaseLapsedLeases(lease: Duration, gapHold: Duration) async throws -> Int {
         // The forgotten ones are among those stopped: their claims are let go one last time.
         let stopped = try await database.client.query(
             """
@@ -71,13 +71,13 @@ extension WebhookStore {
 
     /// Forgets `owner`'s renewals: it stopped holding claims (a graceful shutdown), so the
     /// lease pass need not look for them.
-    public func stopRenewing(owner: String) async throws {
+    package func stopRenewing(owner: String) async throws {
         try await database.client.perform("DELETE FROM notifier_leases WHERE owner = \(owner)", logger: logger)
     }
 
     /// Gives back claims that were never attempted (shutdown, endpoint disabled meanwhile):
     /// due again at once, without the attempt they were charged.
-    public func releaseLeases(ids: [Int64], owner: String) async throws {
+    package func releaseLeases(ids: [Int64], owner: String) async throws {
         guard !ids.isEmpty else { return }
         try await database.client.perform(
             """

@@ -10,7 +10,7 @@ extension WebhookStore {
     /// disabling does this as it goes, and this pass mends what raced with it (an attempt
     /// recorded as a retry after a 410). Returns how many deliveries it parked.
     @discardableResult
-    public func parkDisabledDeliveries() async throws -> Int {
+    package func parkDisabledDeliveries() async throws -> Int {
         let rows = try await database.client.query(Self.parkingStatement, logger: logger)
         var count = 0
         for try await _ in rows { count += 1 }
@@ -31,11 +31,11 @@ extension WebhookStore {
 
     /// Where a sweep of the waiting heads goes on: with the devices after this one, in the
     /// order of the pending-heads index (endpoint, then device).
-    public struct HeadsSweepPosition: Sendable, Equatable {
-        public var endpointId: String
-        public var deviceId: String
+    package struct HeadsSweepPosition: Sendable, Equatable {
+        package var endpointId: String
+        package var deviceId: String
 
-        public init(endpointId: String, deviceId: String) {
+        package init(endpointId: String, deviceId: String) {
             self.endpointId = endpointId
             self.deviceId = deviceId
         }
@@ -50,7 +50,7 @@ extension WebhookStore {
     ///
     /// A step costs what it reads, not what is pending: a partner's backlog of a million
     /// deliveries is swept a step at a time instead of read whole on every pass.
-    public func mendWaitingHeads(after position: HeadsSweepPosition?, reading limit: Int, gapHold: Duration = .zero)
+    package func mendWaitingHeads(after position: HeadsSweepPosition?, reading limit: Int, gapHold: Duration = .zero)
         async throws -> (released: Int, next: HeadsSweepPosition?)
     {
         try await Self.sweepStep(
@@ -130,7 +130,7 @@ extension WebhookStore {
     ///
     /// A head whose predecessor is missing is due once `gapHold` has passed since it was queued.
     @discardableResult
-    public func releaseWaitingHeads(endpointId: String? = nil, gapHold: Duration = .zero) async throws -> Int {
+    package func releaseWaitingHeads(endpointId: String? = nil, gapHold: Duration = .zero) async throws -> Int {
         let rows = try await database.client.query(
             Self.waitingHeadsStatement(endpointId: endpointId, gapHold: gapHold), logger: logger)
         var count = 0
@@ -158,7 +158,7 @@ extension WebhookStore {
     /// `retryWindow`, the time all their attempts would have taken) become `failed`,
     /// replayable: every disabled endpoint swept to its end, step after step.
     @discardableResult
-    public func failExpiredWhileDisabled(retryWindow: Duration, reading limit: Int = 5_000) async throws -> Int {
+    package func failExpiredWhileDisabled(retryWindow: Duration, reading limit: Int = 5_000) async throws -> Int {
         var failed = 0
         var position: HeadsSweepPosition?
         repeat {
@@ -174,7 +174,7 @@ extension WebhookStore {
     /// than `retryWindow` ago failed. Returns how many it failed and where the next step goes
     /// on (nil once it reached the end). A step costs what it reads, so a disabled endpoint's
     /// backlog of any size is swept a step at a time instead of read whole on every pass.
-    public func failExpiredWhileDisabled(retryWindow: Duration, after position: HeadsSweepPosition?, reading limit: Int)
+    package func failExpiredWhileDisabled(retryWindow: Duration, after position: HeadsSweepPosition?, reading limit: Int)
         async throws -> (failed: Int, next: HeadsSweepPosition?)
     {
         try await Self.sweepStep(

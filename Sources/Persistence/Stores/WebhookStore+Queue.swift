@@ -19,19 +19,19 @@ extension WebhookStore {
     /// then: a predecessor being recorded as delivered at the same moment either is seen
     /// done here, or its recording sees the new delivery waiting behind it and lets it go.
     @discardableResult
-    public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
+    package func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero) async throws -> Int {
         try await enqueue(deliveries, gapHold: gapHold, claim: nil).queued
     }
 
     /// Who takes the deliveries that may go at once as they are queued: at most `limit`, none
     /// of the endpoints in `excluding` (the taker holds enough of theirs already).
-    public struct QueueClaim: Sendable {
-        public var owner: String
-        public var lease: Duration
-        public var limit: Int
-        public var excluding: [String]
+    package struct QueueClaim: Sendable {
+        package var owner: String
+        package var lease: Duration
+        package var limit: Int
+        package var excluding: [String]
 
-        public init(owner: String, lease: Duration, limit: Int, excluding: [String] = []) {
+        package init(owner: String, lease: Duration, limit: Int, excluding: [String] = []) {
             self.owner = owner
             self.lease = lease
             self.limit = limit
@@ -46,7 +46,7 @@ extension WebhookStore {
     /// `dueUnclaimed` counts those that may go at once but were not claimed for want of room
     /// (a claim should look for them); those of an excluded endpoint are not counted: they
     /// wait until the taker holds fewer of that endpoint's, which it sees by itself.
-    public func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
+    package func enqueue(_ deliveries: [NewDelivery], gapHold: Duration = .zero, claim: QueueClaim?) async throws
         -> (queued: Int, claimed: [ClaimedDelivery], dueUnclaimed: Int)
     {
         let deliveries = Self.once(deliveries)

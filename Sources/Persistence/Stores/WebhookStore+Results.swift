@@ -23,7 +23,7 @@ extension WebhookStore {
     /// topic) is due once `gapHold` has passed since it was queued, not before: until then
     /// it would only stand in the claims' way.
     @discardableResult
-    public func record(
+    package func record(
         _ results: [DeliveryResult], owner: String, chainLease: Duration? = nil, gapHold: Duration = .zero
     ) async throws -> [ClaimedDelivery] {
         guard !results.isEmpty else { return [] }

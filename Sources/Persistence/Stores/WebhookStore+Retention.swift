@@ -16,7 +16,7 @@ extension WebhookStore {
     /// waiting, or once the device's state is gone (its next event is numbered 1 again):
     /// each device's last delivery to an endpoint stays until then. Pending and failed
     /// deliveries are never deleted.
-    public func purgeDelivered(
+    package func purgeDelivered(
         olderThan retention: Duration, now: Date, batchSize: Int = 1000, pause: Duration = .milliseconds(100)
     ) async throws -> Int {
         let cutoff = now.addingTimeInterval(-retention.seconds)

@@ -6,13 +6,13 @@ import Shared
 /// Webhook endpoints and the durable queue of deliveries to them. Endpoint secrets are
 /// stored sealed by `sealer`, and claimed deliveries carry them sealed: the notifier opens
 /// them, for signing only.
-public struct WebhookStore: Sendable {
+package struct WebhookStore: Sendable {
     let database: Database
     let logger: Logger
     /// The deployment's key (`CHECKIN_SECRET_KEY`), which seals the secrets it stores.
-    public let sealer: SecretSealer
+    package let sealer: SecretSealer
 
-    public init(database: Database, logger: Logger, sealer: SecretSealer) {
+    package init(database: Database, logger: Logger, sealer: SecretSealer) {
         self.database = database
         self.logger = logger
         self.sealer = sealer

@@ -4,11 +4,11 @@ import Shared
 
 /// A project's zones document with the number of the version it is (0 for a project whose
 /// zones were never replaced).
-public struct VersionedZones: Sendable {
-    public var version: Int64
-    public var document: ZonesDocument
+package struct VersionedZones: Sendable {
+    package var version: Int64
+    package var document: ZonesDocument
 
-    public init(version: Int64, document: ZonesDocument) {
+    package init(version: Int64, document: ZonesDocument) {
         self.version = version
         self.document = document
     }
@@ -16,17 +16,17 @@ public struct VersionedZones: Sendable {
 
 /// One accepted zones document of a project, without the document: what a list of the
 /// project's versions shows.
-public struct ZonesVersionSummary: Sendable, Codable, Equatable {
-    public var version: Int64
-    public var createdAt: Date
-    public var zoneCount: Int
+package struct ZonesVersionSummary: Sendable, Codable, Equatable {
+    package var version: Int64
+    package var createdAt: Date
+    package var zoneCount: Int
     /// The id of the management key that made it (`key_…`); nil for a version made on the
     /// database (`checkin zones import` without the API) or before authors were kept.
-    public var author: String?
+    package var author: String?
     /// What its author said of it, if anything (`ZonesVersionMessage`).
-    public var message: String?
+    package var message: String?
 
-    public init(version: Int64, createdAt: Date, zoneCount: Int, author: String? = nil, message: String? = nil) {
+    package init(version: Int64, createdAt: Date, zoneCount: Int, author: String? = nil, message: String? = nil) {
         self.version = version
         self.createdAt = createdAt
         self.zoneCount = zoneCount
@@ -37,11 +37,11 @@ public struct ZonesVersionSummary: Sendable, Codable, Equatable {
 
 /// What a zones version may say of itself: a line a person reads in the list of versions, so
 /// short and without control characters (a newline or an escape would garble the list).
-public enum ZonesVersionMessage {
-    public static let maximumLength = 200
+package enum ZonesVersionMessage {
+    package static let maximumLength = 200
 
     /// Why `text` cannot be a version's message; nil when it can.
-    public static func problem(with text: String) -> String? {
+    package static func problem(with text: String) -> String? {
         if text.count > maximumLength { return "is longer than \(maximumLength) characters" }
         if text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) {
             return "contains a control character"
@@ -51,27 +51,27 @@ public enum ZonesVersionMessage {
 }
 
 /// A page of a project's zones versions, newest first.
-public struct ZonesVersionPage: Sendable {
-    public var versions: [ZonesVersionSummary]
+package struct ZonesVersionPage: Sendable {
+    package var versions: [ZonesVersionSummary]
     /// Where the next (older) page starts: the last version of this page; nil on the last page.
-    public var nextCursor: Int64?
+    package var nextCursor: Int64?
 }
 
 /// A replacement that named the version it replaces (`If-Match`), which is no longer the
 /// current one: someone else replaced the zones in between.
-public struct ZonesVersionMismatch: Error, Sendable, CustomStringConvertible {
-    public var currentVersion: Int64
+package struct ZonesVersionMismatch: Error, Sendable, CustomStringConvertible {
+    package var currentVersion: Int64
 
-    public init(currentVersion: Int64) {
+    package init(currentVersion: Int64) {
         self.currentVersion = currentVersion
     }
 
-    public var description: String { "the project's zones are at version \(currentVersion)" }
+    package var description: String { "the project's zones are at version \(currentVersion)" }
 }
 
 extension ZoneStore {
     /// The project's versions older than `cursor` (all of them without), newest first.
-    public func versions(projectId: String, before cursor: Int64?, limit: Int) async throws -> ZonesVersionPage {
+    package func versions(projectId: String, before cursor: Int64?, limit: Int) async throws -> ZonesVersionPage {
         let rows = try await database.client.query(
             """
             SELECT version, created_at, zone_count, author, message FROM zone_document_versions
@@ -89,7 +89,7 @@ extension ZoneStore {
     }
 
     /// The document the project accepted as `version`; nil for a version it does not have.
-    public func document(projectId: String, version: Int64) async throws -> ZonesDocument? {
+    package func document(projectId: String, version: Int64) async throws -> ZonesDocument? {
         let rows = try await database.client.query(
             """
             SELECT document::text FROM zone_document_versions WHERE project_id = \(projectId) AND version = \(version)

@@ -5,11 +5,11 @@ import Shared
 
 /// Zones and their fences, per project. A project's zones are replaced as a whole
 /// document so that an import is atomic: evaluators see the old set or the new one.
-public struct ZoneStore: Sendable {
+package struct ZoneStore: Sendable {
     let database: Database
     let logger: Logger
 
-    public init(database: Database, logger: Logger) {
+    package init(database: Database, logger: Logger) {
         self.database = database
         self.logger = logger
     }
@@ -22,7 +22,7 @@ public struct ZoneStore: Sendable {
     /// `minimumInterval` ago; either way nothing changes. The version keeps its `author` (the
     /// management key's id) and `message` (already checked by ``ZonesVersionMessage``).
     @discardableResult
-    public func replaceZones(
+    package func replaceZones(
         projectId: String, with document: ZonesDocument, minimumInterval: Duration = .zero, expectedVersion: Int64? = nil,
         author: String? = nil, message: String? = nil
     ) async throws -> Int64 {
@@ -118,13 +118,13 @@ public struct ZoneStore: Sendable {
     }
 
     /// The project's zones as a document (the export format).
-    public func zones(projectId: String) async throws -> ZonesDocument {
+    package func zones(projectId: String) async throws -> ZonesDocument {
         ZonesDocument(zones: try await snapshot(projectIds: [projectId]).projects.first?.zones ?? [])
     }
 
     /// The project's zones as a document with the number of the version they are, read in one
     /// snapshot: the version always names the zones answered beside it.
-    public func currentZones(projectId: String) async throws -> VersionedZones {
+    package func currentZones(projectId: String) async throws -> VersionedZones {
         try await database.withTransaction { connection in
             try await connection.perform("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY", logger: logger)
             let snapshot = try await loadAll(projectIds: [projectId], on: connection)
@@ -136,7 +136,7 @@ public struct ZoneStore: Sendable {
 
     /// The minimum retrigger time of each of these zones of the project (zones since
     /// deleted are left out): what a device view needs, without reading the fences.
-    public func minimumRetriggerTimes(projectId: String, zoneIds: [String]) async throws -> [String: Double] {
+    package func minimumRetriggerTimes(projectId: String, zoneIds: [String]) async throws -> [String: Double] {
         guard !zoneIds.isEmpty else { return [:] }
         let rows = try await database.client.query(
             """
@@ -149,13 +149,13 @@ public struct ZoneStore: Sendable {
 
     /// These projects' zones (a project without zones has none in the snapshot) with
     /// each one's zones version, all read in one snapshot.
-    public func catalog(projects: [String]) async throws -> ZoneCatalogSnapshot {
+    package func catalog(projects: [String]) async throws -> ZoneCatalogSnapshot {
         try await snapshot(projectIds: projects)
     }
 
     /// The catalog version and each project's zones version (projects whose zones were
     /// never replaced are left out): what an evaluator compares with what it built.
-    public func versions() async throws -> (catalog: Int64, projects: [String: Int64]) {
+    package func versions() async throws -> (catalog: Int64, projects: [String: Int64]) {
         let rows = try await database.client.query(
             """
             SELECT '', version FROM zone_catalog_version
@@ -238,23 +238,23 @@ public struct ZoneStore: Sendable {
 }
 
 /// Projects' zones as of one snapshot.
-public struct ZoneCatalogSnapshot: Sendable {
+package struct ZoneCatalogSnapshot: Sendable {
     /// Projects with at least one zone, in project order.
-    public var projects: [(projectId: String, zones: [ZoneDefinition])]
+    package var projects: [(projectId: String, zones: [ZoneDefinition])]
     /// The zones version of every project read (with zones or not).
-    public var projectVersions: [String: Int64]
+    package var projectVersions: [String: Int64]
 }
 
 /// A project's zones were replaced less than the minimum interval ago.
-public struct ZonesReplacedTooSoon: Error, Sendable, CustomStringConvertible {
+package struct ZonesReplacedTooSoon: Error, Sendable, CustomStringConvertible {
     /// How long until a replacement is accepted again.
-    public var retryAfter: Duration
+    package var retryAfter: Duration
 
-    public init(retryAfter: Duration) {
+    package init(retryAfter: Duration) {
         self.retryAfter = retryAfter
     }
 
-    public var description: String {
+    package var description: String {
         "the project's zones were replaced less than the minimum interval ago; try again in \(Int(retryAfter.seconds.rounded(.up))) s"
     }
 }

@@ -4,9 +4,9 @@ import Foundation
 /// exactly these (a test compares the two, and both with the names the sources read), and a
 /// `CHECKIN_*` variable that is none of them is named in a warning at start, as a misspelt
 /// setting would otherwise be ignored in silence.
-public enum ConfigurationVariables {
+package enum ConfigurationVariables {
     /// The settings of the program.
-    public static let settings: Set<String> = [
+    package static let settings: Set<String> = [
         "CHECKIN_API_KEY", "CHECKIN_API_KEY_FILE", "CHECKIN_API_URL", "CHECKIN_AUTH_FAILURES_PER_MINUTE",
         "CHECKIN_BEACON_EXIT_AFTER", "CHECKIN_CONSOLE_TILES",
         "CHECKIN_CONSUMER_BUFFER_BYTES", "CHECKIN_DATABASE_IDLE_IN_TRANSACTION_TIMEOUT",
@@ -35,11 +35,11 @@ public enum ConfigurationVariables {
     ]
 
     /// Names that stand for a family of settings: `CHECKIN_KAFKA_PROPERTY_<librdkafka property>`.
-    public static let prefixes = ["CHECKIN_KAFKA_PROPERTY_"]
+    package static let prefixes = ["CHECKIN_KAFKA_PROPERTY_"]
 
     /// Variables of the project's own scripts and tests, which the program does not read but
     /// which are set around it (scripts/with-services.sh, scripts/load.sh, the test harness).
-    public static let ofTheProjectsScripts: Set<String> = [
+    package static let ofTheProjectsScripts: Set<String> = [
         "CHECKIN_ADMIN_DATABASE_URL", "CHECKIN_API_TEST_EXAMPLES", "CHECKIN_BINARY", "CHECKIN_BROKER_PORT",
         "CHECKIN_BUILD_RDKAFKA", "CHECKIN_CAPACITY_BENCH", "CHECKIN_CAPACITY_BENCH_FSYNC", "CHECKIN_CAPACITY_OUT",
         "CHECKIN_CAPACITY_STEP", "CHECKIN_CAPACITY_STEPS", "CHECKIN_CAPACITY_WORK", "CHECKIN_LOAD_HOOK",
@@ -49,16 +49,16 @@ public enum ConfigurationVariables {
 
     /// A `CHECKIN_*` variable of the environment that names no setting, with the setting it
     /// was most likely meant to be.
-    public struct Unknown: Sendable, Equatable {
-        public var name: String
-        public var suggestion: String?
+    package struct Unknown: Sendable, Equatable {
+        package var name: String
+        package var suggestion: String?
 
-        public init(name: String, suggestion: String?) {
+        package init(name: String, suggestion: String?) {
             self.name = name
             self.suggestion = suggestion
         }
 
-        public var warning: String {
+        package var warning: String {
             "\(name) is not a setting of checkin and is ignored"
                 + (suggestion.map { " (did you mean \($0)?)" } ?? "") + "; see docs/configuration.md"
         }
@@ -66,7 +66,7 @@ public enum ConfigurationVariables {
 
     /// The variables of `environment` that start with `CHECKIN_` and name nothing the program
     /// or its scripts read, in name order.
-    public static func unknown(in environment: [String: String]) -> [Unknown] {
+    package static func unknown(in environment: [String: String]) -> [Unknown] {
         environment.keys.filter { name in
             name.hasPrefix("CHECKIN_") && !settings.contains(name) && !ofTheProjectsScripts.contains(name)
                 && !name.hasPrefix("CHECKIN_TEST_") && !prefixes.contains { name.hasPrefix($0) }

@@ -3,7 +3,7 @@ import Shared
 extension WebhookURLPolicy {
     /// `CHECKIN_WEBHOOK_ALLOW_PRIVATE` and `CHECKIN_WEBHOOK_ALLOW_HTTP`, both false unless set
     /// (`checkin dev` and `checkin demo` set them when they are unset).
-    public init(environment: EnvironmentReader) throws {
+    package init(environment: EnvironmentReader) throws {
         self.init(
             allowPrivateAddresses: try environment.bool(Self.allowPrivateVariable, default: false),
             allowHTTP: try environment.bool(Self.allowHTTPVariable, default: false))
@@ -13,7 +13,7 @@ extension WebhookURLPolicy {
 extension EnvironmentReader {
     /// `CHECKIN_SECRET_KEY`, or nil when it is unset; a value that is not the base64 of
     /// 32 bytes stops the process with a message naming the variable.
-    public func secretEncryptionKey() throws -> SecretEncryptionKey? {
+    package func secretEncryptionKey() throws -> SecretEncryptionKey? {
         guard let text = optionalString(SecretEncryptionKey.variable) else { return nil }
         do {
             return try SecretEncryptionKey(base64: text)
@@ -26,13 +26,13 @@ extension EnvironmentReader {
 
     /// How long the previous secret keeps signing after a rotation:
     /// `CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW` seconds, 24 h unless set.
-    public func secretRotationWindow() throws -> Duration {
+    package func secretRotationWindow() throws -> Duration {
         try duration("CHECKIN_WEBHOOK_SECRET_ROTATION_WINDOW", default: .seconds(86_400))
     }
 
     /// `checkin dev` and `checkin demo` run against receivers on this machine: they allow
     /// private addresses and plain http unless the variables say otherwise.
-    public mutating func defaultToLocalWebhooks() {
+    package mutating func defaultToLocalWebhooks() {
         for name in [WebhookURLPolicy.allowPrivateVariable, WebhookURLPolicy.allowHTTPVariable] where optionalString(name) == nil {
             values[name] = "true"
         }

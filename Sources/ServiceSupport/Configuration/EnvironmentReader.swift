@@ -2,24 +2,24 @@ import Foundation
 
 /// Reads settings from environment variables, with defaults for local runs and an
 /// error that names the variable when a value cannot be used.
-public struct EnvironmentReader: Sendable {
-    public var values: [String: String]
+package struct EnvironmentReader: Sendable {
+    package var values: [String: String]
 
-    public init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
+    package init(_ values: [String: String] = ProcessInfo.processInfo.environment) {
         self.values = values
     }
 
-    public func string(_ name: String, default defaultValue: String) -> String {
+    package func string(_ name: String, default defaultValue: String) -> String {
         guard let value = values[name], !value.isEmpty else { return defaultValue }
         return value
     }
 
-    public func optionalString(_ name: String) -> String? {
+    package func optionalString(_ name: String) -> String? {
         guard let value = values[name], !value.isEmpty else { return nil }
         return value
     }
 
-    public func int(_ name: String, default defaultValue: Int, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
+    package func int(_ name: String, default defaultValue: Int, range: ClosedRange<Int> = Int.min...Int.max) throws -> Int {
         guard let text = optionalString(name) else { return defaultValue }
         guard let value = Int(text), range.contains(value) else {
             throw ConfigurationError(variable: name, value: text, expected: "an integer in \(range.lowerBound)...\(range.upperBound)")
@@ -27,7 +27,7 @@ public struct EnvironmentReader: Sendable {
         return value
     }
 
-    public func double(
+    package func double(
         _ name: String, default defaultValue: Double,
         range: ClosedRange<Double> = -Double.greatestFiniteMagnitude...Double.greatestFiniteMagnitude
     ) throws -> Double {
@@ -38,7 +38,7 @@ public struct EnvironmentReader: Sendable {
         return value
     }
 
-    public func bool(_ name: String, default defaultValue: Bool) throws -> Bool {
+    package func bool(_ name: String, default defaultValue: Bool) throws -> Bool {
         guard let text = optionalString(name)?.lowercased() else { return defaultValue }
         switch text {
         case "1", "true", "yes", "on": return true
@@ -49,7 +49,7 @@ public struct EnvironmentReader: Sendable {
 
     /// Seconds, written as a plain number (`30`, `0.5`), at least `minimum`: an interval or
     /// a time-out of 0 would make a loop spin or every attempt fail, so those set one.
-    public func duration(_ name: String, default defaultValue: Duration, minimum: Duration = .zero) throws -> Duration {
+    package func duration(_ name: String, default defaultValue: Duration, minimum: Duration = .zero) throws -> Duration {
         guard let text = optionalString(name) else { return defaultValue }
         let least = minimum / .seconds(1)
         guard let seconds = Double(text), seconds.isFinite, seconds >= least else {
@@ -60,16 +60,16 @@ public struct EnvironmentReader: Sendable {
     }
 }
 
-public struct ConfigurationError: Error, CustomStringConvertible {
-    public var variable: String
-    public var value: String
-    public var expected: String
+package struct ConfigurationError: Error, CustomStringConvertible {
+    package var variable: String
+    package var value: String
+    package var expected: String
 
-    public init(variable: String, value: String, expected: String) {
+    package init(variable: String, value: String, expected: String) {
         self.variable = variable
         self.value = value
         self.expected = expected
     }
 
-    public var description: String { "\(variable)='\(value)' is not valid: expected \(expected)" }
+    package var description: String { "\(variable)='\(value)' is not valid: expected \(expected)" }
 }

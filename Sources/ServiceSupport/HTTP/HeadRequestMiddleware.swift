@@ -5,10 +5,10 @@ import Hummingbird
 /// before every other, strips the body of whatever else answers a HEAD (a refusal's problem
 /// details, a 404, a 405), so that no body bytes follow a HEAD answer on a kept-alive
 /// connection, where the client would read them as the next answer.
-public struct HeadRequestMiddleware<Context: RequestContext>: RouterMiddleware {
-    public init() {}
+package struct HeadRequestMiddleware<Context: RequestContext>: RouterMiddleware {
+    package init() {}
 
-    public func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+    package func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard request.method == .head else { return try await next(request, context) }
         do {
             return try await next(request, context).createHeadResponse()

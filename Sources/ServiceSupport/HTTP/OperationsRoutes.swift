@@ -4,8 +4,8 @@ import Logging
 import Prometheus
 
 /// `/health`, `/ready` and `/metrics`, served by every service.
-public enum OperationsRoutes {
-    public static func add<Context: RequestContext>(
+package enum OperationsRoutes {
+    package static func add<Context: RequestContext>(
         to router: Router<Context>, readiness: Readiness, registry: PrometheusCollectorRegistry
     ) {
         router.get("/health") { _, _ in
@@ -32,7 +32,7 @@ public enum OperationsRoutes {
     }
 
     /// A server with only the operations routes, for services that have no other HTTP API.
-    public static func server(
+    package static func server(
         host: String, port: Int, readiness: Readiness, registry: PrometheusCollectorRegistry, logger: Logger
     ) -> some ApplicationProtocol {
         let router = Router(options: .autoGenerateHeadEndpoints)

@@ -3,27 +3,27 @@ import Hummingbird
 
 /// An error answered as `application/problem+json` (RFC 9457), with a machine-readable
 /// `type`, so clients can act on it without parsing prose.
-public struct Problem: HTTPResponseError, Sendable {
+package struct Problem: HTTPResponseError, Sendable {
     /// Per-field detail, for validation failures.
-    public struct InvalidParameter: Codable, Sendable, Equatable {
-        public var name: String
-        public var reason: String
+    package struct InvalidParameter: Codable, Sendable, Equatable {
+        package var name: String
+        package var reason: String
 
-        public init(name: String, reason: String) {
+        package init(name: String, reason: String) {
             self.name = name
             self.reason = reason
         }
     }
 
-    public var status: HTTPResponse.Status
-    public var type: String
-    public var title: String
-    public var detail: String?
-    public var invalidParameters: [InvalidParameter]
+    package var status: HTTPResponse.Status
+    package var type: String
+    package var title: String
+    package var detail: String?
+    package var invalidParameters: [InvalidParameter]
     /// Sent with the problem, such as `Retry-After`.
-    public var headers: HTTPFields
+    package var headers: HTTPFields
 
-    public init(
+    package init(
         status: HTTPResponse.Status, type: String, title: String, detail: String? = nil,
         invalidParameters: [InvalidParameter] = [], headers: HTTPFields = [:]
     ) {
@@ -48,7 +48,7 @@ public struct Problem: HTTPResponseError, Sendable {
         }
     }
 
-    public func response(from request: Request, context: some RequestContext) throws -> Response {
+    package func response(from request: Request, context: some RequestContext) throws -> Response {
         let body = Body(
             type: "urn:checkin:problem:\(type)", title: title, status: Int(status.code), detail: detail,
             invalidParameters: invalidParameters.isEmpty ? nil : invalidParameters)
@@ -63,7 +63,7 @@ public struct Problem: HTTPResponseError, Sendable {
 }
 
 extension Problem {
-    public static func unauthorized(_ detail: String) -> Problem {
+    package static func unauthorized(_ detail: String) -> Problem {
         Problem(status: .unauthorized, type: "unauthorized", title: "Missing or unknown API key", detail: detail)
     }
 
@@ -73,7 +73,7 @@ extension Problem {
     }
 
     /// Too many failed authentications from this client; `Retry-After` says when to try again.
-    public static func tooManyAuthenticationFailures(retryAfter: Duration) -> Problem {
+    package static func tooManyAuthenticationFailures(retryAfter: Duration) -> Problem {
         let seconds = retryAfterSeconds(retryAfter)
         return Problem(
             status: .tooManyRequests, type: "too-many-authentication-failures",
@@ -83,7 +83,7 @@ extension Problem {
     }
 
     /// The project's zones were replaced too recently; `Retry-After` says when they may be again.
-    public static func zonesReplacedTooSoon(retryAfter: Duration, minimumInterval: Duration) -> Problem {
+    package static func zonesReplacedTooSoon(retryAfter: Duration, minimumInterval: Duration) -> Problem {
         let seconds = retryAfterSeconds(retryAfter)
         return Problem(
             status: .tooManyRequests, type: "zones-replaced-too-soon", title: "The zones were replaced too recently",
@@ -94,7 +94,7 @@ extension Problem {
 
     /// `If-Match` named a version of the project's zones that is no longer the current one:
     /// someone else replaced them in between. Nothing was changed; `ETag` is the current version.
-    public static func zonesVersionMismatch(expected: Int64, current: Int64) -> Problem {
+    package static func zonesVersionMismatch(expected: Int64, current: Int64) -> Problem {
         Problem(
             status: .preconditionFailed, type: "version-mismatch", title: "The zones are at another version",
             detail: "If-Match names version \(expected), but the project's zones are at version \(current); nothing was changed",
@@ -103,7 +103,7 @@ extension Problem {
     }
 
     /// The zones document is beyond the project's quota; nothing was changed.
-    public static func zoneQuotaExceeded(_ excess: [String]) -> Problem {
+    package static func zoneQuotaExceeded(_ excess: [String]) -> Problem {
         Problem(
             status: .contentTooLarge, type: "zone-quota-exceeded", title: "The zones are beyond the project's quota",
             detail: excess.joined(separator: "; ") + "; nothing was changed",
@@ -112,7 +112,7 @@ extension Problem {
 
     /// Deliveries that were erased with their device: their rows stay (the delivery log says
     /// what happened) but their payloads are gone, so nothing can be sent again.
-    public static func deliveriesErased(_ names: [String]) -> Problem {
+    package static func deliveriesErased(_ names: [String]) -> Problem {
         Problem(
             status: .conflict, type: "delivery-erased", title: "Erased with its device",
             detail: "erased with their device, so there is nothing to send again: \(names.joined(separator: ", ")); none was queued again")
@@ -120,7 +120,7 @@ extension Problem {
 
     /// Deliveries still pending (queued, in flight or retrying) cannot be replayed: they
     /// are on their way already, and a second copy would race the first.
-    public static func deliveriesPending(_ names: [String]) -> Problem {
+    package static func deliveriesPending(_ names: [String]) -> Problem {
         Problem(
             status: .conflict, type: "delivery-pending", title: "Still pending",
             detail:
@@ -128,15 +128,15 @@ extension Problem {
         )
     }
 
-    public static func forbidden(_ detail: String) -> Problem {
+    package static func forbidden(_ detail: String) -> Problem {
         Problem(status: .forbidden, type: "forbidden", title: "Not allowed for this API key", detail: detail)
     }
 
-    public static func notFound(_ detail: String) -> Problem {
+    package static func notFound(_ detail: String) -> Problem {
         Problem(status: .notFound, type: "not-found", title: "Not found", detail: detail)
     }
 
-    public static func invalid(_ detail: String, parameters: [InvalidParameter] = []) -> Problem {
+    package static func invalid(_ detail: String, parameters: [InvalidParameter] = []) -> Problem {
         Problem(
             status: .badRequest, type: "invalid-request", title: "The request is invalid", detail: detail, invalidParameters: parameters)
     }

@@ -10,17 +10,17 @@ import NIOConcurrencyHelpers
 ///
 /// Each component is also exported as the gauge `checkin_ready{component}` (1 ready,
 /// 0 not), so that Prometheus can alert on a service that stays unready.
-public final class Readiness: Sendable {
+package final class Readiness: Sendable {
     private let components = NIOLockedValueBox<[String: [String: Bool]]>([:])
     /// The parts of the pipeline this process runs (`ingest`, `evaluator`, `notifier`), so
     /// that `checkin status` can tell one `checkin dev` from three services.
-    public let serves: [String]
+    package let serves: [String]
 
-    public init(serves: [String] = []) {
+    package init(serves: [String] = []) {
         self.serves = serves
     }
 
-    public func set(_ component: String, ready: Bool, source: String = "") {
+    package func set(_ component: String, ready: Bool, source: String = "") {
         components.withLockedValue { components in
             components[component, default: [:]][source] = ready
             let combined = components[component, default: [:]].values.allSatisfy { $0 }
@@ -30,13 +30,13 @@ public final class Readiness: Sendable {
     }
 
     /// Ready when at least one component registered and all are ready.
-    public var isReady: Bool {
+    package var isReady: Bool {
         components.withLockedValue { components in
             !components.isEmpty && components.values.allSatisfy { $0.values.allSatisfy { $0 } }
         }
     }
 
-    public var report: [String: Bool] {
+    package var report: [String: Bool] {
         components.withLockedValue { components in components.mapValues { $0.values.allSatisfy { $0 } } }
     }
 }

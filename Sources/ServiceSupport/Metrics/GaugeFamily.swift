@@ -4,26 +4,26 @@ import NIOConcurrencyHelpers
 /// The gauges of one metric name whose label sets come and go (partitions, webhook
 /// endpoints). Each ``update(_:)`` states every series there is now; series not in it
 /// are removed, so that a deleted endpoint does not export its last value forever.
-public final class GaugeFamily: Sendable {
-    public struct Sample: Sendable {
-        public var labels: [(String, String)]
-        public var value: Double
+package final class GaugeFamily: Sendable {
+    package struct Sample: Sendable {
+        package var labels: [(String, String)]
+        package var value: Double
 
-        public init(labels: [(String, String)], value: Double) {
+        package init(labels: [(String, String)], value: Double) {
             self.labels = labels
             self.value = value
         }
     }
 
-    public let name: String
+    package let name: String
     private let gauges = NIOLockedValueBox<[[String]: Gauge]>([:])
 
-    public init(name: String) {
+    package init(name: String) {
         self.name = name
     }
 
     /// Sets the family to exactly these series.
-    public func update(_ samples: [Sample]) {
+    package func update(_ samples: [Sample]) {
         gauges.withLockedValue { gauges in
             var next: [[String]: Gauge] = [:]
             for sample in samples {

@@ -6,12 +6,12 @@ import Prometheus
 /// The process's one Prometheus registry. swift-metrics can be bootstrapped only
 /// once per process, so every service (and `checkin dev`, which runs them all)
 /// goes through here.
-public enum MetricsBootstrap {
+package enum MetricsBootstrap {
     private static let state = NIOLockedValueBox<PrometheusCollectorRegistry?>(nil)
 
     /// Bootstraps swift-metrics on first call; returns the registry every call.
     @discardableResult
-    public static func prometheus() -> PrometheusCollectorRegistry {
+    package static func prometheus() -> PrometheusCollectorRegistry {
         state.withLockedValue { registry in
             if let registry { return registry }
             let created = PrometheusCollectorRegistry()

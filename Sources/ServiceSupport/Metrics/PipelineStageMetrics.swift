@@ -16,35 +16,35 @@ import Metrics
 ///
 /// Stages are timed by the wall clocks of the processes that see their ends: across
 /// hosts they include the hosts' clock difference.
-public enum PipelineStage: String, Sendable, CaseIterable {
+package enum PipelineStage: String, Sendable, CaseIterable {
     case evaluate, publish, queue, wait, send, total
 
-    public static let metricLabel = "checkin_pipeline_stage_seconds"
+    package static let metricLabel = "checkin_pipeline_stage_seconds"
 
     /// The Kafka header that carries a fix's acceptance time (milliseconds since 1970)
     /// from the event that fix decided to the notifier.
-    public static let fixAcceptedHeader = "checkin-fix-accepted-at"
+    package static let fixAcceptedHeader = "checkin-fix-accepted-at"
 
     private static let timers: [PipelineStage: Metrics.Timer] = Dictionary(
         uniqueKeysWithValues: allCases.map { ($0, Metrics.Timer(label: metricLabel, dimensions: [("stage", $0.rawValue)])) })
 
     /// Records that this stage ran from `start` to `end` (nothing when `start` is unknown;
     /// a negative span, from clocks apart, counts as zero).
-    public func record(from start: Date?, to end: Date = Date()) {
+    package func record(from start: Date?, to end: Date = Date()) {
         guard let start else { return }
         Self.timers[self]?.recordNanoseconds(Int64(max(0, end.timeIntervalSince(start)) * 1_000_000_000))
     }
 
-    public func record(_ duration: Duration) {
+    package func record(_ duration: Duration) {
         Self.timers[self]?.record(duration: duration)
     }
 
     /// A fix's acceptance time as the header carries it.
-    public static func headerValue(_ date: Date) -> [UInt8] {
+    package static func headerValue(_ date: Date) -> [UInt8] {
         Array(String(Int64((date.timeIntervalSince1970 * 1000).rounded())).utf8)
     }
 
-    public static func date(headerValue: [UInt8]?) -> Date? {
+    package static func date(headerValue: [UInt8]?) -> Date? {
         guard let headerValue, let milliseconds = Int64(String(decoding: headerValue, as: UTF8.self)) else { return nil }
         return Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
