@@ -88,27 +88,39 @@ extension WebhookStore {
             """
     }
 
+    /// What a delivery in `state` waits for, and until when when that is a time: a state of
+    /// `delivery_states`, read for an operator. A lapsed lease is made due by the next pass
+    /// over leases (`releaseLapsedLeases`, `releaseWaitingHeads`), from when it ran out,
+    /// unless another delivery of its device is ahead of it.
+    static func wait(in state: DeliveryState, due: Date?, leaseEnd: Date?, behindAnother: Bool)
+        -> (waitingFor: DeliveryWait?, until: Date?)
+    {
+        switch state {
+        case .delivered, .failed, .cancelled: (nil, nil)
+        case .inFlight: (.attemptInFlight, nil)
+        case .parked: (.endpointEnabled, nil)
+        case .queued, .retrying: (.nextAttempt, due)
+        case .behind: (.earlierDelivery, nil)
+        case .leaseLapsed: behindAnother ? (.earlierDelivery, nil) : (.nextAttempt, leaseEnd)
+        }
+    }
+
     /// One delivery of the project with its endpoint, payload, what it waits for, replays and
     /// attempt log; nil if the project has no such delivery.
     package func delivery(id: Int64, projectId: String) async throws -> DeliveryDetail? {
         let rows = try await database.client.query(
             """
-            SELECT \(unescaped: DeliveryRecord.columns), e.url, e.enabled, d.erased_at IS NULL, \(unescaped: Self.payloadOf("d")),
-                   d.leased_until > now(),
-                   -- A claim whose lease ran out waits at 'infinity' until a pass makes it due
-                   -- (`releaseLapsedLeases`, `releaseWaitingHeads`): due since its lease ended,
-                   -- unless another is ahead.
-                   CASE WHEN d.next_attempt_at = 'infinity' AND d.lease_owner IS NOT NULL
-                             AND NOT EXISTS (SELECT 1 FROM deliveries p
-                                              WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id
-                                                AND p.status = 'pending'
-                                                AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id))
-                        THEN d.leased_until
-                        ELSE NULLIF(d.next_attempt_at, 'infinity') END,
+            SELECT \(unescaped: DeliveryRecord.columns), e.url, d.erased_at IS NULL, \(unescaped: Self.payloadOf("d")),
+                   s.state, NULLIF(d.next_attempt_at, 'infinity'), d.leased_until,
+                   -- A lapsed lease is made due by the next pass, unless another of its device is ahead.
+                   EXISTS (SELECT 1 FROM deliveries p
+                            WHERE p.endpoint_id = d.endpoint_id AND p.device_id = d.device_id AND p.status = 'pending'
+                              AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id)),
                    d.finishing_attempt_started_at, d.finishing_attempt_latency_ms
               FROM deliveries d
-              -- Only the endpoint's url and enabled, so that the delivery's columns stay unambiguous.
-              JOIN LATERAL (SELECT url, enabled FROM webhook_endpoints WHERE id = d.endpoint_id) e ON true
+              JOIN delivery_states s ON s.id = d.id
+              -- Only the endpoint's url, so that the delivery's columns stay unambiguous.
+              JOIN LATERAL (SELECT url FROM webhook_endpoints WHERE id = d.endpoint_id) e ON true
              WHERE d.id = \(id) AND d.project_id = \(projectId)
             """, logger: logger)
         var found: DeliveryDetail?
@@ -116,32 +128,21 @@ extension WebhookStore {
         for try await row in rows {
             let record = try DeliveryRecord(row: row)
             let columns = row.makeRandomAccess()
-            let (url, enabled, kept, payload) = (
-                try columns[12].decode(String.self), try columns[13].decode(Bool.self), try columns[14].decode(Bool.self),
-                try columns[15].decode(String?.self)
+            let (url, kept, payload) = (
+                try columns[12].decode(String.self), try columns[13].decode(Bool.self), try columns[14].decode(String?.self)
             )
-            // Nil at 'infinity': waiting behind the device's earlier delivery (or a disabled endpoint).
-            let (inFlight, next) = (try columns[16].decode(Bool?.self) ?? false, try columns[17].decode(Date?.self))
-            if let startedAt = try columns[18].decode(Date?.self), let latency = try columns[19].decode(Double?.self) {
+            let stateName = try columns[15].decode(String.self)
+            guard let state = DeliveryState(rawValue: stateName) else { throw DeliveryStateUnknown(name: stateName) }
+            let (due, leaseEnd, behindAnother) = (
+                try columns[16].decode(Date?.self), try columns[17].decode(Date?.self), try columns[18].decode(Bool.self)
+            )
+            if let startedAt = try columns[19].decode(Date?.self), let latency = try columns[20].decode(Double?.self) {
                 finishing = (startedAt, latency)
             }
-            // In this order: a disabled endpoint's deliveries may wait at 'infinity' or at a
-            // time that has passed, and wait for nothing but its enabling either way.
-            let waitingFor: DeliveryWait?
-            if record.status != .pending {
-                waitingFor = nil
-            } else if inFlight {
-                waitingFor = .attemptInFlight
-            } else if !enabled {
-                waitingFor = .endpointEnabled
-            } else if next == nil {
-                waitingFor = .earlierDelivery
-            } else {
-                waitingFor = .nextAttempt
-            }
+            let (waitingFor, next) = Self.wait(in: state, due: due, leaseEnd: leaseEnd, behindAnother: behindAnother)
             found = DeliveryDetail(
                 delivery: record, endpointUrl: url, payload: kept ? payload : nil, waitingFor: waitingFor,
-                nextAttemptAt: waitingFor == .nextAttempt ? next : nil, replays: [], attemptLog: [])
+                nextAttemptAt: next, replays: [], attemptLog: [])
         }
         guard var found else { return nil }
         let replays = try await database.client.query(
