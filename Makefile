@@ -18,6 +18,7 @@ ALONE := ProducerClockSkewTests
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
 	@echo "make test        every test, unit and integration, against a local Postgres and broker"
+	@echo "make test-unit   the modules' own tests, no Postgres and no broker"
 	@echo "make test-observability  alert rules, their unit tests and the dashboard against a real Prometheus"
 	@echo "make test-api    the HTTP API against openapi.yaml (Schemathesis, property-based)"
 	@echo "make test-kubernetes  the Kubernetes manifests rendered, validated and scanned (checkov), offline"
@@ -48,7 +49,10 @@ ROLLING_DEADLINE ?= 600
 # docs/rolling-upgrades.md has the full one's command (3 rounds, 2,000 fixes/s, release build).
 ROLLING_ARGS ?= --rounds 1 --rate 400 --devices 400 --seconds 70 --warm-up 5
 
+# The Kubernetes manifests' test needs neither the build nor the services: it runs beside the
+# build and the suites (scripts/alongside.sh), and its output is printed where it ends.
 test: setup compose-check
+	@$(ENV) scripts/alongside.sh start kubernetes-test scripts/within.sh $(KUBERNETES_DEADLINE) scripts/kubernetes-test.sh
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
 	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/within.sh $(TEST_DEADLINE) \
 		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
@@ -57,7 +61,7 @@ test: setup compose-check
 	@$(ENV) scripts/within.sh $(LOAD_DEADLINE) scripts/with-services.sh scripts/load-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/api-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/quickstart-test.sh
-	@$(ENV) scripts/within.sh $(KUBERNETES_DEADLINE) scripts/kubernetes-test.sh
+	@scripts/alongside.sh finish kubernetes-test
 	@$(ENV) scripts/within.sh $(ROLLING_DEADLINE) scripts/with-services.sh scripts/rolling-restart.sh $(ROLLING_ARGS)
 
 # The HTTP API against openapi.yaml: the document validated, then Schemathesis's generated
@@ -85,8 +89,9 @@ test-rolling: setup
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
 	@$(ENV) scripts/within.sh $(ROLLING_DEADLINE) scripts/with-services.sh scripts/rolling-restart.sh $(ROLLING_ARGS)
 
+# The modules' own tests, which need no Postgres and no broker (Kafka's run against librdkafka's mock cluster).
 test-unit: setup
-	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --skip SwiftIntegrationTests --filter 'SharedTests|GeofenceTests|KafkaTests|NotifierTests|PersistenceTests|ServiceSupportTests'
+	@$(ENV) swift test $(SWIFT_BUILD_FLAGS) --filter '^(SharedTests|GeofenceTests|KafkaTests|PersistenceTests|BatchProcessingTests|IngestTests|EvaluatorTests|NotifierTests|ServiceSupportTests)\.'
 
 compose-check: setup
 	@docker-compose -f docker-compose.yml config -q && echo "docker-compose.yml: valid"
