@@ -190,7 +190,25 @@ let package = Package(
         ),
         .testTarget(
             name: "NotifierTests",
-            dependencies: ["Notifier", "Persistence"]
+            dependencies: [
+                "Notifier", "Persistence", "Shared",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ]
+        ),
+        .testTarget(
+            name: "IngestTests",
+            dependencies: ["Ingest", "Shared"]
+        ),
+        .testTarget(
+            name: "EvaluatorTests",
+            dependencies: ["Evaluator", "Kafka", "Persistence"]
+        ),
+        .testTarget(
+            name: "BatchProcessingTests",
+            dependencies: ["BatchProcessing", "Kafka"]
         ),
         .testTarget(
             name: "KafkaTests",
