@@ -190,13 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "NotifierTests",
-            dependencies: [
-                "Notifier", "Persistence", "Shared",
-                .product(name: "Hummingbird", package: "hummingbird"),
-                .product(name: "HTTPTypes", package: "swift-http-types"),
-                .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "NIOSSL", package: "swift-nio-ssl"),
-            ]
+            dependencies: ["Notifier", "Persistence"]
         ),
         .testTarget(
             name: "IngestTests",

@@ -5,21 +5,21 @@ import Logging
 /// What every test of Kafka clients needs, against the in-process mock cluster or
 /// the real broker alike: quiet logging, unique names, groups that form in seconds,
 /// and waiting with a deadline.
-public enum KafkaTestSupport {
+package enum KafkaTestSupport {
     /// Errors only, unless `KAFKA_TEST_LOG` names a level.
-    public static var logger: Logger {
+    package static var logger: Logger {
         var logger = Logger(label: "kafka-tests")
         logger.logLevel = ProcessInfo.processInfo.environment["KAFKA_TEST_LOG"].flatMap(Logger.Level.init(rawValue:)) ?? .error
         return logger
     }
 
     /// Unique per test, so tests can share one cluster and run in parallel.
-    public static func uniqueName(_ prefix: String) -> String {
+    package static func uniqueName(_ prefix: String) -> String {
         "\(prefix)-\(UUID().uuidString.prefix(8).lowercased())"
     }
 
     /// Short group timeouts: the mock cluster and Tansu form groups in seconds only with them.
-    public static func consumerConfiguration(
+    package static func consumerConfiguration(
         bootstrapServers: String, groupId: String, topics: [String]
     ) -> KafkaConsumerConfiguration {
         KafkaConsumerConfiguration(
@@ -29,7 +29,7 @@ public enum KafkaTestSupport {
 
     /// Polls `condition` until it holds; throws naming `what` after `timeout`. Returns the time it took.
     @discardableResult
-    public static func waitUntil(
+    package static func waitUntil(
         _ what: String, within timeout: Duration = .seconds(30), _ condition: () -> Bool
     ) async throws -> Duration {
         let started = ContinuousClock.now
@@ -42,6 +42,6 @@ public enum KafkaTestSupport {
 }
 
 /// A wait that ran out: tells a timeout from a hang, and what was awaited.
-public struct TestTimeout: Error, CustomStringConvertible {
-    public var description: String
+package struct TestTimeout: Error, CustomStringConvertible {
+    package var description: String
 }

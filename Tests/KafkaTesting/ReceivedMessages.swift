@@ -3,7 +3,7 @@ import Synchronization
 
 /// Reads a consumer's batches in the background (a sequence has one reader)
 /// so tests can wait for a number of messages with a deadline.
-public final class ReceivedMessages: Sendable {
+package final class ReceivedMessages: Sendable {
     private final class Storage: Sendable {
         let messages = Mutex<[KafkaConsumerMessage]>([])
         let batchSizes = Mutex<[Int]>([])
@@ -12,7 +12,7 @@ public final class ReceivedMessages: Sendable {
     private let storage = Storage()
     private let task: Task<Void, Never>
 
-    public init(_ consumer: KafkaConsumer) {
+    package init(_ consumer: KafkaConsumer) {
         let storage = self.storage
         task = Task {
             do {
@@ -24,18 +24,18 @@ public final class ReceivedMessages: Sendable {
         }
     }
 
-    public var all: [KafkaConsumerMessage] { storage.messages.withLock { $0 } }
-    public var batchSizes: [Int] { storage.batchSizes.withLock { $0 } }
+    package var all: [KafkaConsumerMessage] { storage.messages.withLock { $0 } }
+    package var batchSizes: [Int] { storage.batchSizes.withLock { $0 } }
     /// The values read as UTF-8 text.
-    public var values: Set<String> { Set(all.map { String(decoding: $0.value, as: UTF8.self) }) }
+    package var values: Set<String> { Set(all.map { String(decoding: $0.value, as: UTF8.self) }) }
 
-    public func waitFor(count: Int, within timeout: Duration = .seconds(30)) async throws -> [KafkaConsumerMessage] {
+    package func waitFor(count: Int, within timeout: Duration = .seconds(30)) async throws -> [KafkaConsumerMessage] {
         try await KafkaTestSupport.waitUntil("receive \(count) messages", within: timeout) { all.count >= count }
         return all
     }
 
     /// Waits until the consumer has closed and its sequence finished.
-    public func finished() async {
+    package func finished() async {
         await task.value
     }
 }

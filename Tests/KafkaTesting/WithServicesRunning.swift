@@ -3,7 +3,7 @@ import ServiceLifecycle
 /// Runs `services` while `body` runs, then cancels them, as a stopping service group
 /// would, and waits for them to finish: for a producer or consumer a test needs only
 /// for the length of its body.
-public func withServicesRunning<Result: Sendable>(
+package func withServicesRunning<Result: Sendable>(
     _ services: [any Service], _ body: () async throws -> Result
 ) async throws -> Result {
     try await withThrowingTaskGroup(of: Void.self) { group in

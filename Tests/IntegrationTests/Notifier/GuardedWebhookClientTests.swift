@@ -47,7 +47,7 @@ actor SeenRequests {
         try await withThrowingTaskGroup(of: Void.self) { tasks in
             tasks.addTask { try await app.run() }
             var iterator = ports.stream.makeAsyncIterator()
-            let port = try #require(await iterator.next(), "the partner did not start")
+            guard let port = await iterator.next() else { throw TestFailure("the partner did not start") }
             do {
                 try await body(port, seen)
             } catch {
