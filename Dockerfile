@@ -1,4 +1,5 @@
-# Builds the one `checkin` executable; docker-compose.yml runs it as each service.
+# Builds the `checkin` executable alone (never checkin-bench, the load generator and the
+# benchmarks); docker-compose.yml runs it as each service.
 FROM swift:6.2-bookworm AS build
 WORKDIR /src
 COPY scripts/setup.sh scripts/setup.sh

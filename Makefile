@@ -13,7 +13,7 @@ TEST_WIDTH ?= 8
 # process with the others, and passes alone; the cause is not found yet.
 ALONE := ProducerClockSkewTests
 
-.PHONY: help setup build demo test test-unit test-observability test-api test-kubernetes test-rolling compose-check lint bench clean
+.PHONY: help setup build build-bench demo test test-unit test-observability test-api test-kubernetes test-rolling compose-check lint bench clean
 
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
@@ -23,7 +23,8 @@ help:
 	@echo "make test-api    the HTTP API against openapi.yaml (Schemathesis, property-based)"
 	@echo "make test-kubernetes  the Kubernetes manifests rendered, validated and scanned (checkov), offline"
 	@echo "make test-rolling    every process replaced in turn under load: nothing lost, every webhook once, in order (ROLLING_ARGS)"
-	@echo "make build       build the checkin executable"
+	@echo "make build       build the checkin executable (the load and pipeline benchmarks: make build-bench)"
+	@echo "make build-bench build checkin-bench: load generator, evaluator and notifier benchmarks"
 	@echo "make bench       geofence engine benchmarks (release build)"
 	@echo "make lint        swift format lint (style of .swift-format)"
 
@@ -32,6 +33,10 @@ setup:
 
 build: setup
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
+
+# checkin-bench runs beside checkin: its evaluator benchmark starts that build's evaluators.
+build-bench: build
+	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin-bench
 
 demo: build
 	@$(ENV) scripts/with-services.sh scripts/demo.sh $(if $(ONCE),--once,)
@@ -72,9 +77,9 @@ test-api: setup
 	@$(ENV) scripts/with-services.sh scripts/api-test.sh
 	@$(ENV) scripts/with-services.sh scripts/quickstart-test.sh
 
-# Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`.
-test-observability: setup
-	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
+# Alert rules, their unit tests and the dashboard against a real Prometheus scraping `checkin dev`
+# under `checkin-bench load`.
+test-observability: build-bench
 	@$(ENV) scripts/with-services.sh scripts/observability-test.sh
 
 # deploy/kubernetes: the base and the example overlay rendered with kubectl kustomize, every
@@ -85,8 +90,7 @@ test-kubernetes: setup
 # Each ingest, evaluator and notifier process replaced in turn (SIGTERM, then a new one) under
 # a steady load: no fix lost, every webhook once and in order, no long gap, each process
 # stopped within the manifests' grace (scripts/rolling-restart.sh).
-test-rolling: setup
-	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --product checkin
+test-rolling: build-bench
 	@$(ENV) scripts/within.sh $(ROLLING_DEADLINE) scripts/with-services.sh scripts/rolling-restart.sh $(ROLLING_ARGS)
 
 # The modules' own tests, which need no Postgres and no broker (Kafka's run against librdkafka's mock cluster).

@@ -1,7 +1,8 @@
 // swift-tools-version: 6.2
 import PackageDescription
 
-/// The check-in pipeline: one executable (`checkin`) over a few modules, each with one job.
+/// The check-in pipeline: one executable (`checkin`) over a few modules, each with one job; beside
+/// it the load generator and the benchmarks (`checkin-bench`), which no deployment ships.
 ///
 /// Shared       domain model and wire formats (fixes, events, zones documents, webhook signatures)
 /// Geofence     the pure evaluation engine: geometry, spatial index, check-in/check-out rules
@@ -11,12 +12,17 @@ import PackageDescription
 /// BatchProcessing  how a consumer's batch succeeds or sets aside exactly the records that cannot
 /// ServiceSupport  what every service needs to be operated: configuration, metrics, health endpoints
 /// Ingest, Evaluator, Notifier  the three services
+/// CommandSupport  what both executables' commands share: process settings, a command's failure, the database
+/// checkin      the executable: the services, and the commands that run and manage them
+/// CheckinBench  `checkin-bench`: the load generator and the evaluator and notifier benchmarks
 /// KafkaTesting  helpers the Kafka client's tests and the integration tests share (Tests/)
 let package = Package(
     name: "checkin",
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "checkin", targets: ["checkin"]),
+        /// The load generator and the benchmarks, out of the production binary.
+        .executable(name: "checkin-bench", targets: ["CheckinBench"]),
         /// For the separate `Benchmarks/` package, which measures the engine alone.
         .library(name: "Geofence", targets: ["Geofence"]),
     ],
@@ -143,20 +149,45 @@ let package = Package(
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
             ]
         ),
+        /// What the commands of both executables stand on: the settings a process reads from its
+        /// environment, a command's failure as one line and a pointer to its help, the database.
+        .target(
+            name: "CommandSupport",
+            dependencies: [
+                "Kafka", "Persistence", "ServiceSupport", "Shared",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "checkin",
             dependencies: [
                 "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport", "Ingest", "Evaluator", "Notifier", "BatchProcessing",
+                "CommandSupport",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
-                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
             ],
             plugins: ["BuildCommitPlugin"]
+        ),
+        /// `checkin-bench`: the load generator (`load`) and the benchmarks of the evaluator and the
+        /// notifier. Its evaluator benchmark runs the `checkin` built beside it.
+        .executableTarget(
+            name: "CheckinBench",
+            dependencies: [
+                "Shared", "Geofence", "Kafka", "Persistence", "ServiceSupport", "Notifier", "BatchProcessing", "CommandSupport",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+            ]
         ),
         /// Helpers for tests of Kafka clients (mock cluster or real broker); no product ships it.
         .target(

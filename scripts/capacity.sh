@@ -2,7 +2,7 @@
 # What a fix and a webhook cost on this machine, and what one evaluator, one notifier and
 # one Postgres hold: the figures of docs/scaling.md.
 #
-#   CHECKIN_BINARY=<release build> scripts/capacity.sh [checkin load options…]
+#   CHECKIN_BINARY=<release build> scripts/capacity.sh [checkin-bench load options…]
 #
 # Three steps, each against a fresh broker and Postgres (scripts/with-services.sh, the
 # Postgres started with pg_stat_statements loaded):
@@ -11,7 +11,7 @@
 #           --receive (options given replace these); per fix and per webhook: the CPU of each
 #           process tree, Postgres's statements, rows and WAL, the broker's bytes
 #   held    the same load with --hold-webhooks: the notifier's drain, deliveries/s
-#   bench   `checkin bench evaluator` (CHECKIN_CAPACITY_BENCH, default --fixes 300000
+#   bench   `checkin-bench evaluator` (CHECKIN_CAPACITY_BENCH, default --fixes 300000
 #           --fences 100000 --devices 2000, Postgres durability off): one evaluator's fixes/s
 #
 # CHECKIN_CAPACITY_STEPS  the steps to run (default "closed held bench")
@@ -102,10 +102,12 @@ step() {
     bench)
         local bench
         read -r -a bench <<<"${CHECKIN_CAPACITY_BENCH:---fixes 300000 --fences 100000 --devices 2000}"
-        local bin="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
+        # The checkin-bench beside the build measured: its evaluators are that build's.
+        local bin
+        bin="$(dirname "${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}")/checkin-bench"
         "$ROOT/scripts/postgres-durability.sh" "${CHECKIN_CAPACITY_BENCH_FSYNC:-off}"
-        echo "capacity: bench: $bin bench evaluator ${bench[*]}" >&2
-        "$bin" bench evaluator "${bench[@]}" --json >"$work/bench.out"
+        echo "capacity: bench: $bin evaluator ${bench[*]}" >&2
+        "$bin" evaluator "${bench[@]}" --json >"$work/bench.out"
         sed -n '/^{/,$p' "$work/bench.out" >"$work/bench.json"
         ;;
     *) echo "capacity: unknown step $step" >&2; exit 2 ;;

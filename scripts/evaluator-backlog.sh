@@ -8,12 +8,13 @@
 #   scripts/with-services.sh scripts/evaluator-backlog.sh [--fixes N] [--devices N]
 #
 # CHECKIN_BINARY picks the build to measure (default: this checkout's debug build);
-# CHECKIN_LOAD_BINARY the build whose `checkin load` fills the topic (default the same),
-# so that two evaluators can be compared on the same backlog.
+# CHECKIN_LOAD_BINARY the checkin-bench whose `load` fills the topic (default the one beside
+# CHECKIN_BINARY), so that two evaluators can be compared on the same backlog.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
-LOAD_BIN="${CHECKIN_LOAD_BINARY:-$BIN}"
+LOAD_BIN="${CHECKIN_LOAD_BINARY:-$(dirname "$BIN")/checkin-bench}"
+[ -x "$LOAD_BIN" ] || { echo "evaluator-backlog: no $LOAD_BIN: build it (swift build --product checkin-bench)" >&2; exit 1; }
 PORT="${CHECKIN_LOAD_PORT:-18081}"
 FIXES=100000
 DEVICES=2000

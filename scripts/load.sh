@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Measures the pipeline on this machine: starts `checkin dev` against the Postgres and
 # broker of with-services.sh, loads the example zones into a project, and runs
-# `checkin load` against it.
+# `checkin-bench load` against it.
 #
-#   scripts/with-services.sh scripts/load.sh [checkin load options…]
+#   scripts/with-services.sh scripts/load.sh [checkin-bench load options…]
 #
 # CHECKIN_BINARY      the build that runs the pipeline (default this checkout's debug build)
-# CHECKIN_LOAD_BINARY the build whose `checkin load` sends the fixes (default the same),
-#                     to drive another build's pipeline with this one's load
+# CHECKIN_LOAD_BINARY the checkin-bench whose `load` sends the fixes (default the one
+#                     beside CHECKIN_BINARY), to drive another build's pipeline with this
+#                     one's load
 # CHECKIN_LOAD_SETTLE seconds to wait after /ready before the load (default 0)
 # CHECKIN_LOAD_FSYNC  on: Postgres durable for the run (fsync, synchronous_commit and
 #                     full_page_writes on); the local cluster's default is off
@@ -17,7 +18,8 @@
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
-LOAD_BIN="${CHECKIN_LOAD_BINARY:-$BIN}"
+LOAD_BIN="${CHECKIN_LOAD_BINARY:-$(dirname "$BIN")/checkin-bench}"
+[ -x "$LOAD_BIN" ] || { echo "load: no $LOAD_BIN: build it (swift build --product checkin-bench)" >&2; exit 1; }
 PORT="${CHECKIN_LOAD_PORT:-18080}"
 export CHECKIN_LOG_LEVEL="${CHECKIN_LOG_LEVEL:-warning}"
 

@@ -5,7 +5,7 @@
 #    and deploy/prometheus/alerts_test.yml (series that fire each alert and series
 #    that must not) passes;
 # 2. the Grafana dashboard and its provisioning files have the structure Grafana reads;
-# 3. a real Prometheus scrapes `checkin dev` under `checkin load`, and every panel's
+# 3. a real Prometheus scrapes `checkin dev` under `checkin-bench load`, and every panel's
 #    expression and every series an alert is built on returns data, and Prometheus
 #    evaluates every rule without error.
 #
@@ -14,6 +14,8 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
 die() { echo "observability-test: $*" >&2; exit 1; }
+LOAD_BIN="$(dirname "$BIN")/checkin-bench"
+[ -x "$LOAD_BIN" ] || die "no $LOAD_BIN: build it (swift build --product checkin-bench)"
 say() { echo "observability-test: $*" >&2; }
 # shellcheck source=lib/ports.sh
 . "$ROOT/scripts/lib/ports.sh"
@@ -75,7 +77,7 @@ pids+=($!)
 
 for _ in $(seq 1 120); do curl -sf "http://127.0.0.1:$PORT/health" >/dev/null && break; sleep 0.5; done
 curl -sf "http://127.0.0.1:$PORT/health" >/dev/null || { tail -n 30 "$WORK/dev.log" >&2; die "checkin dev did not start"; }
-"$BIN" load --url "http://127.0.0.1:$PORT" --project observability --fixes 4000 --devices 40 \
+"$LOAD_BIN" load --url "http://127.0.0.1:$PORT" --project observability --fixes 4000 --devices 40 \
     --metrics "http://127.0.0.1:$PORT/metrics" --timeout 60 >&2
 python3 "$ROOT/scripts/lib/observability_check.py" prometheus "$ROOT/deploy" "http://127.0.0.1:$PROM_PORT" ||
     { tail -n 20 "$WORK/prometheus.log" >&2; die "Prometheus did not return data for every panel and alert"; }

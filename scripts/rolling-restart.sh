@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Rolling restarts under load: runs the pipeline as separate processes (2 ingests,
 # 2 evaluators, 2 notifiers, each on its own port) against the Postgres and broker of
-# with-services.sh, drives it with `checkin load` (an open loop of dense events; the load's own
+# with-services.sh, drives it with `checkin-bench load` (an open loop of dense events; the load's own
 # endpoint receives the webhooks), and meanwhile, round after round, replaces each process in
 # turn as a rolling update does: SIGTERM, wait for it to exit (its stop time), start its
 # replacement on the same port, wait for the replacement's /ready, go on to the next. Then it
@@ -29,13 +29,15 @@
 # the last replacement is ready, or the run fails (asking for more --seconds).
 #
 # CHECKIN_BINARY      the build that runs the pipeline (default this checkout's debug build)
-# CHECKIN_LOAD_BINARY the build whose `checkin load` sends the fixes (default the same)
+# CHECKIN_LOAD_BINARY the checkin-bench whose `load` sends the fixes (default the one beside
+#                     CHECKIN_BINARY)
 # Logs of every process: .local/rolling-restart/ (replaced on each run).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
-LOAD_BIN="${CHECKIN_LOAD_BINARY:-$BIN}"
+LOAD_BIN="${CHECKIN_LOAD_BINARY:-$(dirname "$BIN")/checkin-bench}"
 die() { echo "rolling-restart: $*" >&2; exit 1; }
+[ -x "$LOAD_BIN" ] || die "no $LOAD_BIN: build it (swift build --product checkin-bench)"
 say() { echo "rolling-restart: $*" >&2; }
 # shellcheck source=lib/ports.sh
 . "$ROOT/scripts/lib/ports.sh"

@@ -2,8 +2,8 @@
 # Measures what each service costs as its own process, the figures the Kubernetes
 # manifests' resource requests and limits are sized by (docs/kubernetes.md): runs
 # `checkin ingest`, `evaluator` and `notifier` side by side against the Postgres and broker
-# of with-services.sh, drives them with `checkin load --receive` (an open loop; the load
-# tool's own endpoint receives the webhooks), and reads from /proc, per service: resident
+# of with-services.sh, drives them with `checkin-bench load --receive` (an open loop; the
+# load's own endpoint receives the webhooks), and reads from /proc, per service: resident
 # memory once ready and idle, its peak over the run (VmHWM), CPU while idle (10 s) and CPU
 # time per fix (user + system over the load, start-up excluded). `checkin migrate`'s peak
 # resident memory on the empty database comes first.
@@ -11,11 +11,13 @@
 #   scripts/with-services.sh scripts/service-footprint.sh [--fixes N] [--rate R]
 #
 # CHECKIN_BINARY picks the build to measure (default: this checkout's debug build; sizes
-# are for a release build).
+# are for a release build); the checkin-bench beside it sends the load.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="${CHECKIN_BINARY:-$("$ROOT/scripts/swift-bin-path.sh")/checkin}"
 die() { echo "service-footprint: $*" >&2; exit 1; }
+LOAD_BIN="$(dirname "$BIN")/checkin-bench"
+[ -x "$LOAD_BIN" ] || die "no $LOAD_BIN: build it (swift build --product checkin-bench)"
 # shellcheck source=lib/ports.sh
 . "$ROOT/scripts/lib/ports.sh"
 [ -n "${CHECKIN_KAFKA_BROKERS:-}" ] || die "run under scripts/with-services.sh"
@@ -48,7 +50,7 @@ python3 -c 'import resource, subprocess, sys
 subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL)
 print("migrate: peak RSS %.0f MiB" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024))' "$BIN" migrate
 "$BIN" projects create load >/dev/null
-"$BIN" load "${LOAD[@]}" --print-zones >"$zones"
+"$LOAD_BIN" load "${LOAD[@]}" --print-zones >"$zones"
 "$BIN" zones import --project load "$zones" 2> >(grep -v '^warning: fence' >&2) >/dev/null
 
 services=(ingest evaluator notifier)
@@ -75,7 +77,7 @@ for service in "${services[@]}"; do
 done
 
 started=$SECONDS
-"$BIN" load --url "http://127.0.0.1:${port[ingest]}" --metrics "http://127.0.0.1:${port[evaluator]}/metrics" \
+"$LOAD_BIN" load --url "http://127.0.0.1:${port[ingest]}" --metrics "http://127.0.0.1:${port[evaluator]}/metrics" \
     "${LOAD[@]}" | sed 's/^/load: /'
 elapsed=$((SECONDS - started))
 

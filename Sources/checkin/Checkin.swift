@@ -2,7 +2,8 @@ import ArgumentParser
 import Foundation
 import ServiceSupport
 
-/// The one executable: every service, the local all-in-one mode, and the tools.
+/// The executable a deployment runs: every service, the local all-in-one mode, and the commands
+/// that manage a pipeline. Load and benchmarks are `checkin-bench`'s, never this one's.
 ///
 /// Every option that takes a number reads it with `parsing: .unconditional`, so that a negative
 /// one written after a space (`--limit -5`) reaches the command's check of its range instead of
@@ -22,7 +23,7 @@ struct Checkin: AsyncParsableCommand {
         subcommands: [
             IngestCommand.self, EvaluatorCommand.self, NotifierCommand.self, DevCommand.self, DemoCommand.self,
             MigrateCommand.self, ReplayCommand.self, ProjectsCommand.self, KeysCommand.self, ZonesCommand.self, WebhooksCommand.self,
-            DeliveriesCommand.self, DevicesCommand.self, EventsCommand.self, DeadLettersCommand.self, LoadCommand.self, StatusCommand.self, BenchCommand.self,
+            DeliveriesCommand.self, DevicesCommand.self, EventsCommand.self, DeadLettersCommand.self, StatusCommand.self,
         ])
 }
 

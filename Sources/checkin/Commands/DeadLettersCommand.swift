@@ -1,5 +1,6 @@
 import ArgumentParser
 import BatchProcessing
+import CommandSupport
 import Foundation
 import Kafka
 import Logging

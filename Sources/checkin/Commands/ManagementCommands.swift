@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import Foundation
 import Ingest
 import Logging
@@ -6,8 +7,7 @@ import Persistence
 import ServiceSupport
 import Shared
 
-/// Runs `body` against the configured database, with a quiet logger: management
-/// commands print their results, not the pool's chatter.
+/// Runs `body` against the configured database (`withConfiguredDatabase`).
 ///
 /// With `CHECKIN_API_URL` set and no `CHECKIN_DATABASE_URL`, refused: the commands the API
 /// serves go through it, and a local Postgres (the default) is not the remote deployment's.
@@ -16,17 +16,7 @@ func withDatabase<Result: Sendable>(_ body: @Sendable (Database, Logger) async t
         throw CommandFailure(
             "this command works on the database directly, and CHECKIN_API_URL (\(remote.baseURL)) is set without CHECKIN_DATABASE_URL")
     }
-    let logger = {
-        var logger = Logger(label: "checkin.cli")
-        logger.logLevel = .warning
-        return logger
-    }()
-    let settings = try ProcessSettings()
-    return try await Database.withTemporaryClient(configuration: settings.database, logger: logger) { database in
-        try await database.waitUntilReachable(timeout: .seconds(8))
-        try await Migrator(database: database, logger: logger).migrate()
-        return try await body(database, logger)
-    }
+    return try await withConfiguredDatabase(body)
 }
 
 struct MigrateCommand: AsyncParsableCommand {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 
 struct IngestCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,7 +1,8 @@
 import ArgumentParser
+import CommandSupport
 import Foundation
-import Logging
 import Ingest
+import Logging
 import Persistence
 
 /// `checkin status`: one command for the on-call operator, saying whether the

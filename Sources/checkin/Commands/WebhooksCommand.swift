@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import Foundation
 import Ingest
 import Persistence
@@ -17,8 +18,7 @@ func withWebhookStore<Result: Sendable>(
     let configured = try EnvironmentReader().secretEncryptionKey()
     return try await withDatabase { database, logger in
         if let project, let command { try await requireProject(project, of: command, database: database, logger: logger) }
-        let sealer = try await SecretKeyStore(database: database, logger: logger).sealer(configured: configured, fallback: .existingLocal)
-        return try await body(WebhookStore(database: database, logger: logger, sealer: sealer))
+        return try await body(WebhookStore.sealing(with: configured, database: database, logger: logger))
     }
 }
 

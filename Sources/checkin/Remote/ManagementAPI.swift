@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import CommandSupport
 import Foundation
 import NIOCore
 import NIOHTTP1

@@ -1,5 +1,6 @@
 import Foundation
 import AsyncHTTPClient
+import CommandSupport
 import Evaluator
 import Hummingbird
 import Ingest

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import BatchProcessing
+import CommandSupport
 import Evaluator
 import Foundation
 import Ingest

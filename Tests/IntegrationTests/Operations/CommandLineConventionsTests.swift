@@ -2,8 +2,8 @@ import Foundation
 import NIOPosix
 import Testing
 
-/// What every `checkin` command keeps to at a terminal: a refusal is one error line and
-/// where to read more, not forty lines of usage; help reads whole at 80 columns.
+/// What every `checkin` and `checkin-bench` command keeps to at a terminal: a refusal is one
+/// error line and where to read more, not forty lines of usage; help reads whole at 80 columns.
 @Suite struct CommandLineConventionsTests {
     let harness = PipelineHarness()
     var environment: [String: String] { ["CHECKIN_SECRET_KEY": harness.secretKey.base64] }
@@ -49,22 +49,34 @@ import Testing
             (["projects", "create", ""], "the project id must be 1 to 64 letters", "projects create"),
             (["demo", "--timeout=-1"], "--timeout must be from 1 to 3600 seconds", "demo"),
             (["status", "--max-fix-age", "inf"], "--max-fix-age must be a number of seconds", "status"),
-            (["bench", "notifier", "--deliveries", "0"], "--deliveries and --devices must be at least 1", "bench notifier"),
-            (["bench", "notifier", "--concurrency", "0"], "--concurrency must be from 1 to 4096", "bench notifier"),
-            (["bench", "notifier", "--stuck-queued", "-1"], "--stuck-queued must be 0 or more", "bench notifier"),
-            (["bench", "evaluator", "--side-km", "0"], "--side-km must be more than 0", "bench evaluator"),
-            (["bench", "evaluator", "--first-port", "65535", "--evaluators", "2"], "--first-port must leave a port", "bench evaluator"),
-            (["load", "--timeout", "0"], "--timeout must be at least 1 second", "load"),
         ]
         for (arguments, message, command) in refusals {
             let outcome = try await CommandOutcome.run(arguments, environment: environment)
-            let lines = outcome.standardError.split(separator: "\n").map(String.init)
-            #expect(outcome.exitCode != 0, "\(arguments)")
-            #expect(lines.count == 2, "\(arguments): \(outcome.standardError)")
-            #expect(lines.first?.hasPrefix("Error: \(message)") == true, "\(arguments): \(outcome.standardError)")
-            #expect(lines.last == "See 'checkin \(command) --help'.", "\(arguments): \(outcome.standardError)")
-            #expect(!outcome.standardError.contains("USAGE"), "\(arguments): \(outcome.standardError)")
+            expectRefusal(outcome, of: arguments, message: message, help: "checkin \(command)")
         }
+        // The load generator and the benchmarks, in their own executable, keep to the same.
+        let benchRefusals: [([String], String, String)] = [
+            (["notifier", "--deliveries", "0"], "--deliveries and --devices must be at least 1", "notifier"),
+            (["notifier", "--concurrency", "0"], "--concurrency must be from 1 to 4096", "notifier"),
+            (["notifier", "--stuck-queued", "-1"], "--stuck-queued must be 0 or more", "notifier"),
+            (["evaluator", "--side-km", "0"], "--side-km must be more than 0", "evaluator"),
+            (["evaluator", "--first-port", "65535", "--evaluators", "2"], "--first-port must leave a port", "evaluator"),
+            (["load", "--timeout", "0"], "--timeout must be at least 1 second", "load"),
+        ]
+        for (arguments, message, command) in benchRefusals {
+            let outcome = try await CommandOutcome.runBench(arguments, environment: environment)
+            expectRefusal(outcome, of: arguments, message: message, help: "checkin-bench \(command)")
+        }
+    }
+
+    /// One error line naming what is wrong, then the help of `help` (`checkin deliveries list`).
+    private func expectRefusal(_ outcome: CommandOutcome, of arguments: [String], message: String, help: String) {
+        let lines = outcome.standardError.split(separator: "\n").map(String.init)
+        #expect(outcome.exitCode != 0, "\(arguments)")
+        #expect(lines.count == 2, "\(arguments): \(outcome.standardError)")
+        #expect(lines.first?.hasPrefix("Error: \(message)") == true, "\(arguments): \(outcome.standardError)")
+        #expect(lines.last == "See '\(help) --help'.", "\(arguments): \(outcome.standardError)")
+        #expect(!outcome.standardError.contains("USAGE"), "\(arguments): \(outcome.standardError)")
     }
 
     /// A setting a service cannot use (an interval of 0 would spin, a misspelt log format
@@ -111,13 +123,15 @@ import Testing
     /// subcommands, and no line of any help is wider than the terminal: explanations are in
     /// the discussion, wrapped to the terminal, not in an abstract cut mid-sentence.
     @Test func everyHelpReadsWholeAt80Columns() async throws {
-        var pending: [[String]] = [[]]
+        var pending: [[String]] = [["checkin"], ["checkin-bench"]]
         var seen = 0
         while let path = pending.popLast() {
             seen += 1
-            let help = try await CommandOutcome.run(path + ["--help"], environment: ["COLUMNS": "80"])
+            let help = try await CommandOutcome.run(
+                executable: try ServiceProcess.executable(named: path[0]), arguments: Array(path.dropFirst()) + ["--help"],
+                environment: ["COLUMNS": "80"])
             let lines = help.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
-            let name = (["checkin"] + path).joined(separator: " ")
+            let name = path.joined(separator: " ")
             #expect(help.exitCode == 0, "\(name): \(help.standardError)")
             // Except the usage synopsis, which argument-parser prints on one line whatever the width.
             for line in lines where line.count > 80 && !line.hasPrefix("USAGE:") {
@@ -163,4 +177,29 @@ import Testing
         #expect(lines.first?.hasPrefix("Error: \(message)") == true, "\(arguments): \(outcome.standardError)")
         #expect(lines.last == "See 'checkin \(command) --help'.", "\(arguments): \(outcome.standardError)")
     }
+}
+
+/// The production binary runs no load generator or benchmark: those are `checkin-bench`'s
+/// subcommands, and `checkin` refuses them as commands it does not have. (Outside the suite:
+/// it needs no services.)
+@Test func loadAndBenchmarksAreCheckinBenchsAlone() async throws {
+    func subcommands(of help: CommandOutcome) -> [String] {
+        let lines = help.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+        guard let start = lines.firstIndex(of: "SUBCOMMANDS:") else { return [] }
+        return lines[(start + 1)...].prefix(while: { !$0.isEmpty }).compactMap { line in
+            line.dropFirst(2).first == " " ? nil : line.split(separator: " ").first.map(String.init)
+        }
+    }
+    let checkin = subcommands(of: try await CommandOutcome.run(["--help"]))
+    #expect(checkin.contains("ingest") && checkin.contains("status"), "\(checkin)")
+    #expect(!checkin.contains("load") && !checkin.contains("bench"), "\(checkin)")
+    // (Not with --help: argument-parser answers the root's help to that, whatever comes before it.)
+    for removed in [["load"], ["bench", "evaluator"]] {
+        let outcome = try await CommandOutcome.run(removed)
+        #expect(outcome.exitCode != 0, "checkin \(removed.joined(separator: " ")): \(outcome.standardError)")
+        let refusal = outcome.standardError.lowercased()
+        #expect(refusal.contains("unexpected argument") && refusal.contains("'\(removed[0])'"), "\(outcome.standardError)")
+    }
+    let bench = subcommands(of: try await CommandOutcome.runBench(["--help"]))
+    #expect(bench.filter { $0 != "help" } == ["load", "evaluator", "notifier"], "\(bench)")
 }

@@ -2,8 +2,8 @@ import Foundation
 import Logging
 import Testing
 
-/// `checkin bench evaluator` as an operator runs it, on a small world: its figures come
-/// from a real evaluator process that evaluated the backlog and decided events.
+/// `checkin-bench evaluator` as an operator runs it, on a small world: its figures come
+/// from a real `checkin evaluator` process that evaluated the backlog and decided events.
 @Suite struct EvaluatorBenchTests {
     struct Summary: Decodable {
         struct Window: Decodable {
@@ -28,9 +28,9 @@ import Testing
     @Test func aSmallWorldsBacklogIsEvaluatedAndDecidesEvents() async throws {
         // 100 devices x 200 fixes: each walks a leg through a fence and starts another, so that
         // check-ins and check-outs are decided; ten batches or more, so there is a window to time.
-        let outcome = try await CommandOutcome.run(
+        let outcome = try await CommandOutcome.runBench(
             [
-                "bench", "evaluator", "--fixes", "20000", "--devices", "100", "--fences", "200", "--side-km", "20",
+                "evaluator", "--fixes", "20000", "--devices", "100", "--fences", "200", "--side-km", "20",
                 "--first-port", "\(try freePort())", "--timeout", "120", "--json",
             ],
             environment: [

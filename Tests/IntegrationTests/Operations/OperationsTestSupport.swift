@@ -53,6 +53,11 @@ struct CommandOutcome {
         try await run(executable: try ServiceProcess.executable(), arguments: arguments, environment: environment)
     }
 
+    /// Runs the built `checkin-bench` (load and benchmarks) with these arguments, as `run` does `checkin`.
+    static func runBench(_ arguments: [String], environment: [String: String] = [:]) async throws -> CommandOutcome {
+        try await run(executable: try ServiceProcess.executable(named: "checkin-bench"), arguments: arguments, environment: environment)
+    }
+
     /// Runs a program to its end without holding a thread of the test process while it runs
     /// (a page the program loads may be served by this very process). Output goes through
     /// files, so neither stream can fill up and stall it. Past `timeout` the program is killed

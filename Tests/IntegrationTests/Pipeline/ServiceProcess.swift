@@ -25,16 +25,20 @@ final class ServiceProcess: @unchecked Sendable {
         self.user = user
     }
 
-    /// The `checkin` executable built next to the test bundle (or `CHECKIN_BINARY`).
-    static func executable() throws -> URL {
-        if let path = ProcessInfo.processInfo.environment["CHECKIN_BINARY"] { return URL(fileURLWithPath: path) }
+    /// The `checkin` executable built next to the test bundle (or `CHECKIN_BINARY`); with
+    /// `named: "checkin-bench"`, the load and benchmark executable built beside it.
+    static func executable(named name: String = "checkin") throws -> URL {
+        if let path = ProcessInfo.processInfo.environment["CHECKIN_BINARY"] {
+            let checkin = URL(fileURLWithPath: path)
+            return name == "checkin" ? checkin : checkin.deletingLastPathComponent().appendingPathComponent(name)
+        }
         var directory = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
         for _ in 0..<4 {
-            let candidate = directory.appendingPathComponent("checkin")
+            let candidate = directory.appendingPathComponent(name)
             if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
             directory.deleteLastPathComponent()
         }
-        throw TestFailure("the checkin executable was not found next to \(CommandLine.arguments[0]); build it or set CHECKIN_BINARY")
+        throw TestFailure("the \(name) executable was not found next to \(CommandLine.arguments[0]); build it or set CHECKIN_BINARY")
     }
 
     func start() throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import Foundation
 import Hummingbird
 import Logging
@@ -7,13 +8,6 @@ import Persistence
 import ServiceLifecycle
 import Shared
 import Synchronization
-
-struct BenchCommand: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(
-        commandName: "bench", abstract: "Benchmark pipeline stages.",
-        discussion: "Against the configured Postgres (CHECKIN_DATABASE_URL).",
-        subcommands: [NotifierBench.self, EvaluatorBench.self])
-}
 
 /// The notifier's dispatcher alone, against partners in this process: deliveries per
 /// second to one endpoint that answers 200 at once, and a healthy endpoint's latency

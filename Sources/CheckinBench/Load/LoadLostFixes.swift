@@ -1,4 +1,5 @@
 import BatchProcessing
+import CommandSupport
 import Foundation
 import Kafka
 import Logging
@@ -22,7 +23,7 @@ enum LostFixTrace {
         let found = try await records(of: Set(fixIds), in: topic, reader: reader)
         let setAside = try await records(of: Set(fixIds), in: settings.topics.fixesDeadLetter, reader: reader)
         let partitions = try await reader.partitions(of: topic)
-        let committed = try await withDatabase { database, logger in
+        let committed = try await withConfiguredDatabase { database, logger in
             try await OffsetStore(database: database, logger: logger).nextOffsets(group: group, topic: topic, partitions: partitions)
         }
         let errorHeader = Topics.deadLetterHeaderPrefix + DeadLetter.HeaderName.error

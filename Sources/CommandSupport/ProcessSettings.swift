@@ -7,44 +7,44 @@ import Shared
 
 /// Everything a service process reads from its environment, read once at start so
 /// that a bad value stops it at once with a message naming the variable.
-struct ProcessSettings {
-    var environment: EnvironmentReader
-    var database: DatabaseConfiguration
-    var brokers: String
-    var topics: Topics
-    var partitions: Int32
-    var createTopics: Bool
+package struct ProcessSettings: Sendable {
+    package var environment: EnvironmentReader
+    package var database: DatabaseConfiguration
+    package var brokers: String
+    package var topics: Topics
+    package var partitions: Int32
+    package var createTopics: Bool
     /// Copies of each partition of the topics a service creates; -1: the broker's default.
-    var replicationFactor: Int32
+    package var replicationFactor: Int32
     /// In-sync replicas a write to the created topics needs (`min.insync.replicas`); nil: the broker's default.
-    var minimumInSyncReplicas: Int?
+    package var minimumInSyncReplicas: Int?
     /// The librdkafka properties every client of the cluster gets (`CHECKIN_KAFKA_PROPERTY_*`): TLS, SASL, tuning.
-    var kafkaProperties: [String: String]
-    var opsHost: String
-    var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
+    package var kafkaProperties: [String: String]
+    package var opsHost: String
+    package var consumerTimeouts: (session: Duration?, heartbeat: Duration?, maxPoll: Duration?)
     /// The most bytes of records each consumer holds ahead of its work, whatever their sizes.
-    var consumerBufferBytes: Int
+    package var consumerBufferBytes: Int
     /// librdkafka properties of the embedded local broker's consumers, under those the environment sets.
-    var localConsumerProperties: [String: String] = [:]
+    package var localConsumerProperties: [String: String] = [:]
     /// How long the ingest's producer gathers fixes into one produce request (`linger.ms`,
     /// under `CHECKIN_KAFKA_PROPERTY_linger_ms` like every typed setting); nil: librdkafka's (5 ms).
-    var ingestLinger: Duration?
+    package var ingestLinger: Duration?
     /// How often consumers send their offsets to the group (nil: after every batch).
-    var commitInterval: Duration?
+    package var commitInterval: Duration?
     /// How long a SIGTERM waits for work in flight before it is cancelled.
-    var shutdownGrace: Duration
+    package var shutdownGrace: Duration
     /// `CHECKIN_SECRET_KEY`, which seals webhook secrets at rest.
-    var secretKey: SecretEncryptionKey?
-    var secretKeyFallback: SecretKeyFallback
+    package var secretKey: SecretEncryptionKey?
+    package var secretKeyFallback: SecretKeyFallback
     /// The services an ingest asks for their readiness when it answers `GET /v1/status`.
-    var statusReadyURLs: [String]
+    package var statusReadyURLs: [String]
 
     /// - Parameters:
     ///   - localBroker: the process runs against the embedded local broker,
     ///     whose consumer groups need short timeouts (see docs/configuration.md).
     ///   - localDevelopment: `checkin dev` and `demo`: webhooks to this machine over http are
     ///     allowed and a local secret key is made, unless the environment says otherwise.
-    init(environment: EnvironmentReader = EnvironmentReader(), localBroker: Bool = false, localDevelopment: Bool = false) throws {
+    package init(environment: EnvironmentReader = EnvironmentReader(), localBroker: Bool = false, localDevelopment: Bool = false) throws {
         var environment = environment
         if localDevelopment { environment.defaultToLocalWebhooks() }
         self.environment = environment
@@ -123,9 +123,9 @@ struct ProcessSettings {
     /// its own: over ten minutes at 5,000 fixes/s the webhooks' p99 grew from 73 to 297 ms with
     /// 2 partitions, from 68 to 164 ms with 1 (docs/performance.md). A closed loop evaluated
     /// about a tenth slower with 1 than with 2.
-    static let localBrokerPartitions = 1
+    package static let localBrokerPartitions = 1
 
-    func producerConfiguration(clientId: String) -> KafkaProducerConfiguration {
+    package func producerConfiguration(clientId: String) -> KafkaProducerConfiguration {
         var configuration = KafkaProducerConfiguration(bootstrapServers: brokers, clientId: clientId)
         configuration.properties = kafkaProperties
         return configuration
@@ -133,13 +133,13 @@ struct ProcessSettings {
 
     /// The ingest's producer: one of its own, so that gathering fixes into fewer produce
     /// requests delays no event of the evaluator's or dead letter of the notifier's.
-    func ingestProducerConfiguration() -> KafkaProducerConfiguration {
+    package func ingestProducerConfiguration() -> KafkaProducerConfiguration {
         var configuration = producerConfiguration(clientId: "checkin-ingest")
         configuration.linger = ingestLinger
         return configuration
     }
 
-    func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
+    package func consumerConfiguration(clientId: String) -> KafkaConsumerConfiguration {
         var configuration = KafkaConsumerConfiguration(bootstrapServers: brokers, groupId: "", clientId: clientId, topics: [])
         configuration.sessionTimeout = consumerTimeouts.session
         configuration.heartbeatInterval = consumerTimeouts.heartbeat
@@ -154,7 +154,7 @@ struct ProcessSettings {
     /// and creates the topics, so that a service either starts ready or stops with a clear
     /// reason. Returns what seals and opens webhook secrets.
     @discardableResult
-    func prepare(logger: Logger) async throws -> SecretSealer {
+    package func prepare(logger: Logger) async throws -> SecretSealer {
         if secretKey == nil && secretKeyFallback == .required { throw SecretKeyMissingError() }
         let sealer = try await Database.withTemporaryClient(configuration: database, logger: logger) { database in
             try await database.waitUntilReachable(timeout: .seconds(8))
@@ -183,10 +183,10 @@ struct ProcessSettings {
 }
 
 /// The `CHECKIN_KAFKA_PROPERTY_*` settings no Kafka client could work with, each named by its variable.
-struct KafkaSettingsError: Error, CustomStringConvertible {
-    var problems: [KafkaSettingProblem]
+package struct KafkaSettingsError: Error, CustomStringConvertible {
+    package var problems: [KafkaSettingProblem]
 
-    var description: String {
+    package var description: String {
         "the Kafka settings cannot work: "
             + problems.map { "\(EnvironmentReader.kafkaPropertyVariable($0.property)): \($0.problem)" }.joined(separator: "; ")
     }
@@ -194,13 +194,13 @@ struct KafkaSettingsError: Error, CustomStringConvertible {
 
 extension EnvironmentReader {
     /// The variable that sets a librdkafka property: `security.protocol` → `CHECKIN_KAFKA_PROPERTY_security_protocol`.
-    static func kafkaPropertyVariable(_ property: String) -> String {
+    package static func kafkaPropertyVariable(_ property: String) -> String {
         "CHECKIN_KAFKA_PROPERTY_" + property.replacingOccurrences(of: ".", with: "_")
     }
 
     /// Any `CHECKIN_KAFKA_PROPERTY_<name>` is passed to librdkafka as `<name>` with
     /// `_` read as `.`: `CHECKIN_KAFKA_PROPERTY_security_protocol=ssl` sets `security.protocol`.
-    var kafkaProperties: [String: String] {
+    package var kafkaProperties: [String: String] {
         let prefix = "CHECKIN_KAFKA_PROPERTY_"
         var result: [String: String] = [:]
         for (name, value) in values where name.hasPrefix(prefix) {
@@ -212,7 +212,7 @@ extension EnvironmentReader {
 
 extension ProcessSettings {
     /// `CHECKIN_STATUS_READY_URLS`: http or https URLs, comma-separated.
-    static func readyURLs(_ text: String) throws -> [String] {
+    package static func readyURLs(_ text: String) throws -> [String] {
         let urls = text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
         for url in urls {
             guard let components = URLComponents(string: url), let scheme = components.scheme?.lowercased(),

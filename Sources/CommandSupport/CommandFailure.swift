@@ -5,33 +5,35 @@ import ArgumentParser
 /// whole usage text after a `ValidationError`, which buries a one-line answer ("no project
 /// 'x'") under forty lines; it keeps doing so for what it finds itself (an unknown option,
 /// a missing argument), where the usage is the answer.
-struct CommandFailure: Error, CustomStringConvertible {
-    var message: String
-    /// The command whose `--help` explains what it expects, e.g. `deliveries list`.
-    var command: String?
+package struct CommandFailure: Error, CustomStringConvertible {
+    package var message: String
+    /// The command whose `--help` explains what it expects, from its program on:
+    /// `checkin deliveries list`.
+    package var command: String?
 
     /// A request the command refuses: `message` names the option or argument at fault.
-    init(_ message: String, helpOf command: any ParsableCommand.Type) {
+    /// `program` is the root command of the executable, below which `command` is found.
+    package init(_ message: String, helpOf command: any ParsableCommand.Type, in program: any ParsableCommand.Type) {
         self.message = message
-        self.command = Checkin.path(to: command)
+        self.command = program.path(to: command).map { "\(program._commandName) \($0)" }
     }
 
     /// A failure no option fixes (a service that did not answer): the message alone.
-    init(_ message: String) {
+    package init(_ message: String) {
         self.message = message
         self.command = nil
     }
 
-    var description: String {
+    package var description: String {
         guard let command else { return message }
-        return "\(message)\nSee 'checkin \(command) --help'."
+        return "\(message)\nSee '\(command) --help'."
     }
 }
 
-extension Checkin {
-    /// The names that run `command` below `checkin` ("deliveries list"), found in the
+extension ParsableCommand {
+    /// The names that run `command` below this command ("deliveries list"), found in the
     /// subcommand tree, so that no command has to spell out its own path.
-    static func path(to command: any ParsableCommand.Type) -> String? {
+    package static func path(to command: any ParsableCommand.Type) -> String? {
         func names(below parent: any ParsableCommand.Type) -> [String]? {
             for child in parent.configuration.subcommands {
                 if ObjectIdentifier(child) == ObjectIdentifier(command) { return [child._commandName] }
@@ -39,6 +41,6 @@ extension Checkin {
             }
             return nil
         }
-        return names(below: Checkin.self)?.joined(separator: " ")
+        return names(below: Self.self)?.joined(separator: " ")
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandSupport
 import Foundation
 import Histogram
 import NIOCore
@@ -122,13 +123,13 @@ final class LoadReceiver: Sendable {
         let server = try await LoadPartnerServer.start { path, headers, body in receiver.receive(path: path, headers: headers, body: body) }
         receiver.server.withLock { $0 = server }
         let port = server.port
-        let ids = try await withWebhookStore { webhooks in
+        let ids = try await withConfiguredWebhookStore { webhooks in
             var ids: [String] = []
             for index in 0..<endpoints {
                 let id = try await webhooks.addEndpoint(
                     projectId: project, url: "http://127.0.0.1:\(port)/webhooks/\(index)", secrets: [secret]
                 ).id
-                if held { try await webhooks.disableEndpoint(id: id, projectId: project, reason: "held by checkin load") }
+                if held { try await webhooks.disableEndpoint(id: id, projectId: project, reason: "held by checkin-bench load") }
                 ids.append(id)
             }
             return ids
@@ -193,7 +194,7 @@ final class LoadReceiver: Sendable {
     func releaseWhenQueued(expected: Int, since started: ContinuousClock.Instant, timeout: Duration) async throws -> DrainFigures {
         let ids = Set(endpointIds.withLock { $0 })
         let deadline = ContinuousClock.now + timeout
-        let queued = try await withDatabase { database, logger in
+        let queued = try await withConfiguredDatabase { database, logger in
             let operations = OperationsStore(database: database, logger: logger)
             while true {
                 let queued = try await operations.deliveryBacklog()
@@ -208,7 +209,7 @@ final class LoadReceiver: Sendable {
         let queuedSeconds = (ContinuousClock.now - started).seconds
         let project = project
         let receivedBefore = received
-        try await withWebhookStore { webhooks in
+        try await withConfiguredWebhookStore { webhooks in
             for id in ids { try await webhooks.enableEndpoint(id: id, projectId: project) }
         }
         // Quiet is counted from here: nothing could arrive while the endpoints were held.
@@ -223,7 +224,7 @@ final class LoadReceiver: Sendable {
         let ids = endpointIds.withLock { $0 }
         if !ids.isEmpty {
             let project = project
-            try await withWebhookStore { webhooks in
+            try await withConfiguredWebhookStore { webhooks in
                 for id in ids { try await webhooks.removeEndpoint(id: id, projectId: project) }
             }
         }

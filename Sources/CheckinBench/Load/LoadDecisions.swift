@@ -1,3 +1,4 @@
+import CommandSupport
 import Foundation
 import Persistence
 import PostgresNIO
@@ -24,7 +25,7 @@ struct DecisionCount: Codable, Sendable {
     /// - Parameter since: the run's start: records of earlier runs (the same fix ids) are older.
     static func wait(trip: LoadTrip, since: Date, timeout: Duration) async throws -> DecisionCount {
         let (project, fixes) = (trip.project, trip.fixes)
-        return try await withDatabase { database, logger in
+        return try await withConfiguredDatabase { database, logger in
             let deadline = ContinuousClock.now + timeout
             var last = (decided: -1, records: 0)
             var grew = ContinuousClock.now

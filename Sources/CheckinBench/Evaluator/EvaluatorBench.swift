@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import CommandSupport
 import Foundation
 import Kafka
 import Logging
@@ -17,7 +18,8 @@ struct EvaluatorBench: AsyncParsableCommand {
         commandName: "evaluator",
         abstract: "Measure evaluator processes on a backlog.",
         discussion: """
-            Fixes/s, batch time, WAL per fix and events/s on the backlog of a generated world. \
+            Fixes/s, batch time, WAL per fix and events/s on the backlog of a generated world, evaluated by \
+            checkin evaluator processes of the checkin executable beside checkin-bench. \
             Uses CHECKIN_DATABASE_URL and CHECKIN_KAFKA_BROKERS (scripts/with-services.sh sets both). It reports \
             Postgres's durability settings as it finds them and never changes them: \
             scripts/postgres-durability.sh on|off sets them on the project's own clusters.
@@ -50,6 +52,8 @@ struct EvaluatorBench: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Before the backlog is produced: a run without evaluators to measure stops at once.
+        let checkin = try Self.checkinExecutable()
         var logger = Logger(label: "checkin.bench")
         logger.logLevel = .warning
         var environment = ProcessInfo.processInfo.environment
@@ -59,10 +63,10 @@ struct EvaluatorBench: AsyncParsableCommand {
         }
         let settings = try ProcessSettings(environment: EnvironmentReader(environment))
         try await settings.prepare(logger: logger)
-        try await measureRun(settings: settings, environment: environment, logger: logger)
+        try await measureRun(settings: settings, environment: environment, checkin: checkin, logger: logger)
     }
 
-    private func measureRun(settings: ProcessSettings, environment: [String: String], logger: Logger) async throws {
+    private func measureRun(settings: ProcessSettings, environment: [String: String], checkin: URL, logger: Logger) async throws {
         var environment = environment
         let run = String(UUID().uuidString.prefix(8)).lowercased()
         let project = "bench-\(run)"
@@ -87,7 +91,7 @@ struct EvaluatorBench: AsyncParsableCommand {
         environment["CHECKIN_EVALUATOR_DECISIONS"] = decisions ? "true" : "false"
         environment["CHECKIN_LOG_LEVEL"] = environment["CHECKIN_LOG_LEVEL"] ?? "warning"
         let processes = try (0..<evaluators).map { index in
-            try startEvaluator(port: firstPort + index, environment: environment)
+            try startEvaluator(checkin, port: firstPort + index, environment: environment)
         }
         defer {
             for process in processes where process.isRunning { process.terminate() }
@@ -130,9 +134,20 @@ struct EvaluatorBench: AsyncParsableCommand {
         )
     }
 
-    private func startEvaluator(port: Int, environment: [String: String]) throws -> Process {
+    /// The `checkin` built beside this program (SwiftPM's build folder, or wherever both were
+    /// copied together): the evaluators measured are the service an operator runs.
+    static func checkinExecutable() throws -> URL {
+        let path = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+            .appendingPathComponent("checkin").path
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw CommandFailure("no checkin executable beside checkin-bench (\(path)): build both products")
+        }
+        return URL(fileURLWithPath: path)
+    }
+
+    private func startEvaluator(_ checkin: URL, port: Int, environment: [String: String]) throws -> Process {
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        process.executableURL = checkin
         process.arguments = ["evaluator"]
         var environment = environment
         environment["CHECKIN_HTTP_PORT"] = "\(port)"

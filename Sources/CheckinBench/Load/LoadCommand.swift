@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import CommandSupport
 import Foundation
 import Logging
 import NIOCore
