@@ -8,10 +8,6 @@ ONCE ?=
 # tests share two cores with Postgres and the broker, and unbounded they starve the tests
 # that time what they check.
 TEST_WIDTH ?= 8
-# Suites run in a process of their own: the producer-skew test's silent device was not timed
-# out (its state carried the default stale time, not the test's) whenever it shared the test
-# process with the others, and passes alone; the cause is not found yet.
-ALONE := ProducerClockSkewTests
 
 .PHONY: help setup build build-bench demo test test-unit test-observability test-api test-kubernetes test-rolling compose-check lint bench clean
 
@@ -44,7 +40,6 @@ demo: build
 # Deadlines (seconds) of the test runs: several times what they take on two busy cores,
 # so that a run that stops making progress fails and names the tests it was in.
 TEST_DEADLINE ?= 1500
-ALONE_DEADLINE ?= 600
 OBSERVABILITY_DEADLINE ?= 600
 API_DEADLINE ?= 600
 LOAD_DEADLINE ?= 600
@@ -60,8 +55,7 @@ test: setup compose-check
 	@$(ENV) scripts/alongside.sh start kubernetes-test scripts/within.sh $(KUBERNETES_DEADLINE) scripts/kubernetes-test.sh
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
 	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/within.sh $(TEST_DEADLINE) \
-		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --skip '$(ALONE)'
-	@$(ENV) scripts/within.sh $(ALONE_DEADLINE) scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build --filter '$(ALONE)'
+		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build
 	@$(ENV) scripts/within.sh $(OBSERVABILITY_DEADLINE) scripts/with-services.sh scripts/observability-test.sh
 	@$(ENV) scripts/within.sh $(LOAD_DEADLINE) scripts/with-services.sh scripts/load-test.sh
 	@$(ENV) scripts/within.sh $(API_DEADLINE) scripts/with-services.sh scripts/api-test.sh

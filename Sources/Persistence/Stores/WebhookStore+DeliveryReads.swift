@@ -118,8 +118,8 @@ extension WebhookStore {
                               AND (COALESCE(p.sequence, 0), p.id) < (COALESCE(d.sequence, 0), d.id)),
                    d.finishing_attempt_started_at, d.finishing_attempt_latency_ms
               FROM deliveries d
-              JOIN delivery_states s ON s.id = d.id
-              -- Only the endpoint's url, so that the delivery's columns stay unambiguous.
+              -- Only the state and the endpoint's url, so that the delivery's columns stay unambiguous.
+              JOIN LATERAL (SELECT state FROM delivery_states WHERE id = d.id) s ON true
               JOIN LATERAL (SELECT url FROM webhook_endpoints WHERE id = d.endpoint_id) e ON true
              WHERE d.id = \(id) AND d.project_id = \(projectId)
             """, logger: logger)
