@@ -136,6 +136,8 @@ package struct ZonesDryRun: Codable, Sendable {
     package var removed: [String]
     package var changed: [String]
     package var unchanged: Int
+    /// What differs in each changed zone; absent from the answers of releases before it.
+    package var changedMembers: [String: [String]]?
     package var warnings: [FenceProximity]
     package var warningCount: Int
 
@@ -144,6 +146,7 @@ package struct ZonesDryRun: Codable, Sendable {
         removed = changes.removed
         changed = changes.changed
         unchanged = changes.unchanged
+        changedMembers = changes.changedMembers
         self.warnings = warnings
         self.warningCount = warningCount
     }

@@ -11,12 +11,20 @@ public struct ZonesChanges: Sendable, Equatable {
     public var changed: [String]
     /// How many zones are in both with the same JSON.
     public var unchanged: Int
+    /// For each changed zone, the members that differ, as paths into its JSON in sorted order
+    /// (`name`, `fences[0].radius`, `customData.tier`): a member added or removed is named
+    /// whole, one changed in place down to the values that differ.
+    public var changedMembers: [String: [String]]
 
-    public init(added: [String] = [], removed: [String] = [], changed: [String] = [], unchanged: Int = 0) {
+    public init(
+        added: [String] = [], removed: [String] = [], changed: [String] = [], unchanged: Int = 0,
+        changedMembers: [String: [String]] = [:]
+    ) {
         self.added = added
         self.removed = removed
         self.changed = changed
         self.unchanged = unchanged
+        self.changedMembers = changedMembers
     }
 }
 
@@ -34,14 +42,39 @@ extension ZonesDocument {
                 changes.added.append(zone.id)
                 continue
             }
-            if try encoder.encode(zone) == before {
+            let after = try encoder.encode(zone)
+            if after == before {
                 changes.unchanged += 1
             } else {
                 changes.changed.append(zone.id)
+                changes.changedMembers[zone.id] = Self.differingMembers(
+                    try JSONSerialization.jsonObject(with: before), try JSONSerialization.jsonObject(with: after), at: "")
             }
         }
         let ids = Set(zones.map(\.id))
         changes.removed = current.zones.map(\.id).filter { !ids.contains($0) }
         return changes
+    }
+
+    /// The paths at which two JSON values differ: into objects by member, into arrays by index;
+    /// a member or an element only one side has is named whole.
+    static func differingMembers(_ before: Any, _ after: Any, at path: String) -> [String] {
+        switch (before, after) {
+        case (let before as [String: Any], let after as [String: Any]):
+            return Set(before.keys).union(after.keys).sorted().flatMap { key -> [String] in
+                let member = path.isEmpty ? key : "\(path).\(key)"
+                guard let old = before[key], let new = after[key] else { return [member] }
+                return differingMembers(old, new, at: member)
+            }
+        case (let before as [Any], let after as [Any]):
+            return (0..<max(before.count, after.count)).flatMap { index -> [String] in
+                let element = "\(path)[\(index)]"
+                guard index < before.count, index < after.count else { return [element] }
+                return differingMembers(before[index], after[index], at: element)
+            }
+        default:
+            let same = (before as? NSObject).map { $0.isEqual(after) } ?? false
+            return same ? [] : [path]
+        }
     }
 }

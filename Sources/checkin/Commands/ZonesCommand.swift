@@ -41,6 +41,10 @@ struct ZonesCommand: AsyncParsableCommand {
                 print("added:     " + (changes.added.isEmpty ? "-" : changes.added.joined(separator: ", ")))
                 print("removed:   " + (changes.removed.isEmpty ? "-" : changes.removed.joined(separator: ", ")))
                 print("changed:   " + (changes.changed.isEmpty ? "-" : changes.changed.joined(separator: ", ")))
+                for id in changes.changed {
+                    guard let members = changes.changedMembers?[id], !members.isEmpty else { continue }
+                    print("  \(id): " + members.joined(separator: ", "))
+                }
                 print("unchanged: \(changes.unchanged)")
                 printLintWarnings(changes.warnings, total: changes.warningCount)
             } else {

@@ -32,6 +32,7 @@ private func write(_ document: ZonesDocument, named name: String, harness: Pipel
     let lines = dryRun.standardOutput.split(separator: "\n").map(String.init)
     #expect(lines.contains("added:     zone-bakery") && lines.contains("removed:   zone-old"), "\(lines)")
     #expect(lines.contains("changed:   zone-cafe") && lines.contains("unchanged: 1"), "\(lines)")
+    #expect(lines.contains("  zone-cafe: name"), "\(lines)")
     #expect(dryRun.standardError.contains("warning: fence 'zone-"), "\(dryRun.standardError)")
 
     let exported = try await checkin(["zones", "export", "--project", project], harness: harness)

@@ -215,6 +215,7 @@ import Testing
             #expect(report["added"] as? [String] == ["zone-bakery"])
             #expect(report["removed"] as? [String] == ["zone-old"])
             #expect(report["changed"] as? [String] == ["zone-cafe"])
+            #expect(report["changedMembers"] as? [String: [String]] == ["zone-cafe": ["name"]])
             #expect(report["unchanged"] as? Int == 1)
             #expect(report["warningCount"] as? Int == 1)
             let warning = try #require((report["warnings"] as? [[String: Any]])?.first)
