@@ -71,7 +71,15 @@ import Testing
 
             // The slow batch, under the first epoch, waits for the device's row.
             let slow = Task { try await processor.process([try message(1, fix: 1)]) }
-            try await Task.sleep(for: .milliseconds(500))
+            // Waiting on the lock means it has taken its epochs and is inside its transaction.
+            try await waitUntil("the batch waits for the device's row", within: .seconds(60)) {
+                let rows = try await database.client.query(
+                    "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                    logger: logger)
+                var waiting = 0
+                for try await count in rows.decode(Int.self) { waiting = count }
+                return waiting > 0
+            }
             // Revoked, and handed back to this worker under a newer epoch.
             leases.released([partition])
             let newer = try await take()
