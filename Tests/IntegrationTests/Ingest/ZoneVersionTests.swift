@@ -196,6 +196,25 @@ import Testing
         }
     }
 
+    /// A project whose zones were never replaced has version 0: `ETag: "0"` with no zones, and
+    /// `If-Match: "0"` guards its first replacement as any other version does.
+    @Test func zonesNeverReplacedAreVersionZero() async throws {
+        try await withZonesAPI { harness, database, api in
+            let bare = ZonesAPI(client: api.client, managementKey: "ck_management_bare_\(harness.suffix)")
+            let projects = ProjectStore(database: database, logger: harness.logger)
+            try await projects.createProject(id: "bare-\(harness.suffix)", name: "Bare")
+            try await projects.addKey(bare.managementKey, projectId: "bare-\(harness.suffix)", kind: .management)
+
+            let never = try await bare.current()
+            #expect(never.document == ZonesDocument(zones: []) && never.entityTag == "\"0\"")
+            let stale = try await bare.put(Self.threeZones, ifMatch: "\"1\"")
+            #expect(stale.status == .preconditionFailed && stale.headers[.eTag] == "\"0\"")
+            let first = try await bare.put(Self.threeZones, ifMatch: "\"0\"")
+            #expect(first.status == .ok, "\(String(buffer: first.body))")
+            #expect(first.headers[.eTag] == "\"1\"")
+        }
+    }
+
     /// A dry run validates and lints as a replacement does, answers what would change, and
     /// changes nothing; the replace interval, which spaces out replacements, does not hold it back.
     @Test func aDryRunReportsTheChangesAndWarningsAndChangesNothing() async throws {
