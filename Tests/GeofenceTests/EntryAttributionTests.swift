@@ -19,7 +19,8 @@ import Testing
         let middle = Earth.destination(lat: lat, lon: lon, bearing: 180, distance: metresSouth)
         let west = Earth.destination(lat: middle.lat, lon: middle.lon, bearing: 270, distance: 100)
         let east = Earth.destination(lat: middle.lat, lon: middle.lon, bearing: 90, distance: 100)
-        return FenceDefinition(id: id, geometry: .lineString([Position(lon: west.lon, lat: west.lat), Position(lon: east.lon, lat: east.lat)]))
+        return FenceDefinition(
+            id: id, geometry: .lineString([Position(lon: west.lon, lat: west.lat), Position(lon: east.lon, lat: east.lat)]))
     }
 
     /// A zone with a circle of 50 m whose centre lies 120 m north of its geoline.

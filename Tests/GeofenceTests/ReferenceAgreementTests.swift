@@ -8,8 +8,8 @@ import Testing
 /// decision records (zone, fence or beacon, outcome, reason), fix by fix
 /// (docs/evaluation-rules.md#decision-records).
 @Suite struct ReferenceAgreementTests {
-    static let seeds: ClosedRange<UInt64> = 1...40
-    static let fixesPerTrip = 250
+    static let seeds: ClosedRange<UInt64> = 1...20
+    static let fixesPerTrip = 200
 
     /// What went differently on one fix of one trip.
     struct Disagreement: CustomStringConvertible {

@@ -81,7 +81,7 @@ struct RandomTrip {
             spread = radius * 3
         }
         var zone = ZoneDefinition(
-            id: id, name: "Zone \(index)", minimumRetriggerTime: [0, 0, 120, 600].randomElement(using: &rng)!,
+            id: id, name: "Zone \(index)", minimumRetriggerTime: [0, 120, 600, 1_800].randomElement(using: &rng)!,
             checkOutEnabled: Int.random(in: 0..<5, using: &rng) < 3, enabled: Int.random(in: 0..<8, using: &rng) > 0,
             fences: fences, beacons: beacons)
         if Int.random(in: 0..<5, using: &rng) == 0 { zone.activeSchedule = randomSchedule() }
@@ -147,13 +147,14 @@ struct RandomTrip {
         let endHour = (startHour + Int.random(in: 1...8, using: &rng)) % 24
         let days = Weekday.allCases.filter { _ in Int.random(in: 0..<3, using: &rng) > 0 }
         let start = String(format: "%02d:%@", startHour, Bool.random(using: &rng) ? "00" : "30")
-        return ActiveSchedule(timeZone: timeZone, windows: [ScheduleWindow(days: days, start: start, end: String(format: "%02d:00", endHour))])
+        return ActiveSchedule(
+            timeZone: timeZone, windows: [ScheduleWindow(days: days, start: start, end: String(format: "%02d:00", endHour))])
     }
 
     mutating func randomConditions(index: Int) -> ZoneConditions {
         var conditions = ZoneConditions()
         repeat {
-            switch Int.random(in: 0..<4, using: &rng) {
+            switch Int.random(in: 0..<5, using: &rng) {
             case 0:
                 if Bool.random(using: &rng) { conditions.minSpeed = Double.random(in: 0.5...3, using: &rng) }
                 if conditions.minSpeed == nil || Bool.random(using: &rng) { conditions.maxSpeed = Double.random(in: 4...12, using: &rng) }
@@ -161,12 +162,12 @@ struct RandomTrip {
                 let from = Double.random(in: 0..<360, using: &rng)
                 conditions.bearing = BearingRange(
                     from: from, to: (from + Double.random(in: 60...200, using: &rng)).truncatingRemainder(dividingBy: 360))
-            case 2:
-                conditions.percentageCrossed = Double.random(in: 15...70, using: &rng)
+            case 2, 3:
+                conditions.percentageCrossed = Double.random(in: 30...80, using: &rng)
             default:
                 guard index > 0 else { continue }
                 conditions.sequential = SequentialCondition(
-                    afterZoneId: "z\(Int.random(in: 0..<index, using: &rng))", withinSeconds: Double.random(in: 120...1_500, using: &rng))
+                    afterZoneId: "z\(Int.random(in: 0..<index, using: &rng))", withinSeconds: Double.random(in: 60...900, using: &rng))
             }
         } while conditions == ZoneConditions() || Int.random(in: 0..<4, using: &rng) == 0
         return conditions
@@ -215,8 +216,8 @@ struct RandomTrip {
 
         var time = walk.time + Double(Int.random(in: 5...90, using: &rng))
         switch Int.random(in: 0..<200, using: &rng) {
-        case 0..<8: time += Double(Int.random(in: 600...1_500, using: &rng))
-        case 8: time += Double(Int.random(in: 7_200...9_000, using: &rng))
+        case 0..<14: time += Double(Int.random(in: 600...1_500, using: &rng))
+        case 14: time += Double(Int.random(in: 7_200...9_000, using: &rng))
         default: break
         }
         let late = Int.random(in: 0..<35, using: &rng) == 0
@@ -233,14 +234,16 @@ struct RandomTrip {
                 let distance = ReferenceGeometry.distance(next, beaconPlaces[beacon.id]!)
                 guard distance < 160 else { continue }
                 let rssi = Int(-45 - distance * 0.35) + Int.random(in: -8...8, using: &rng)
-                sightings.append(BeaconSighting(uuid: beacon.uuid, major: beacon.major, minor: beacon.minor, eddystoneId: beacon.eddystoneId, rssi: rssi))
+                sightings.append(
+                    BeaconSighting(uuid: beacon.uuid, major: beacon.major, minor: beacon.minor, eddystoneId: beacon.eddystoneId, rssi: rssi)
+                )
             }
         }
         if Int.random(in: 0..<10, using: &rng) == 0 { sightings.append(BeaconSighting(uuid: Self.uuid, major: 99, minor: 1, rssi: -40)) }
         sightings.shuffle(using: &rng)
         let fix = Fix(
             projectId: "p1", deviceId: "d1", timestamp: Date(timeIntervalSince1970: time), lat: next.lat, lon: next.lon,
-            accuracy: accuracy, speed: Int.random(in: 0..<5, using: &rng) == 0 ? nil : Double.random(in: 0...15, using: &rng),
+            accuracy: accuracy, speed: Int.random(in: 0..<4, using: &rng) == 0 ? nil : Double.random(in: 0...15, using: &rng),
             bearing: Int.random(in: 0..<5, using: &rng) == 0 ? nil : Double.random(in: 0..<360, using: &rng),
             mode: Int.random(in: 0..<14, using: &rng) == 0 ? .restart : .normal, beacons: sightings, fixId: "fix-\(number)")
         if !late { walk.sent.append(fix) }

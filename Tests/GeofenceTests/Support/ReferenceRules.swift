@@ -165,7 +165,9 @@ struct ReferenceRules {
 
     /// Inside the fence: the circle or the area, or in restart mode its widened enclosing circle.
     func isInside(_ fence: Fence, _ p: Position, restart: Bool) -> Bool {
-        if restart { return ReferenceGeometry.distance(fence.enclosing.centre, p) <= fence.enclosing.radius + configuration.restartTolerance }
+        if restart {
+            return ReferenceGeometry.distance(fence.enclosing.centre, p) <= fence.enclosing.radius + configuration.restartTolerance
+        }
         switch fence.shape {
         case .circle(let centre, let radius): return ReferenceGeometry.distance(centre, p) <= radius
         case .area(let parts): return ReferenceGeometry.areaContains(parts, p)
@@ -261,7 +263,9 @@ struct ReferenceRules {
             }
             if let range = conditions.bearing {
                 guard let bearing = fix.bearing else { return .bearingMissing }
-                func turn(_ degrees: Double) -> Double { (degrees.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360) }
+                func turn(_ degrees: Double) -> Double {
+                    (degrees.truncatingRemainder(dividingBy: 360) + 360).truncatingRemainder(dividingBy: 360)
+                }
                 let b = turn(bearing), from = turn(range.from), to = turn(range.to)
                 let inArc = from <= to ? (b >= from && b <= to) : (b >= from || b <= to)
                 if !inArc { return .bearingOutOfRange }
@@ -298,7 +302,8 @@ struct ReferenceRules {
             for zone in zones {
                 guard var memory = presence[zone.definition.id] else { continue }
                 if let open = memory.open {
-                    decision.lines.append(Line(zoneId: zone.definition.id, fenceId: open.fenceId, outcome: .checkedOut, checkOutReason: "timeout"))
+                    decision.lines.append(
+                        Line(zoneId: zone.definition.id, fenceId: open.fenceId, outcome: .checkedOut, checkOutReason: "timeout"))
                     decision.events.append(
                         Event(
                             type: "checkout", zoneId: zone.definition.id, fenceId: open.fenceId, beaconId: open.beaconId,
@@ -374,9 +379,11 @@ struct ReferenceRules {
                 // A path longer than the gap is no crossing at all (rule 5); within it, an inaccurate
                 // fix would have crossed (rule 1), and a restart-mode fix crosses but never triggers (rule 8).
                 let notCounted: DecisionReason? =
-                    time - track.time > configuration.maxCrossingGap ? .crossingGapTooLong
-                    : !accurate ? .accuracyTooLow
-                    : restart ? .crossingRestartMode : nil
+                    time - track.time > configuration.maxCrossingGap
+                    ? .crossingGapTooLong
+                    : !accurate
+                        ? .accuracyTooLow
+                        : restart ? .crossingRestartMode : nil
                 if let notCounted {
                     unansweredCrossings.append(Line(zoneId: id, fenceId: line.id, outcome: .ignored, reason: notCounted))
                 } else {
@@ -389,7 +396,9 @@ struct ReferenceRules {
                 let weak = fix.beacons.lazy.compactMap { sighting in
                     zone.definition.beacons.first { Self.identifies($0, sighting) && sighting.rssi < $0.rssiThreshold }
                 }.first
-                if let weak { weakSightings.append(Line(zoneId: id, outcome: .ignored, reason: .beaconRSSIBelowThreshold, beaconId: weak.id)) }
+                if let weak {
+                    weakSightings.append(Line(zoneId: id, outcome: .ignored, reason: .beaconRSSIBelowThreshold, beaconId: weak.id))
+                }
             }
 
             var trigger: Trigger? = nil
