@@ -106,6 +106,20 @@ import Testing
         #expect(trip.entries(90, lat: 0, lon: 0, beacons: BeaconTests.seen(-75)) == ["shop/b1 ignored beacon-rssi-below-threshold"])
     }
 
+    /// Check-ins closed by a silence are listed in zone order, whichever zone the device entered first.
+    @Test func timeoutCheckOutsComeInZoneOrder() throws {
+        let town = circleZone("b-town", lat: Self.lat, lon: Self.lon, radius: 1_000)
+        let shop = circleZone("a-shop", lat: Self.lat, lon: Self.lon, radius: 50)
+        var trip = try Scenario(zones: [town, shop])
+        let edge = Scenario.offset(Self.lat, Self.lon, metres: 500)
+        #expect(summary(trip.at(0, lat: edge.lat, lon: edge.lon)) == ["checkin b-town"])
+        #expect(summary(trip.at(60, lat: Self.lat, lon: Self.lon)) == ["checkin a-shop"])
+        #expect(
+            trip.entries(10_000, lat: edge.lat, lon: edge.lon) == [
+                "a-shop/a-shop-f checked-out timeout", "b-town/b-town-f checked-out timeout", "b-town/b-town-f checked-in",
+            ])
+    }
+
     @Test func theBeaconIsLeftOnTheFirstFixPastTheExitTime() throws {
         var zone = BeaconTests.zone()
         zone.checkOutEnabled = false

@@ -147,25 +147,27 @@ public final class GeofenceEngine: Sendable {
 
     /// The device is taken as gone at `deadline`: open check-ins close with reason
     /// `timeout` and every presence ends, so its next fix inside a zone is a new visit.
+    /// The check-outs come in the order zones are decided, not in the order the state
+    /// happens to remember them.
     func expire(
         _ state: inout DeviceState, project: Int32, deviceId: String, at deadline: Double, events: inout [CheckEvent],
         entries: inout [DecisionEntry]
     ) {
         let location = state.lastFix?.location ?? EventLocation(timestamp: Date(timeIntervalSince1970: deadline), lat: 0, lon: 0)
         var kept: [ZoneMemory] = []
+        var closed: [(zone: Int32, event: CheckEvent, entry: DecisionEntry)] = []
         for var memory in state.zones {
             guard let z = tables.zoneIndex[Int(project)][memory.zoneId] else { continue }
             let zone = tables.zones[Int(z)]
             if let open = memory.open {
-                events.append(
-                    checkOutEvent(
-                        zone: zone, open: open, projectId: tables.projectIds[Int(project)], deviceId: deviceId,
-                        time: deadline, location: location, mode: .normal, fixId: nil, reason: .timeout))
+                let event = checkOutEvent(
+                    zone: zone, open: open, projectId: tables.projectIds[Int(project)], deviceId: deviceId,
+                    time: deadline, location: location, mode: .normal, fixId: nil, reason: .timeout)
                 var detail = DecisionDetail()
                 detail.reason = CheckOutReason.timeout.rawValue
                 detail.checkInId = open.checkInId
-                entries.append(
-                    DecisionEntry(zoneId: memory.zoneId, fenceId: open.fenceId, outcome: .checkedOut, detail: detail))
+                closed.append(
+                    (z, event, DecisionEntry(zoneId: memory.zoneId, fenceId: open.fenceId, outcome: .checkedOut, detail: detail)))
                 memory.open = nil
                 memory.retriggerFrom = deadline
             }
@@ -173,6 +175,9 @@ public final class GeofenceEngine: Sendable {
             memory.beaconSeen = nil
             if isWorthKeeping(memory, zone: zone, time: deadline) { kept.append(memory) }
         }
+        closed.sort { decidesBefore($0.zone, $1.zone) }
+        events.append(contentsOf: closed.map(\.event))
+        entries.append(contentsOf: closed.map(\.entry))
         state.zones = kept
     }
 

@@ -131,10 +131,23 @@ struct RandomTrip {
         var beacons: [BeaconDefinition] = []
         for k in 0..<Int.random(in: 1...2, using: &rng) {
             let threshold = Int.random(in: -85 ... -70, using: &rng)
-            let beacon =
+            var beacon =
                 Bool.random(using: &rng)
                 ? BeaconDefinition(id: "\(id)-beacon\(k)", uuid: Self.uuid, major: zoneIndex, minor: k, rssiThreshold: threshold)
                 : BeaconDefinition(id: "\(id)-beacon\(k)", eddystoneId: "edd1e\(zoneIndex)\(k)", rssiThreshold: threshold)
+            switch Int.random(in: 0..<5, using: &rng) {
+            case 0 where beacon.uuid != nil:
+                // Any minor of the major.
+                beacon.minor = nil
+            case 1:
+                // The same beacon as another zone's: one sighting concerns both zones.
+                if let other = zones.lazy.flatMap(\.beacons).randomElement(using: &rng) {
+                    (beacon.uuid, beacon.major, beacon.minor, beacon.eddystoneId) = (
+                        other.uuid, other.major, other.minor, other.eddystoneId
+                    )
+                }
+            default: break
+            }
             beacons.append(beacon)
             beaconPlaces[beacon.id] = ReferenceGeometry.move(at, bearing: Double(k) * 120, metres: Double(k) * 40)
         }
@@ -154,7 +167,7 @@ struct RandomTrip {
     mutating func randomConditions(index: Int) -> ZoneConditions {
         var conditions = ZoneConditions()
         repeat {
-            switch Int.random(in: 0..<5, using: &rng) {
+            switch Int.random(in: 0..<6, using: &rng) {
             case 0:
                 if Bool.random(using: &rng) { conditions.minSpeed = Double.random(in: 0.5...3, using: &rng) }
                 if conditions.minSpeed == nil || Bool.random(using: &rng) { conditions.maxSpeed = Double.random(in: 4...12, using: &rng) }
@@ -167,7 +180,7 @@ struct RandomTrip {
             default:
                 guard index > 0 else { continue }
                 conditions.sequential = SequentialCondition(
-                    afterZoneId: "z\(Int.random(in: 0..<index, using: &rng))", withinSeconds: Double.random(in: 60...900, using: &rng))
+                    afterZoneId: "z\(Int.random(in: 0..<index, using: &rng))", withinSeconds: Double.random(in: 60...600, using: &rng))
             }
         } while conditions == ZoneConditions() || Int.random(in: 0..<4, using: &rng) == 0
         return conditions
@@ -215,6 +228,11 @@ struct RandomTrip {
         walk.at = next
 
         var time = walk.time + Double(Int.random(in: 5...90, using: &rng))
+        switch Int.random(in: 0..<15, using: &rng) {
+        case 0: time = walk.time
+        case 1..<5: time += Double.random(in: 0..<1, using: &rng)
+        default: break
+        }
         switch Int.random(in: 0..<200, using: &rng) {
         case 0..<14: time += Double(Int.random(in: 600...1_500, using: &rng))
         case 14: time += Double(Int.random(in: 7_200...9_000, using: &rng))
@@ -240,6 +258,11 @@ struct RandomTrip {
             }
         }
         if Int.random(in: 0..<10, using: &rng) == 0 { sightings.append(BeaconSighting(uuid: Self.uuid, major: 99, minor: 1, rssi: -40)) }
+        if var again = sightings.randomElement(using: &rng), Int.random(in: 0..<8, using: &rng) == 0 {
+            // The same beacon heard twice in one fix, once nearer.
+            again.rssi += Int.random(in: -12...12, using: &rng)
+            sightings.append(again)
+        }
         sightings.shuffle(using: &rng)
         let fix = Fix(
             projectId: "p1", deviceId: "d1", timestamp: Date(timeIntervalSince1970: time), lat: next.lat, lon: next.lon,
