@@ -53,23 +53,31 @@ struct ReferenceRules {
         var beaconId: String?
         var checkOutReason: String?
         var willCheckOut: Bool
+        /// A check-out's time in the zone, from its check-in.
+        var dwellSeconds: Double?
 
         init(_ event: CheckEvent) {
             self.init(
                 type: event.type.rawValue, zoneId: event.zone.id, fenceId: event.fence?.id, beaconId: event.beacon?.id,
-                checkOutReason: event.reason?.rawValue, willCheckOut: event.willCheckOut)
+                checkOutReason: event.reason?.rawValue, willCheckOut: event.willCheckOut, dwellSeconds: event.dwellSeconds)
         }
 
-        init(type: String, zoneId: String, fenceId: String?, beaconId: String?, checkOutReason: String?, willCheckOut: Bool) {
+        init(
+            type: String, zoneId: String, fenceId: String?, beaconId: String?, checkOutReason: String?, willCheckOut: Bool,
+            dwellSeconds: Double? = nil
+        ) {
             self.type = type
             self.zoneId = zoneId
             self.fenceId = fenceId
             self.beaconId = beaconId
             self.checkOutReason = checkOutReason
             self.willCheckOut = willCheckOut
+            self.dwellSeconds = dwellSeconds
         }
 
-        var description: String { "\(type) \(zoneId) \(fenceId ?? beaconId ?? "-") \(checkOutReason ?? "")" }
+        var description: String {
+            "\(type) \(zoneId) \(fenceId ?? beaconId ?? "-") \(checkOutReason ?? "") \(dwellSeconds.map { "\($0) s" } ?? "")"
+        }
     }
 
     struct Decision: Equatable {
@@ -307,7 +315,7 @@ struct ReferenceRules {
                     decision.events.append(
                         Event(
                             type: "checkout", zoneId: zone.definition.id, fenceId: open.fenceId, beaconId: open.beaconId,
-                            checkOutReason: "timeout", willCheckOut: true))
+                            checkOutReason: "timeout", willCheckOut: true, dwellSeconds: last + configuration.staleAfter - open.time))
                     memory.open = nil
                     memory.retriggerFrom = last + configuration.staleAfter
                 }
@@ -363,7 +371,7 @@ struct ReferenceRules {
                     decision.events.append(
                         Event(
                             type: "checkout", zoneId: id, fenceId: open.fenceId, beaconId: open.beaconId, checkOutReason: reason,
-                            willCheckOut: true))
+                            willCheckOut: true, dwellSeconds: time - open.time))
                     after.open = nil
                     after.retriggerFrom = time
                 } else {
