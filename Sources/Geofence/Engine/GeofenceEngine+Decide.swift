@@ -20,14 +20,16 @@ extension GeofenceEngine {
     /// before its check-ins, and zones are decided in `decidesBefore` order, never in
     /// the order of the zones document: a zone with a sequential condition after the
     /// zone it names, so that a check-in there by the same fix counts
-    /// (docs/evaluation-rules.md#zone-order).
+    /// (docs/evaluation-rules.md#zone-order). The entries of crossings that did not
+    /// count and of beacons heard under their threshold come last, in the same order.
     func decide(
-        _ context: FixContext, hits: inout HitList, crossings: [Crossing], state: inout DeviceState,
-        events: inout [CheckEvent], entries: inout [DecisionEntry]
+        _ context: FixContext, hits: inout HitList, crossings: [Crossing], weakSightings: [WeakSighting],
+        state: inout DeviceState, events: inout [CheckEvent], entries: inout [DecisionEntry]
     ) {
         hits.sort()
         let lookup = tables.zoneIndex[Int(context.project)]
         var checkIns: [CheckEvent] = []
+        var notes = Notes(weakSightings: weakSightings)
         let capacity = hits.count + state.zones.count
         withUnsafeTemporaryAllocation(of: Int32.self, capacity: capacity) { touched in
             var count = 0
@@ -68,11 +70,13 @@ extension GeofenceEngine {
                 for turn in turns[0..<count] {
                     decideZone(
                         turn.zone, context: context, hits: hits, range: turn.hits, crossings: crossings, state: &state,
-                        checkOuts: &events, checkIns: &checkIns, entries: &entries)
+                        checkOuts: &events, checkIns: &checkIns, entries: &entries, notes: &notes)
                 }
             }
         }
         events.append(contentsOf: checkIns)
+        entries.append(contentsOf: notes.uncountedCrossings)
+        entries.append(contentsOf: notes.weakSightings)
     }
 
     /// The order in which the zones of one fix are decided: zones that follow others
@@ -88,7 +92,7 @@ extension GeofenceEngine {
     private func decideZone(
         _ z: Int32, context: FixContext, hits: HitList, range: Range<Int>, crossings: [Crossing],
         state: inout DeviceState, checkOuts: inout [CheckEvent], checkIns: inout [CheckEvent],
-        entries: inout [DecisionEntry]
+        entries: inout [DecisionEntry], notes: inout Notes
     ) {
         let zone = tables.zones[Int(z)]
         let time = context.time
@@ -99,6 +103,7 @@ extension GeofenceEngine {
         var inBand = false
         var crossing: Crossing? = nil
         var beacon: Int32 = -1
+        var weak: Int32 = -1
         for i in range {
             let hit = hits[i]
             switch hit.kind {
@@ -111,8 +116,12 @@ extension GeofenceEngine {
                         lon: context.fix.lon, lat: context.fix.lat, limit: configuration.exitBuffer)
                     inBand = distance <= configuration.exitBuffer
                 }
-            case .crossing: if crossing == nil { crossing = crossings[Int(hit.reference)] }
+            case .crossing:
+                // One crossing per zone: of its first geoline in the zone's order, as with fences.
+                let found = crossings[Int(hit.reference)]
+                if crossing.map({ found.fence < $0.fence }) ?? true { crossing = found }
             case .beacon: if beacon < 0 { beacon = hit.reference }
+            case .weakBeacon: if weak < 0 { weak = hit.reference }
             }
         }
 
@@ -168,12 +177,20 @@ extension GeofenceEngine {
             }
         }
 
+        // A crossing or a weak sighting is an entry only into a zone the device was out of and
+        // stays out of: judged against the state earlier fixes left, not the one this fix leaves.
+        let staysOut = !wasPresent && !isPresent
         var trigger: Trigger? = nil
         if !wasPresent, isPresent {
             trigger = insideFence >= 0 && memory.fenceInside ? .fence(insideFence) : beacon >= 0 ? .beacon(beacon) : nil
-        } else if !isPresent, let crossing {
-            trigger = .geoline(crossing)
+        } else if staysOut, let crossing {
+            if let reason = context.crossingRefusal {
+                notes.uncountedCrossings.append(uncountedEntry(crossing, reason: reason, zoneId: zoneId, context: context))
+            } else {
+                trigger = .geoline(crossing)
+            }
         }
+        if staysOut, weak >= 0 { notes.weakSightings.append(weakEntry(notes.heardUnderThreshold[Int(weak)], zoneId: zoneId)) }
         if let trigger, memory.open == nil {
             if let refusal = refusal(zone, trigger: trigger, context: context, memory: memory, state: state) {
                 var entry = DecisionEntry(
@@ -306,52 +323,31 @@ extension GeofenceEngine {
         return names
     }
 
-    /// Geoline crossings that did not count (too inaccurate a fix, a restart-mode fix, or
-    /// too long since the previous one), recorded for zones the device is not in.
-    func explainUncounted(
-        _ crossings: [Crossing], context: FixContext, since previous: Double, state: DeviceState,
-        entries: inout [DecisionEntry]
-    ) {
-        for crossing in crossings {
-            let fence = tables.fences[Int(crossing.fence)]
-            let zone = tables.zones[Int(fence.zone)]
-            if state.zones.contains(where: { $0.zoneId == zone.summary.id && $0.isPresent }) { continue }
-            var detail = DecisionDetail()
-            let reason: DecisionReason
-            if !context.usable {
-                reason = .accuracyTooLow
-                detail.accuracy = context.fix.accuracy
-                detail.maxAccuracy = configuration.maxAccuracy
-            } else if context.fix.mode == .restart {
-                reason = .crossingRestartMode
-            } else {
-                reason = .crossingGapTooLong
-                detail.gapSeconds = context.time - previous
-                detail.maxCrossingGap = configuration.maxCrossingGap
-            }
-            entries.append(
-                DecisionEntry(
-                    zoneId: zone.summary.id, fenceId: tables.fenceInfos[Int(crossing.fence)].id, outcome: .ignored,
-                    reason: reason, detail: detail))
+    /// A geoline crossing that did not count (too long since the previous fix, too inaccurate
+    /// a fix, a restart-mode fix), with the numbers of its rule.
+    func uncountedEntry(_ crossing: Crossing, reason: DecisionReason, zoneId: String, context: FixContext) -> DecisionEntry {
+        var detail = DecisionDetail()
+        switch reason {
+        case .crossingGapTooLong:
+            detail.gapSeconds = context.crossingGap
+            detail.maxCrossingGap = configuration.maxCrossingGap
+        case .accuracyTooLow:
+            detail.accuracy = context.fix.accuracy
+            detail.maxAccuracy = configuration.maxAccuracy
+        default: break
         }
+        return DecisionEntry(
+            zoneId: zoneId, fenceId: tables.fenceInfos[Int(crossing.fence)].id, outcome: .ignored, reason: reason, detail: detail)
     }
 
-    /// Beacons heard under their threshold, recorded for zones the device is not in.
-    func explainWeak(_ sightings: [WeakSighting], state: DeviceState, entries: inout [DecisionEntry]) {
-        var explained: [Int32] = []
-        for sighting in sightings {
-            let beacon = tables.beacons[Int(sighting.beacon)]
-            let zoneId = tables.zones[Int(beacon.zone)].summary.id
-            guard !explained.contains(beacon.zone),
-                !state.zones.contains(where: { $0.zoneId == zoneId && $0.isPresent })
-            else { continue }
-            explained.append(beacon.zone)
-            var detail = DecisionDetail()
-            detail.beaconId = beacon.summary.id
-            detail.rssi = sighting.rssi
-            detail.rssiThreshold = beacon.rssiThreshold
-            entries.append(DecisionEntry(zoneId: zoneId, outcome: .ignored, reason: .beaconRSSIBelowThreshold, detail: detail))
-        }
+    /// A beacon of the zone heard under its threshold.
+    func weakEntry(_ sighting: WeakSighting, zoneId: String) -> DecisionEntry {
+        let beacon = tables.beacons[Int(sighting.beacon)]
+        var detail = DecisionDetail()
+        detail.beaconId = beacon.summary.id
+        detail.rssi = sighting.rssi
+        detail.rssiThreshold = beacon.rssiThreshold
+        return DecisionEntry(zoneId: zoneId, outcome: .ignored, reason: .beaconRSSIBelowThreshold, detail: detail)
     }
 
     private func forgetOldestIdleZone(_ state: inout DeviceState) {
@@ -365,6 +361,18 @@ extension GeofenceEngine {
             }
         }
         if let oldest { state.zones.remove(at: oldest) }
+    }
+}
+
+/// The entries a fix's decisions set aside for the end of its record: crossings that did not
+/// count, then beacons heard under their threshold, each in the order zones are decided.
+struct Notes {
+    var heardUnderThreshold: [WeakSighting]
+    var uncountedCrossings: [DecisionEntry] = []
+    var weakSightings: [DecisionEntry] = []
+
+    init(weakSightings: [WeakSighting]) {
+        heardUnderThreshold = weakSightings
     }
 }
 

@@ -14,6 +14,9 @@ struct Hit: Sendable {
         case nearPolygon
         case crossing
         case beacon
+        /// One of the zone's beacons heard under its threshold: the reference is the index
+        /// in the fix's weak sightings.
+        case weakBeacon
 
         static func < (a: Kind, b: Kind) -> Bool { a.rawValue < b.rawValue }
     }
@@ -177,8 +180,8 @@ extension GeofenceEngine {
         }
     }
 
-    /// Beacons of the project heard at or above their threshold; those heard below it go to
-    /// `weak`, for the decision record.
+    /// Beacons of the project heard at or above their threshold, and those heard below it (listed
+    /// in `weak`, for the decision record).
     func collectBeaconHits(_ context: FixContext, into hits: inout HitList, weak: inout [WeakSighting]) {
         for sighting in context.fix.beacons {
             guard let identifier = sighting.eddystoneId ?? sighting.uuid,
@@ -188,6 +191,7 @@ extension GeofenceEngine {
                 if sighting.rssi >= tables.beacons[Int(b)].rssiThreshold {
                     hits.append(Hit(zone: tables.beacons[Int(b)].zone, kind: .beacon, reference: b))
                 } else {
+                    hits.append(Hit(zone: tables.beacons[Int(b)].zone, kind: .weakBeacon, reference: Int32(weak.count)))
                     weak.append(WeakSighting(beacon: b, rssi: sighting.rssi))
                 }
             }

@@ -85,32 +85,33 @@ public final class GeofenceEngine: Sendable {
         }
         let located = fix.lat.isFinite && fix.lon.isFinite && abs(fix.lat) <= 90
         let usable = located && (fix.accuracy ?? 0) <= configuration.maxAccuracy
-        let context = FixContext(fix: fix, time: time, project: project, usable: usable, located: located)
+        var context = FixContext(fix: fix, time: time, project: project, usable: usable, located: located)
         withUnsafeTemporaryAllocation(of: Hit.self, capacity: 64) { buffer in
             var hits = HitList(buffer: buffer)
             // An inaccurate fix's hits change nothing, but tell what it would have done.
             if located { collectAreaHits(context, into: &hits) }
             var crossings: [Crossing] = []
-            var uncounted: [Crossing] = []
             if located, let track = state.track, !tables.geolinesByProject[Int(project)].isEmpty {
-                if usable, fix.mode == .normal, time - track.time <= configuration.maxCrossingGap {
-                    collectCrossings(context, from: track, into: &hits, crossings: &crossings)
-                } else {
-                    withUnsafeTemporaryAllocation(of: Hit.self, capacity: 16) { spare in
-                        var ignoredHits = HitList(buffer: spare)
-                        collectCrossings(context, from: track, into: &ignoredHits, crossings: &uncounted)
-                    }
+                // A path is a crossing only within the gap; an inaccurate or restart-mode fix
+                // would have crossed, but does not count (docs/evaluation-rules.md#geoline-crossings).
+                let gap = time - track.time
+                if gap > configuration.maxCrossingGap {
+                    context.crossingRefusal = .crossingGapTooLong
+                    context.crossingGap = gap
+                } else if !usable {
+                    context.crossingRefusal = .accuracyTooLow
+                } else if fix.mode == .restart {
+                    context.crossingRefusal = .crossingRestartMode
                 }
+                collectCrossings(context, from: track, into: &hits, crossings: &crossings)
             }
             var weakSightings: [WeakSighting] = []
             if !fix.beacons.isEmpty { collectBeaconHits(context, into: &hits, weak: &weakSightings) }
             if hits.count > 0 || !state.zones.isEmpty {
-                decide(context, hits: &hits, crossings: crossings, state: &state, events: &events, entries: &entries)
+                decide(
+                    context, hits: &hits, crossings: crossings, weakSightings: weakSightings, state: &state, events: &events,
+                    entries: &entries)
             }
-            if !uncounted.isEmpty, let track = state.track {
-                explainUncounted(uncounted, context: context, since: track.time, state: state, entries: &entries)
-            }
-            if !weakSightings.isEmpty { explainWeak(weakSightings, state: state, entries: &entries) }
         }
         if usable { state.track = TrackPoint(time: time, lat: fix.lat, lon: fix.lon) }
         state.number(&events)
@@ -146,25 +147,27 @@ public final class GeofenceEngine: Sendable {
 
     /// The device is taken as gone at `deadline`: open check-ins close with reason
     /// `timeout` and every presence ends, so its next fix inside a zone is a new visit.
+    /// The check-outs come in the order zones are decided, not in the order the state
+    /// happens to remember them.
     func expire(
         _ state: inout DeviceState, project: Int32, deviceId: String, at deadline: Double, events: inout [CheckEvent],
         entries: inout [DecisionEntry]
     ) {
         let location = state.lastFix?.location ?? EventLocation(timestamp: Date(timeIntervalSince1970: deadline), lat: 0, lon: 0)
         var kept: [ZoneMemory] = []
+        var closed: [(zone: Int32, event: CheckEvent, entry: DecisionEntry)] = []
         for var memory in state.zones {
             guard let z = tables.zoneIndex[Int(project)][memory.zoneId] else { continue }
             let zone = tables.zones[Int(z)]
             if let open = memory.open {
-                events.append(
-                    checkOutEvent(
-                        zone: zone, open: open, projectId: tables.projectIds[Int(project)], deviceId: deviceId,
-                        time: deadline, location: location, mode: .normal, fixId: nil, reason: .timeout))
+                let event = checkOutEvent(
+                    zone: zone, open: open, projectId: tables.projectIds[Int(project)], deviceId: deviceId,
+                    time: deadline, location: location, mode: .normal, fixId: nil, reason: .timeout)
                 var detail = DecisionDetail()
                 detail.reason = CheckOutReason.timeout.rawValue
                 detail.checkInId = open.checkInId
-                entries.append(
-                    DecisionEntry(zoneId: memory.zoneId, fenceId: open.fenceId, outcome: .checkedOut, detail: detail))
+                closed.append(
+                    (z, event, DecisionEntry(zoneId: memory.zoneId, fenceId: open.fenceId, outcome: .checkedOut, detail: detail)))
                 memory.open = nil
                 memory.retriggerFrom = deadline
             }
@@ -172,6 +175,9 @@ public final class GeofenceEngine: Sendable {
             memory.beaconSeen = nil
             if isWorthKeeping(memory, zone: zone, time: deadline) { kept.append(memory) }
         }
+        closed.sort { decidesBefore($0.zone, $1.zone) }
+        events.append(contentsOf: closed.map(\.event))
+        entries.append(contentsOf: closed.map(\.entry))
         state.zones = kept
     }
 
@@ -192,4 +198,8 @@ struct FixContext {
     var usable: Bool
     /// A position on the globe (what an inaccurate fix would have done can be told).
     var located: Bool
+    /// Why the fix's geoline crossings do not count (nil: they do).
+    var crossingRefusal: DecisionReason? = nil
+    /// Seconds since the previous fix accurate enough to count, when longer than a crossing allows.
+    var crossingGap: Double? = nil
 }

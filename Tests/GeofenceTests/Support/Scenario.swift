@@ -29,6 +29,22 @@ struct Scenario {
             accuracy: accuracy, speed: speed, bearing: bearing, mode: mode, beacons: beacons, fixId: fixId)
     }
 
+    /// Evaluates a fix and returns its decision record's entries, in short: "z1/f ignored accuracy-too-low".
+    mutating func entries(
+        _ seconds: Double, lat: Double, lon: Double, accuracy: Double? = 5, mode: FixMode = .normal,
+        beacons: [BeaconSighting] = []
+    ) -> [String] {
+        fixCounter += 1
+        let fix = Self.fix(
+            at: seconds, lat: lat, lon: lon, accuracy: accuracy, mode: mode, beacons: beacons, fixId: "f\(fixCounter)")
+        return engine.evaluate(fix, state: &state).entries.map { entry in
+            var text = "\(entry.zoneId ?? "-")/\(entry.fenceId ?? entry.detail.beaconId ?? "-") \(entry.outcome.rawValue)"
+            if let reason = entry.reason { text += " \(reason.rawValue)" }
+            if let exit = entry.detail.reason { text += " \(exit)" }
+            return text
+        }
+    }
+
     /// Evaluates a fix and returns its events.
     @discardableResult
     mutating func at(
