@@ -60,11 +60,11 @@ cleanup() {
     # What the command left running first, sparing the servers of the tests' own clusters:
     # they are stopped properly next, so that none leaves shared memory behind.
     stop_marked_processes CHECKIN_TEST_RUN "$RUN_DIR" with-services postgres
+    # One after the other: a `wait` for jobs in this trap was seen never to return.
     local cluster
     for cluster in "$RUN_DIR"/clusters/*/; do
-        [ -d "$cluster" ] && remove_cluster "${cluster}cluster" "${cluster%/}" &
+        [ -d "$cluster" ] && remove_cluster "${cluster}cluster" "${cluster%/}"
     done
-    wait
     # And any that did not stop.
     stop_marked_processes CHECKIN_TEST_RUN "$RUN_DIR" with-services
     remove_firewall_rules
@@ -87,12 +87,19 @@ echo "with-services: CHECKIN_KAFKA_BROKERS=$CHECKIN_KAFKA_BROKERS CHECKIN_DATABA
 # The command runs in the background so that a TERM (a deadline's, a CI's) reaches this
 # shell at once, is passed on to the command and then the services are stopped: a shell
 # waiting on a foreground command would run its trap only once the command had ended.
+# The traps only pass the signal on: a `wait` inside a trap was seen never to return when the
+# command had ended as the signal came, and then the services were never stopped.
 set +e
 "$@" <&0 &
 command=$!
-trap 'kill -TERM "$command" 2>/dev/null; wait "$command"; exit 143' TERM
-trap 'kill -INT "$command" 2>/dev/null; wait "$command"; exit 130' INT
-wait "$command"
-status=$?
+signalled=""
+trap 'kill -TERM "$command" 2>/dev/null; signalled=143' TERM
+trap 'kill -INT "$command" 2>/dev/null; signalled=130' INT
+while :; do
+    wait "$command"
+    status=$?
+    # A signal ends `wait` early; the command may still be stopping.
+    kill -0 "$command" 2>/dev/null || break
+done
 set -e
-exit $status
+exit "${signalled:-$status}"

@@ -8,7 +8,7 @@
 # Swift Testing output), writes the thread stacks of the command's processes to
 # .local/hang-stacks.txt (with gdb, when the machine has it), stops them and exits 124.
 # Otherwise the exit code is CMD's. Either way, no process CMD started outlives it: CMD runs
-# with CHECKIN_WITHIN_RUN set, and whatever still holds it once CMD has ended is stopped
+# with CHECKIN_TEST_STEP set, and whatever still holds it once CMD has ended is stopped
 # (scripts/with-services.sh also stops its services, the tests' clusters and firewall rules).
 set -uo pipefail
 [ $# -gt 1 ] || { echo "usage: $0 SECONDS CMD [ARGS...]" >&2; exit 2; }
@@ -24,10 +24,10 @@ trap 'rm -f "$output"' EXIT
 # A process group of its own, so that everything the command started can be found and stopped.
 # The mark is the command's alone (set by env), not its output's `tee`, which must see it end.
 set -m
-env CHECKIN_WITHIN_RUN="$output" "$@" > >(tee -a "$output") 2>&1 &
+env CHECKIN_TEST_STEP="$output" "$@" > >(tee -a "$output") 2>&1 &
 child=$!
 set +m
-trap 'kill -TERM -- -"$child" 2>/dev/null; wait "$child"; stop_marked_processes CHECKIN_WITHIN_RUN "$output" within; exit 143' TERM INT
+trap 'kill -TERM -- -"$child" 2>/dev/null; wait "$child"; stop_marked_processes CHECKIN_TEST_STEP "$output" within; exit 143' TERM INT
 
 # Every process below `$1`, children first found: a process may start a group of its own
 # (swift test runs the test binary so), which a signal to our group would miss.
@@ -75,7 +75,7 @@ while kill -0 "$child" 2>/dev/null; do
         wait "$child" 2>/dev/null
         # Whatever left the command's tree (a process in a session of its own, one whose
         # parent died) and outlived its clean-up.
-        stop_marked_processes CHECKIN_WITHIN_RUN "$output" within
+        stop_marked_processes CHECKIN_TEST_STEP "$output" within
         exit 124
     fi
     sleep 1
@@ -83,7 +83,7 @@ while kill -0 "$child" 2>/dev/null; do
 done
 wait "$child"
 status=$?
-stop_marked_processes CHECKIN_WITHIN_RUN "$output" within
+stop_marked_processes CHECKIN_TEST_STEP "$output" within
 # Each step's time, so that a run's log shows where its minutes went.
 echo "within: '$(echo "$*" | cut -c1-100)' ended ($status) after $((SECONDS - started)) s" >&2
 exit $status
