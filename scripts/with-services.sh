@@ -48,15 +48,16 @@ remove_firewall_rules() {
     for chain in $(iptables -S 2>/dev/null | sed -n 's/^-[NP] \([^ ]*\).*/\1/p'); do
         # From the last, so that the numbers of the rules still to delete do not change.
         for number in $(iptables -L "$chain" -n --line-numbers 2>/dev/null | grep -F "/* $tag */" | cut -d' ' -f1 | sort -rn); do
-            echo "with-services: deleting leftover iptables rule $chain $number ($tag)" >&2
+            echo "with-services: deleting leftover iptables rule $chain $number ($tag)" >&2 || true
             iptables -D "$chain" "$number" || true
         done
     done
 }
 
 cleanup() {
-    # A deadline's TERM, which may come as the command ends, must not cut the clean-up short.
-    trap '' TERM INT
+    # A deadline's TERM, which may come as the command ends, must not cut the clean-up short,
+    # nor a reader of its output that has gone.
+    trap '' TERM INT PIPE
     # What the command left running first, sparing the servers of the tests' own clusters:
     # they are stopped properly next, so that none leaves shared memory behind.
     stop_marked_processes CHECKIN_TEST_RUN "$RUN_DIR" with-services postgres

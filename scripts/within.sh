@@ -27,7 +27,19 @@ set -m
 env CHECKIN_TEST_STEP="$output" "$@" > >(tee -a "$output") 2>&1 &
 child=$!
 set +m
-trap 'kill -TERM -- -"$child" 2>/dev/null; wait "$child"; stop_marked_processes CHECKIN_TEST_STEP "$output" within; exit 143' TERM INT
+# The command's group but its output's `tee`: a clean-up (scripts/with-services.sh stops its
+# broker and Postgres) would die writing to a closed pipe.
+group_but_tee() {
+    local pid
+    for pid in $(pgrep -g "$child"); do
+        [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "tee -a $output " ] || echo "$pid"
+    done
+}
+
+# A TERM or INT is passed on, and the loop below waits for the command: a `wait` inside a trap
+# was seen never to return when the command had already ended.
+terminated=""
+trap 'kill -TERM $(group_but_tee) 2>/dev/null; terminated=143' TERM INT
 
 # Every process below `$1`, children first found: a process may start a group of its own
 # (swift test runs the test binary so), which a signal to our group would miss.
@@ -84,6 +96,7 @@ done
 wait "$child"
 status=$?
 stop_marked_processes CHECKIN_TEST_STEP "$output" within
+[ -z "$terminated" ] || exit "$terminated"
 # Each step's time, so that a run's log shows where its minutes went.
 echo "within: '$(echo "$*" | cut -c1-100)' ended ($status) after $((SECONDS - started)) s" >&2
 exit $status

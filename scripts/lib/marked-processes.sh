@@ -39,7 +39,8 @@ stop_marked_processes() {
         [ ${#MARKED_PROCESSES[@]} -gt 0 ] || return 0
         for pid in "${MARKED_PROCESSES[@]}"; do
             { mapfile -d '' words <"/proc/$pid/cmdline"; } 2>/dev/null || words=()
-            echo "$who: stopping leftover process $pid: ${words[*]:0:6}" >&2
+            # Said, if whoever reads it still does: a clean-up must not end on a closed pipe.
+            echo "$who: stopping leftover process $pid: ${words[*]:0:6}" >&2 || true
             kill -KILL "$pid" 2>/dev/null || true
         done
         # SIGKILL takes effect at once, but a process leaves /proc only once its parent has
