@@ -9,12 +9,13 @@ ONCE ?=
 # that time what they check.
 TEST_WIDTH ?= 8
 
-.PHONY: help setup build build-bench demo test test-unit test-observability test-api test-kubernetes test-rolling compose-check lint bench clean
+.PHONY: help setup build build-bench demo test test-unit test-harness test-observability test-api test-kubernetes test-rolling compose-check lint bench clean
 
 help:
 	@echo "make demo        run the whole pipeline locally and watch check-in/check-out webhooks (ONCE=1 to exit after the trip)"
 	@echo "make test        every test, unit and integration, against a local Postgres and broker"
 	@echo "make test-unit   the modules' own tests, no Postgres and no broker"
+	@echo "make test-harness  a run stopped at its deadline leaves no process, cluster or firewall rule behind"
 	@echo "make test-observability  alert rules, their unit tests and the dashboard against a real Prometheus"
 	@echo "make test-api    the HTTP API against openapi.yaml (Schemathesis, property-based)"
 	@echo "make test-kubernetes  the Kubernetes manifests rendered, validated and scanned (checkov), offline"
@@ -53,6 +54,7 @@ ROLLING_ARGS ?= --rounds 1 --rate 400 --devices 400 --seconds 70 --warm-up 5
 # build and the suites (scripts/alongside.sh), and its output is printed where it ends.
 test: setup compose-check
 	@$(ENV) scripts/alongside.sh start kubernetes-test scripts/within.sh $(KUBERNETES_DEADLINE) scripts/kubernetes-test.sh
+	@$(ENV) scripts/harness-test.sh
 	@$(ENV) swift build $(SWIFT_BUILD_FLAGS) --build-tests
 	@$(ENV) SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH) scripts/within.sh $(TEST_DEADLINE) \
 		scripts/with-services.sh swift test $(SWIFT_BUILD_FLAGS) --skip-build
@@ -86,6 +88,11 @@ test-kubernetes: setup
 # stopped within the manifests' grace (scripts/rolling-restart.sh).
 test-rolling: build-bench
 	@$(ENV) scripts/within.sh $(ROLLING_DEADLINE) scripts/with-services.sh scripts/rolling-restart.sh $(ROLLING_ARGS)
+
+# The harness the other tests run in: a run that scripts/within.sh stops at its deadline leaves
+# no process, Postgres cluster or firewall rule behind (scripts/harness-test.sh, about 30 s).
+test-harness: setup
+	@$(ENV) scripts/harness-test.sh
 
 # The modules' own tests, which need no Postgres and no broker (Kafka's run against librdkafka's mock cluster).
 test-unit: setup

@@ -7,7 +7,9 @@
 # Past the deadline it names the tests that started and did not end (from the command's
 # Swift Testing output), writes the thread stacks of the command's processes to
 # .local/hang-stacks.txt (with gdb, when the machine has it), stops them and exits 124.
-# Otherwise the exit code is CMD's.
+# Otherwise the exit code is CMD's. Either way, no process CMD started outlives it: CMD runs
+# with CHECKIN_TEST_STEP set, and whatever still holds it once CMD has ended is stopped
+# (scripts/with-services.sh also stops its services, the tests' clusters and firewall rules).
 set -uo pipefail
 [ $# -gt 1 ] || { echo "usage: $0 SECONDS CMD [ARGS...]" >&2; exit 2; }
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -17,12 +19,27 @@ mkdir -p "$ROOT/.local"
 output="$(mktemp "$ROOT/.local/within.XXXXXX")"
 trap 'rm -f "$output"' EXIT
 
+. "$ROOT/scripts/lib/marked-processes.sh"
+
 # A process group of its own, so that everything the command started can be found and stopped.
+# The mark is the command's alone (set by env), not its output's `tee`, which must see it end.
 set -m
-"$@" > >(tee -a "$output") 2>&1 &
+env CHECKIN_TEST_STEP="$output" "$@" > >(tee -a "$output") 2>&1 &
 child=$!
 set +m
-trap 'kill -TERM -- -"$child" 2>/dev/null; wait "$child"; exit 143' TERM INT
+# The command's group but its output's `tee`: a clean-up (scripts/with-services.sh stops its
+# broker and Postgres) would die writing to a closed pipe.
+group_but_tee() {
+    local pid
+    for pid in $(pgrep -g "$child"); do
+        [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "tee -a $output " ] || echo "$pid"
+    done
+}
+
+# A TERM or INT is passed on, and the loop below waits for the command: a `wait` inside a trap
+# was seen never to return when the command had already ended.
+terminated=""
+trap 'kill -TERM $(group_but_tee) 2>/dev/null; terminated=143' TERM INT
 
 # Every process below `$1`, children first found: a process may start a group of its own
 # (swift test runs the test binary so), which a signal to our group would miss.
@@ -68,6 +85,9 @@ while kill -0 "$child" 2>/dev/null; do
         done
         kill -KILL -- -"$child" $tree 2>/dev/null
         wait "$child" 2>/dev/null
+        # Whatever left the command's tree (a process in a session of its own, one whose
+        # parent died) and outlived its clean-up.
+        stop_marked_processes CHECKIN_TEST_STEP "$output" within
         exit 124
     fi
     sleep 1
@@ -75,6 +95,8 @@ while kill -0 "$child" 2>/dev/null; do
 done
 wait "$child"
 status=$?
+stop_marked_processes CHECKIN_TEST_STEP "$output" within
+[ -z "$terminated" ] || exit "$terminated"
 # Each step's time, so that a run's log shows where its minutes went.
 echo "within: '$(echo "$*" | cut -c1-100)' ended ($status) after $((SECONDS - started)) s" >&2
 exit $status

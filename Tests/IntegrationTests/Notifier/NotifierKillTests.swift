@@ -41,33 +41,34 @@ import Testing
                     ]) { $1 },
                     logDirectory: logDirectory)
             }
-            defer { notifiers.forEach { $0.stop() } }
-            for notifier in notifiers { try notifier.start() }
+            try await withProcessesStopped(notifiers) {
+                for notifier in notifiers { try notifier.start() }
 
-            try await Self.produceBurst(harness: harness, devices: devices, perDevice: perDevice)
-            let total = devices * perDevice
-            let burstStarted = ContinuousClock.now
-            do {
-                for (victim, share) in [(notifiers[0], 0.2), (notifiers[1], 0.5)] {
-                    try await received.wait(timeout: .seconds(120)) { $0.count >= Int(Double(total) * share) }
-                    victim.kill()
-                    try victim.start()
+                try await Self.produceBurst(harness: harness, devices: devices, perDevice: perDevice)
+                let total = devices * perDevice
+                let burstStarted = ContinuousClock.now
+                do {
+                    for (victim, share) in [(notifiers[0], 0.2), (notifiers[1], 0.5)] {
+                        try await received.wait(timeout: .seconds(120)) { $0.count >= Int(Double(total) * share) }
+                        victim.kill()
+                        try victim.start()
+                    }
+                    let lastKill = ContinuousClock.now
+                    try await received.wait(timeout: .seconds(120)) { Set($0.map(\.data.eventId)).count >= total }
+                    let took = (ContinuousClock.now - burstStarted).seconds
+                    print(
+                        "burst of \(total) events (partner answering in \(partnerDelay) ms): all delivered \(ContinuousClock.now - lastKill) after the last kill, \(String(format: "%.1f", took)) s after they were published, \(Int(Double(total) / took)) deliveries/s through both kills")
+                } catch {
+                    for notifier in notifiers { print("----- \(notifier.name) log -----\n\(notifier.log.suffix(4000))") }
+                    throw error
                 }
-                let lastKill = ContinuousClock.now
-                try await received.wait(timeout: .seconds(120)) { Set($0.map(\.data.eventId)).count >= total }
-                let took = (ContinuousClock.now - burstStarted).seconds
-                print(
-                    "burst of \(total) events (partner answering in \(partnerDelay) ms): all delivered \(ContinuousClock.now - lastKill) after the last kill, \(String(format: "%.1f", took)) s after they were published, \(Int(Double(total) / took)) deliveries/s through both kills")
-            } catch {
-                for notifier in notifiers { print("----- \(notifier.name) log -----\n\(notifier.log.suffix(4000))") }
-                throw error
-            }
 
-            let payloads = await received.payloads
-            #expect(Set(payloads.map(\.data.eventId)).count == total)
-            #expect(Self.inversions(in: payloads) == 0)
-            #expect(await received.overlaps == 0)
-            #expect(await received.rejected == 0)
+                let payloads = await received.payloads
+                #expect(Set(payloads.map(\.data.eventId)).count == total)
+                #expect(Self.inversions(in: payloads) == 0)
+                #expect(await received.overlaps == 0)
+                #expect(await received.rejected == 0)
+            }
         }
     }
 

@@ -34,11 +34,11 @@ final class PrivateBroker: @unchecked Sendable {
         try process.run()
     }
 
-    /// SIGKILL, as a broker that crashed or a host that went away.
-    func stop() {
+    /// SIGKILL, as a broker that crashed or a host that went away; returns once it has ended.
+    func stop() async {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGKILL)
-        process.waitUntilExit()
+        while process.isRunning { await pauseEvenIfCancelled(for: .milliseconds(20)) }
     }
 }
 

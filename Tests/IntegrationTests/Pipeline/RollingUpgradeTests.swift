@@ -63,92 +63,95 @@ extension Migration {
             }
             let ports = ["ingest": try freePort(), "evaluator": try freePort(), "notifier": try freePort()]
             var services = ports.map { name, port in process(name, service: name, port: port) }
-            defer { services.forEach { $0.stop() } }
-            for service in services { try service.start() }
-            do {
-                for port in ports.values { try await waitUntil("ready on \(port)", within: .seconds(90)) { await ready(port) } }
+            try await withProcessesStopped(services) {
+                for service in services { try service.start() }
+                do {
+                    for port in ports.values { try await waitUntil("ready on \(port)", within: .seconds(90)) { await ready(port) } }
 
-                let url = "http://127.0.0.1:\(ports["ingest"]!)/v1/fixes"
-                let before = (0..<6).map { _ in TestTrip(projectId: harness.projectId) }
-                let during = (0..<6).map { _ in TestTrip(projectId: harness.projectId) }
-                let after = (0..<6).map { _ in TestTrip(projectId: harness.projectId) }
-                @Sendable func send(_ trips: [TestTrip], fix index: Int) async throws {
-                    let body = try JSONSerialization.data(withJSONObject: ["fixes": trips.map { $0.fix(index) }])
-                    let answer = try await post(body, to: url, key: deviceKey)
-                    #expect(answer.status == 202, "\(answer.body)")
-                }
-
-                // Running, with check-ins delivered, before anything changes.
-                for index in 0..<5 { try await send(before, fix: index) }
-                try await received.wait(timeout: .seconds(120)) { payloads in
-                    before.allSatisfy { trip in payloads.contains { $0.data.deviceId == trip.deviceId } }
-                }
-
-                // The next release migrates while fixes keep coming and `/ready` is watched.
-                let watch = ReadinessWatch(ports: Array(ports.values))
-                try await withThrowingTaskGroup(of: Void.self) { tasks in
-                    tasks.addTask { await watch.run() }
-                    let sender = Task {
-                        for index in 0..<9 {
-                            if index + 5 < 9 { try await send(before, fix: index + 5) }
-                            try await send(during, fix: index)
-                            try await Task.sleep(for: .milliseconds(300))
-                        }
+                    let url = "http://127.0.0.1:\(ports["ingest"]!)/v1/fixes"
+                    let before = (0..<6).map { _ in TestTrip(projectId: harness.projectId) }
+                    let during = (0..<6).map { _ in TestTrip(projectId: harness.projectId) }
+                    let after = (0..<6).map { _ in TestTrip(projectId: harness.projectId) }
+                    @Sendable func send(_ trips: [TestTrip], fix index: Int) async throws {
+                        let body = try JSONSerialization.data(withJSONObject: ["fixes": trips.map { $0.fix(index) }])
+                        let answer = try await post(body, to: url, key: deviceKey)
+                        #expect(answer.status == 202, "\(answer.body)")
                     }
-                    defer { sender.cancel() }
-                    try await Task.sleep(for: .milliseconds(700))
-                    let applied = try await withDatabase { database in
-                        try await Migrator(database: database, logger: logger).migrate(Migration.all + [.nextRelease])
-                    }
-                    #expect(applied == [Migration.nextRelease.version])
-                    try await sender.value
+
+                    // Running, with check-ins delivered, before anything changes.
+                    for index in 0..<5 { try await send(before, fix: index) }
                     try await received.wait(timeout: .seconds(120)) { payloads in
-                        (before + during).allSatisfy { $0.isComplete(payloads) }
+                        before.allSatisfy { trip in payloads.contains { $0.data.deviceId == trip.deviceId } }
                     }
-                    await watch.stop()
-                    try await tasks.waitForAll()
-                }
-                let unready = await watch.failures
-                #expect(unready.isEmpty, "/ready was not true while the next release migrated: \(unready)")
-                #expect(await watch.checks > 10)
 
-                // This release's migrator given the newer schema applies nothing and undoes nothing,
-                // and a service of this release starts against it, saying so.
-                let versions = try await withDatabase { database in try await schemaVersions(database, logger: logger) }
-                #expect(versions == Migration.all.map(\.version) + [Migration.nextRelease.version])
-                let again = try await withDatabase { database in try await Migrator(database: database, logger: logger).migrate() }
-                #expect(again == [])
-                #expect(try await withDatabase { database in try await schemaVersions(database, logger: logger) } == versions)
-                let migrate = process("migrate", service: "migrate")
-                try migrate.start()
-                #expect(await migrate.exitStatus(within: .seconds(60)) == 0, "\(migrate.logTail())")
-                #expect(migrate.log.contains("does not know"), "\(migrate.logTail())")
-                let secondNotifierPort = try freePort()
-                let secondNotifier = process("notifier-2", service: "notifier", port: secondNotifierPort)
-                services.append(secondNotifier)
-                try secondNotifier.start()
-                try await waitUntil("the second notifier ready", within: .seconds(90)) { await ready(secondNotifierPort) }
-                #expect(secondNotifier.log.contains("does not know"), "\(secondNotifier.logTail())")
+                    // The next release migrates while fixes keep coming and `/ready` is watched.
+                    let watch = ReadinessWatch(ports: Array(ports.values))
+                    try await withThrowingTaskGroup(of: Void.self) { tasks in
+                        tasks.addTask { await watch.run() }
+                        let sender = Task {
+                            for index in 0..<9 {
+                                if index + 5 < 9 { try await send(before, fix: index + 5) }
+                                try await send(during, fix: index)
+                                try await Task.sleep(for: .milliseconds(300))
+                            }
+                        }
+                        defer { sender.cancel() }
+                        try await Task.sleep(for: .milliseconds(700))
+                        let applied = try await withDatabase { database in
+                            try await Migrator(database: database, logger: logger).migrate(Migration.all + [.nextRelease])
+                        }
+                        #expect(applied == [Migration.nextRelease.version])
+                        try await sender.value
+                        try await received.wait(timeout: .seconds(120)) { payloads in
+                            (before + during).allSatisfy { $0.isComplete(payloads) }
+                        }
+                        await watch.stop()
+                        try await tasks.waitForAll()
+                    }
+                    let unready = await watch.failures
+                    #expect(unready.isEmpty, "/ready was not true while the next release migrated: \(unready)")
+                    #expect(await watch.checks > 10)
 
-                // And the pipeline goes on on the newer schema.
-                for index in 0..<9 { try await send(after, fix: index) }
-                try await received.wait(timeout: .seconds(120)) { payloads in
-                    (before + during + after).allSatisfy { $0.isComplete(payloads) }
-                }
-                try await Task.sleep(for: .seconds(2))
+                    // This release's migrator given the newer schema applies nothing and undoes nothing,
+                    // and a service of this release starts against it, saying so.
+                    let versions = try await withDatabase { database in try await schemaVersions(database, logger: logger) }
+                    #expect(versions == Migration.all.map(\.version) + [Migration.nextRelease.version])
+                    let again = try await withDatabase { database in try await Migrator(database: database, logger: logger).migrate() }
+                    #expect(again == [])
+                    #expect(try await withDatabase { database in try await schemaVersions(database, logger: logger) } == versions)
+                    let migrate = process("migrate", service: "migrate")
+                    try migrate.start()
+                    #expect(await migrate.exitStatus(within: .seconds(60)) == 0, "\(migrate.logTail())")
+                    #expect(migrate.log.contains("does not know"), "\(migrate.logTail())")
+                    let secondNotifierPort = try freePort()
+                    let secondNotifier = process("notifier-2", service: "notifier", port: secondNotifierPort)
+                    services.append(secondNotifier)
+                    try await withProcessesStopped([secondNotifier]) {
+                        try secondNotifier.start()
+                        try await waitUntil("the second notifier ready", within: .seconds(90)) { await ready(secondNotifierPort) }
+                        #expect(secondNotifier.log.contains("does not know"), "\(secondNotifier.logTail())")
 
-                let requests = await received.requests
-                let arrivals = Dictionary(grouping: requests, by: \.eventId).mapValues(\.count)
-                #expect(arrivals.values.allSatisfy { $0 == 1 }, "\(arrivals.filter { $0.value > 1 })")
-                for trip in before + during + after {
-                    let mine = requests.map(\.payload).filter { $0.data.deviceId == trip.deviceId }
-                    #expect(mine.map(\.data.type) == [.checkin, .checkout], "\(trip.deviceId): \(mine.map(\.type))")
+                        // And the pipeline goes on on the newer schema.
+                        for index in 0..<9 { try await send(after, fix: index) }
+                        try await received.wait(timeout: .seconds(120)) { payloads in
+                            (before + during + after).allSatisfy { $0.isComplete(payloads) }
+                        }
+                        try await Task.sleep(for: .seconds(2))
+
+                        let requests = await received.requests
+                        let arrivals = Dictionary(grouping: requests, by: \.eventId).mapValues(\.count)
+                        #expect(arrivals.values.allSatisfy { $0 == 1 }, "\(arrivals.filter { $0.value > 1 })")
+                        for trip in before + during + after {
+                            let mine = requests.map(\.payload).filter { $0.data.deviceId == trip.deviceId }
+                            #expect(mine.map(\.data.type) == [.checkin, .checkout], "\(trip.deviceId): \(mine.map(\.type))")
+                        }
+                        #expect(await received.rejected == 0)
+                        #expect(await received.deviceOverlaps == 0)
+                    }
+                } catch {
+                    for service in services { print("----- \(service.name) log -----\n\(service.logTail())") }
+                    throw error
                 }
-                #expect(await received.rejected == 0)
-                #expect(await received.deviceOverlaps == 0)
-            } catch {
-                for service in services { print("----- \(service.name) log -----\n\(service.logTail())") }
-                throw error
             }
         }
     }

@@ -99,13 +99,17 @@ final class ServiceProcess: @unchecked Sendable {
         return Date().timeIntervalSince(started)
     }
 
-    /// SIGTERM, then SIGKILL if it has not stopped within `grace`.
-    func stop(grace: TimeInterval = 10) {
+    /// SIGTERM, then SIGKILL if it has not stopped within `grace`. It sleeps while it waits, so
+    /// that the thread it runs on serves the tests beside it meanwhile, and waits its whole
+    /// grace even in a cancelled test, which must not leave the process running.
+    func stop(grace: TimeInterval = 10) async {
         guard let process, process.isRunning else { return }
         process.terminate()
-        let deadline = Date().addingTimeInterval(grace)
-        while process.isRunning && Date() < deadline { usleep(50_000) }
-        if process.isRunning { kill() }
+        let deadline = ContinuousClock.now + .milliseconds(Int(grace * 1000))
+        while process.isRunning && ContinuousClock.now < deadline { await pauseEvenIfCancelled(for: .milliseconds(50)) }
+        guard process.isRunning else { return }
+        Glibc.kill(process.processIdentifier, SIGKILL)
+        while process.isRunning { await pauseEvenIfCancelled(for: .milliseconds(20)) }
     }
 
     /// Waits for the process to end by itself, sleeping rather than holding a thread of the

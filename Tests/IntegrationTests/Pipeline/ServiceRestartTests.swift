@@ -32,30 +32,31 @@ import Testing
                             logDirectory: logDirectory)
                     )
                 })
-            defer { services.values.forEach { $0.stop() } }
-            for service in services.values { try service.start() }
-            try await waitForHealth(port: ingestPort)
+            try await withProcessesStopped(Array(services.values)) {
+                for service in services.values { try service.start() }
+                try await waitForHealth(port: ingestPort)
 
-            let trip = TestTrip(projectId: harness.projectId)
-            let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
-            #expect(try await post(try trip.batch(0..<5), to: url, key: harness.deviceKey).status == 202)
+                let trip = TestTrip(projectId: harness.projectId)
+                let url = "http://127.0.0.1:\(ingestPort)/v1/fixes"
+                #expect(try await post(try trip.batch(0..<5), to: url, key: harness.deviceKey).status == 202)
 
-            let killed = services[victim]!
-            killed.kill()
-            try killed.start()
-            if victim == .ingest { try await waitForHealth(port: ingestPort) }
+                let killed = services[victim]!
+                killed.kill()
+                try killed.start()
+                if victim == .ingest { try await waitForHealth(port: ingestPort) }
 
-            #expect(try await post(try trip.batch(5..<9), to: url, key: harness.deviceKey).status == 202)
-            do {
-                try await received.wait(timeout: .seconds(120)) { trip.isComplete($0) }
-            } catch {
-                for service in services.values { print("----- \(service.name) log -----\n\(service.log.suffix(4000))") }
-                throw error
+                #expect(try await post(try trip.batch(5..<9), to: url, key: harness.deviceKey).status == 202)
+                do {
+                    try await received.wait(timeout: .seconds(120)) { trip.isComplete($0) }
+                } catch {
+                    for service in services.values { print("----- \(service.name) log -----\n\(service.log.suffix(4000))") }
+                    throw error
+                }
+                let mine = await received.payloads.filter { $0.data.deviceId == trip.deviceId }
+                // At-least-once: a redelivery repeats an event id, never invents a new event.
+                #expect(Set(mine.map(\.data.eventId)).count == 2)
+                #expect(await received.rejected == 0)
             }
-            let mine = await received.payloads.filter { $0.data.deviceId == trip.deviceId }
-            // At-least-once: a redelivery repeats an event id, never invents a new event.
-            #expect(Set(mine.map(\.data.eventId)).count == 2)
-            #expect(await received.rejected == 0)
         }
     }
 }

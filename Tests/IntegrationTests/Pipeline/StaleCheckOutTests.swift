@@ -46,54 +46,55 @@ import Testing
                 environment["CHECKIN_HTTP_PORT"] = String(name == "ingest" ? ingestPort : try freePort())
                 return ServiceProcess(name: name, arguments: [name], environment: environment, logDirectory: logDirectory)
             }
-            defer { services.forEach { $0.stop() } }
-            for service in services { try service.start() }
-            let evaluator = services[1]
-            try await waitForHealth(port: ingestPort)
+            try await withProcessesStopped(services) {
+                for service in services { try service.start() }
+                let evaluator = services[1]
+                try await waitForHealth(port: ingestPort)
 
-            let device = ReportingDevice(
-                trip: TestTrip(projectId: harness.projectId), url: "http://127.0.0.1:\(ingestPort)/v1/fixes",
-                key: harness.deviceKey)
-            let reporting = Task { try await device.report() }
-            do {
-                try await received.wait(timeout: .seconds(60)) { payloads in
-                    payloads.contains { $0.data.deviceId == device.trip.deviceId && $0.data.type == .checkin }
+                let device = ReportingDevice(
+                    trip: TestTrip(projectId: harness.projectId), url: "http://127.0.0.1:\(ingestPort)/v1/fixes",
+                    key: harness.deviceKey)
+                let reporting = Task { try await device.report() }
+                do {
+                    try await received.wait(timeout: .seconds(60)) { payloads in
+                        payloads.contains { $0.data.deviceId == device.trip.deviceId && $0.data.type == .checkin }
+                    }
+                    #expect(await evaluator.terminate(within: 20) != nil)
+                    // No evaluator: the fixes queue in the topic for more than twice `staleAfter`.
+                    try await Task.sleep(for: .seconds(Self.staleAfter * 2.5))
+                    // Back, the evaluator's batches fail to commit for a while (retried), so that its
+                    // sweeps run while the backlog still waits: the device must not be timed out then.
+                    let refusal = OffsetCommitRefusal(
+                        group: harness.evaluatorGroup, sqlState: "40001", until: Date().addingTimeInterval(12))
+                    try await harness.execute(refusal.create)
+                    try evaluator.start()
+                    try await Task.sleep(for: .seconds(Self.staleAfter * 1.5))
+                } catch {
+                    await device.stop()
+                    _ = try? await reporting.value
+                    throw error
                 }
-                #expect(await evaluator.terminate(within: 20) != nil)
-                // No evaluator: the fixes queue in the topic for more than twice `staleAfter`.
-                try await Task.sleep(for: .seconds(Self.staleAfter * 2.5))
-                // Back, the evaluator's batches fail to commit for a while (retried), so that its
-                // sweeps run while the backlog still waits: the device must not be timed out then.
-                let refusal = OffsetCommitRefusal(
-                    group: harness.evaluatorGroup, sqlState: "40001", until: Date().addingTimeInterval(12))
-                try await harness.execute(refusal.create)
-                try evaluator.start()
-                try await Task.sleep(for: .seconds(Self.staleAfter * 1.5))
-            } catch {
                 await device.stop()
-                _ = try? await reporting.value
-                throw error
-            }
-            await device.stop()
-            let lastFix = try await reporting.value
-            try await harness.execute(OffsetCommitRefusal(group: harness.evaluatorGroup, sqlState: "40001").drop)
+                let lastFix = try await reporting.value
+                try await harness.execute(OffsetCommitRefusal(group: harness.evaluatorGroup, sqlState: "40001").drop)
 
-            do {
-                try await received.wait(timeout: .seconds(60)) { payloads in
-                    payloads.contains { $0.data.deviceId == device.trip.deviceId && $0.data.type == .checkout }
+                do {
+                    try await received.wait(timeout: .seconds(60)) { payloads in
+                        payloads.contains { $0.data.deviceId == device.trip.deviceId && $0.data.type == .checkout }
+                    }
+                } catch {
+                    for service in services { print("----- \(service.name) log -----\n\(service.logTail())") }
+                    throw error
                 }
-            } catch {
-                for service in services { print("----- \(service.name) log -----\n\(service.logTail())") }
-                throw error
+                let mine = await received.payloads.filter { $0.data.deviceId == device.trip.deviceId }
+                #expect(mine.map(\.data.type) == [.checkin, .checkout])
+                let checkOut = try #require(mine.last?.data)
+                #expect(checkOut.reason == .timeout)
+                let checkOutTime = try #require(checkOut.checkOutTime)
+                #expect(
+                    abs(checkOutTime.timeIntervalSince(lastFix.addingTimeInterval(Self.staleAfter))) < 0.01,
+                    "timed out at \(RFC3339.format(checkOutTime)); last fix \(RFC3339.format(lastFix))")
             }
-            let mine = await received.payloads.filter { $0.data.deviceId == device.trip.deviceId }
-            #expect(mine.map(\.data.type) == [.checkin, .checkout])
-            let checkOut = try #require(mine.last?.data)
-            #expect(checkOut.reason == .timeout)
-            let checkOutTime = try #require(checkOut.checkOutTime)
-            #expect(
-                abs(checkOutTime.timeIntervalSince(lastFix.addingTimeInterval(Self.staleAfter))) < 0.01,
-                "timed out at \(RFC3339.format(checkOutTime)); last fix \(RFC3339.format(lastFix))")
         }
     }
 

@@ -151,10 +151,11 @@ import Testing
                     "CHECKIN_KAFKA_BROKERS": TestEnvironment.kafkaBrokers, "CHECKIN_HTTP_PORT": "0",
                 ], logDirectory: logDirectory)
             try service.start()
-            defer { service.stop() }
-            let status = await service.exitStatus(within: .seconds(30))
-            #expect(status != nil && status != 0, "\(name) kept running")
-            #expect(service.log.contains(expected), "\(service.log)")
+            try await withProcessesStopped([service]) {
+                let status = await service.exitStatus(within: .seconds(30))
+                #expect(status != nil && status != 0, "\(name) kept running")
+                #expect(service.log.contains(expected), "\(service.log)")
+            }
         }
     }
 }
@@ -170,8 +171,7 @@ import Testing
                 ["CHECKIN_DATABASE_URL": TestEnvironment.databaseURL, "CHECKIN_SECRET_KEY": PipelineHarness.sharedSecretKey.base64]
             ) { given, _ in given }, logDirectory: logDirectory)
         try command.start()
-        defer { command.stop() }
-        return (await command.exitStatus(within: .seconds(60)), command.log)
+        return try await withProcessesStopped([command]) { (await command.exitStatus(within: .seconds(60)), command.log) }
     }
 
     @Test func refusesNonPublicURLsAndShortSecretsNamingTheOption() async throws {

@@ -167,11 +167,11 @@ final class EvaluatorCluster: @unchecked Sendable {
         evaluators.map { "----- \($0.name) -----\n\($0.log.suffix(6000))" }.joined(separator: "\n")
     }
 
-    func stopAll() {
-        for evaluator in evaluators {
-            evaluator.signal(SIGCONT)
-            evaluator.stop(grace: 5)
-        }
-        postgres.destroy()
+    /// Stops every evaluator (a frozen one is woken first, to take its SIGTERM) and destroys the
+    /// cluster's Postgres.
+    func stopAll() async {
+        for evaluator in evaluators { evaluator.signal(SIGCONT) }
+        await stopProcesses(evaluators, grace: 5)
+        await postgres.destroy()
     }
 }

@@ -70,64 +70,66 @@ import Testing
     /// the old zone is never published, and the retry checks in where the new zones say.
     @Test func failedCommitPublishesNothingAndTheRetryUsesTheNewZones() async throws {
         let cluster = try EvaluatorCluster()
-        defer { cluster.stopAll() }
-        cluster.partitions = 1
-        try await cluster.prepare()
-        let refusal = OffsetCommitRefusal(group: cluster.harness.evaluatorGroup, sqlState: "40001")
-        for statement in refusal.create { _ = try await cluster.query(statement) }
-        // Produced before the worker starts: its first batch holds the whole entry.
-        let trip = TestTrip(projectId: cluster.harness.projectId, deviceId: "outbox-commit-\(cluster.harness.suffix)")
-        let (fixes, lines) = try Self.enteringFixes(trip)
-        try await cluster.produce(fixes)
-        try cluster.startEvaluator()
-        try await waitUntil("the batch failed to commit twice", within: .seconds(60)) {
-            cluster.evaluators[0].log.components(separatedBy: "batch failed transiently").count > 2
+        try await withCleanUp({ await cluster.stopAll() }) {
+            cluster.partitions = 1
+            try await cluster.prepare()
+            let refusal = OffsetCommitRefusal(group: cluster.harness.evaluatorGroup, sqlState: "40001")
+            for statement in refusal.create { _ = try await cluster.query(statement) }
+            // Produced before the worker starts: its first batch holds the whole entry.
+            let trip = TestTrip(projectId: cluster.harness.projectId, deviceId: "outbox-commit-\(cluster.harness.suffix)")
+            let (fixes, lines) = try Self.enteringFixes(trip)
+            try await cluster.produce(fixes)
+            try cluster.startEvaluator()
+            try await waitUntil("the batch failed to commit twice", within: .seconds(60)) {
+                cluster.evaluators[0].log.components(separatedBy: "batch failed transiently").count > 2
+            }
+
+            try await cluster.replaceZones(with: Self.replacedZones)
+            // The evaluator refreshes its zones every 0.5 s here.
+            try await Task.sleep(for: .seconds(2))
+            for statement in refusal.drop { _ = try await cluster.query(statement) }
+
+            try await expectTopicsAgree(cluster, trip: trip, lines: lines, fixes: fixes.count)
         }
-
-        try await cluster.replaceZones(with: Self.replacedZones)
-        // The evaluator refreshes its zones every 0.5 s here.
-        try await Task.sleep(for: .seconds(2))
-        for statement in refusal.drop { _ = try await cluster.query(statement) }
-
-        try await expectTopicsAgree(cluster, trip: trip, lines: lines, fixes: fixes.count)
     }
 
     /// The worker is killed inside the batch's transaction, after deciding the check-in
     /// and before the commit; the zones change before another worker takes over.
     @Test func workerKilledBeforeItsCommitPublishesNothing() async throws {
         let cluster = try EvaluatorCluster()
-        defer { cluster.stopAll() }
-        cluster.partitions = 1
-        try await cluster.prepare()
-        // The first batch of this project to save states pauses there, until the test releases it.
-        _ = try await cluster.query("CREATE TABLE pause_released (released boolean)")
-        _ = try await cluster.query(
-            """
-            CREATE FUNCTION pause_first_batch() RETURNS trigger LANGUAGE plpgsql AS $$
-            BEGIN
-              WHILE NOT EXISTS (SELECT 1 FROM pause_released) LOOP
-                PERFORM pg_sleep(0.2);
-              END LOOP;
-              RETURN NEW;
-            END $$
-            """)
-        _ = try await cluster.query(
-            "CREATE TRIGGER pause_first_batch BEFORE INSERT ON device_states FOR EACH ROW EXECUTE FUNCTION pause_first_batch()")
-        // Produced before the worker starts: the paused batch decides the whole entry.
-        let trip = TestTrip(projectId: cluster.harness.projectId, deviceId: "outbox-kill-\(cluster.harness.suffix)")
-        let (fixes, lines) = try Self.enteringFixes(trip)
-        try await cluster.produce(fixes)
-        try cluster.startEvaluator()
-        try await waitUntil("the batch is inside its transaction", within: .seconds(30)) {
-            try await cluster.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'").first?.decode(
-                Int.self) == 1
-        }
-        cluster.evaluators[0].kill()
-        _ = try await cluster.query("INSERT INTO pause_released VALUES (true)")
-        _ = try await cluster.query("DROP TRIGGER pause_first_batch ON device_states")
-        try await cluster.replaceZones(with: Self.replacedZones)
-        try cluster.restart(0)
+        try await withCleanUp({ await cluster.stopAll() }) {
+            cluster.partitions = 1
+            try await cluster.prepare()
+            // The first batch of this project to save states pauses there, until the test releases it.
+            _ = try await cluster.query("CREATE TABLE pause_released (released boolean)")
+            _ = try await cluster.query(
+                """
+                CREATE FUNCTION pause_first_batch() RETURNS trigger LANGUAGE plpgsql AS $$
+                BEGIN
+                  WHILE NOT EXISTS (SELECT 1 FROM pause_released) LOOP
+                    PERFORM pg_sleep(0.2);
+                  END LOOP;
+                  RETURN NEW;
+                END $$
+                """)
+            _ = try await cluster.query(
+                "CREATE TRIGGER pause_first_batch BEFORE INSERT ON device_states FOR EACH ROW EXECUTE FUNCTION pause_first_batch()")
+            // Produced before the worker starts: the paused batch decides the whole entry.
+            let trip = TestTrip(projectId: cluster.harness.projectId, deviceId: "outbox-kill-\(cluster.harness.suffix)")
+            let (fixes, lines) = try Self.enteringFixes(trip)
+            try await cluster.produce(fixes)
+            try cluster.startEvaluator()
+            try await waitUntil("the batch is inside its transaction", within: .seconds(30)) {
+                try await cluster.query("SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'PgSleep'").first?.decode(
+                    Int.self) == 1
+            }
+            cluster.evaluators[0].kill()
+            _ = try await cluster.query("INSERT INTO pause_released VALUES (true)")
+            _ = try await cluster.query("DROP TRIGGER pause_first_batch ON device_states")
+            try await cluster.replaceZones(with: Self.replacedZones)
+            try cluster.restart(0)
 
-        try await expectTopicsAgree(cluster, trip: trip, lines: lines, fixes: fixes.count)
+            try await expectTopicsAgree(cluster, trip: trip, lines: lines, fixes: fixes.count)
+        }
     }
 }

@@ -11,10 +11,20 @@ final class PrivatePostgres: @unchecked Sendable {
     private(set) var url = ""
 
     init() throws {
-        directory = URL(fileURLWithPath: "/tmp").appendingPathComponent("checkin-pg-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        // Under scripts/with-services.sh, in the run's directory: a run stopped before the test
+        // could destroy its cluster (a deadline, a crash) still stops and removes it.
+        let name = "checkin-pg-\(UUID().uuidString.prefix(8))"
         // The postgres user (when tests run as root) must reach the cluster inside.
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        let reachable: [FileAttributeKey: Any] = [.posixPermissions: 0o755]
+        if let run = ProcessInfo.processInfo.environment["CHECKIN_TEST_RUN"] {
+            let clusters = URL(fileURLWithPath: run).appendingPathComponent("clusters")
+            try FileManager.default.createDirectory(at: clusters, withIntermediateDirectories: true, attributes: reachable)
+            directory = clusters.appendingPathComponent(name)
+        } else {
+            directory = URL(fileURLWithPath: "/tmp").appendingPathComponent(name)
+        }
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes(reachable, ofItemAtPath: directory.path)
     }
 
     /// Starts the cluster (created on first start); keeps its port across restarts.
@@ -28,18 +38,13 @@ final class PrivatePostgres: @unchecked Sendable {
         _ = try await run("stop")
     }
 
-    /// Stops it for good and removes its files.
-    func destroy() {
-        // Synchronous, for `defer`: the script stops the server and waits for it.
-        let stop = Process()
-        stop.executableURL = URL(fileURLWithPath: "/bin/bash")
-        stop.arguments = [Self.repositoryRoot.appendingPathComponent("scripts/postgres.sh").path, "stop"]
-        stop.environment = scriptEnvironment
-        stop.standardOutput = FileHandle.nullDevice
-        stop.standardError = FileHandle.nullDevice
-        if (try? stop.run()) != nil {
-            var status: Int32 = 0
-            for _ in 0..<600 where waitpid(stop.processIdentifier, &status, WNOHANG) == 0 { usleep(50_000) }
+    /// Stops it for good and removes its files (and those in /var/tmp that postgres.sh uses
+    /// instead of a directory the postgres user cannot reach).
+    func destroy() async {
+        _ = try? await run("stop")
+        let cluster = directory.appendingPathComponent("cluster")
+        if let target = try? FileManager.default.destinationOfSymbolicLink(atPath: cluster.path) {
+            try? FileManager.default.removeItem(atPath: target)
         }
         try? FileManager.default.removeItem(at: directory)
     }
@@ -74,9 +79,10 @@ final class PrivatePostgres: @unchecked Sendable {
         let pid = process.processIdentifier
         var status: Int32 = 0
         let deadline = ContinuousClock.now + .seconds(90)
+        // Even in a cancelled test: the script must not be left to start or stop a server unseen.
         while waitpid(pid, &status, WNOHANG) == 0 {
             if ContinuousClock.now > deadline { throw TestFailure("postgres.sh \(command) did not finish in 90 s") }
-            try await Task.sleep(for: .milliseconds(100))
+            await pauseEvenIfCancelled(for: .milliseconds(100))
         }
         let text = (try? String(contentsOf: outputFile, encoding: .utf8)) ?? ""
         let exitedCleanly = (status & 0x7f) == 0 && ((status >> 8) & 0xff) == 0
