@@ -27,11 +27,11 @@ set -m
 env CHECKIN_TEST_STEP="$output" "$@" > >(tee -a "$output") 2>&1 &
 child=$!
 set +m
-# The command's group but its output's `tee`: a clean-up (scripts/with-services.sh stops its
-# broker and Postgres) would die writing to a closed pipe.
-group_but_tee() {
+# The given processes but the `tee` of the command's output: a clean-up (scripts/with-services.sh
+# stops its broker and Postgres) would die writing to a closed pipe.
+all_but_tee() {
     local pid
-    for pid in $(pgrep -g "$child"); do
+    for pid in "$@"; do
         [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "tee -a $output " ] || echo "$pid"
     done
 }
@@ -39,7 +39,7 @@ group_but_tee() {
 # A TERM or INT is passed on, and the loop below waits for the command: a `wait` inside a trap
 # was seen never to return when the command had already ended.
 terminated=""
-trap 'kill -TERM $(group_but_tee) 2>/dev/null; terminated=143' TERM INT
+trap 'kill -TERM $(all_but_tee $(pgrep -g "$child")) 2>/dev/null; terminated=143' TERM INT
 
 # Every process below `$1`, children first found: a process may start a group of its own
 # (swift test runs the test binary so), which a signal to our group would miss.
@@ -71,12 +71,8 @@ while kill -0 "$child" 2>/dev/null; do
             echo "within: thread stacks in $stacks" >&2
         fi
         # Everything the command started first (a test binary may block SIGTERM, or run in a
-        # group of its own), then the command itself, whose clean-up (scripts/with-services.sh
-        # stops its broker and Postgres) gets time to run. Not the `tee` of its output, which
-        # runs as its child: the clean-up would die writing to a closed pipe.
-        tree="$(for pid in $(descendants "$child"); do
-            [ "$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null)" = "tee -a $output " ] || echo "$pid"
-        done)"
+        # group of its own), then the command itself, whose clean-up gets time to run.
+        tree="$(all_but_tee $(descendants "$child"))"
         kill -KILL $tree 2>/dev/null
         kill -TERM "$child" 2>/dev/null
         for _ in $(seq 1 30); do
